@@ -46,6 +46,13 @@ CONTROL_PLANE_TOOLS := $(ETCD) $(KUBE_APISERVER) $(KUBECTL)
 PULUMI_TOOLS := $(PULUMI) $(PULUMI_YAML)
 TOOLS := $(CONTROL_PLANE_TOOLS) $(PULUMI_TOOLS) $(CONTROLLER_GEN)
 
+# Each area of the project keeps its own targets in mk/<area>.mk; they may
+# append to TOOLS, GENERATE_TARGETS and TEST_DEPS, so they are read here,
+# before the rules that use those lists.
+GENERATE_TARGETS :=
+TEST_DEPS :=
+include $(sort $(wildcard mk/*.mk))
+
 .PHONY: tools
 tools: $(TOOLS) ## Build every pinned tool into bin/ (first time ~15 min on 2 cores).
 
