@@ -1,0 +1,119 @@
+package v1alpha1
+
+import (
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types of a Workspace.
+const (
+	// WorkspaceReady is True when the workspace's agent is serving and its
+	// stacks are selected and configured, so Updates can run.
+	WorkspaceReady = "Ready"
+	// WorkspaceStalled is True when setting the workspace up failed in a
+	// way that retrying will not fix (e.g. `pulumi install` failed); the
+	// spec or the program must change first.
+	WorkspaceStalled = "Stalled"
+)
+
+// Reasons of Workspace conditions.
+const (
+	// WorkspaceReasonPending says the workspace pod is not serving yet.
+	WorkspaceReasonPending = "Pending"
+	// WorkspaceReasonSucceeded says the workspace is set up and serving.
+	WorkspaceReasonSucceeded = "Succeeded"
+	// WorkspaceReasonSourceFailed says the program could not be fetched.
+	WorkspaceReasonSourceFailed = "SourceFailed"
+	// WorkspaceReasonInstallFailed says installing the program's
+	// dependencies failed.
+	WorkspaceReasonInstallFailed = "InstallFailed"
+	// WorkspaceReasonStackSetupFailed says selecting, creating or
+	// configuring one of the stacks failed.
+	WorkspaceReasonStackSetupFailed = "StackSetupFailed"
+)
+
+// Condition types of an Update. Like a Job, a finished Update has
+// Complete=True, and Failed tells whether the operation failed.
+const (
+	// UpdateConditionTypeProgressing is True while the operation runs.
+	UpdateConditionTypeProgressing = "Progressing"
+	// UpdateConditionTypeComplete is True once the operation has finished,
+	// successfully or not.
+	UpdateConditionTypeComplete = "Complete"
+	// UpdateConditionTypeFailed is True when the operation finished with an
+	// error.
+	UpdateConditionTypeFailed = "Failed"
+)
+
+// Reasons of Update conditions.
+const (
+	// UpdateReasonPending says the operation has not started, e.g. because
+	// the workspace is not ready.
+	UpdateReasonPending = "Pending"
+	// UpdateReasonInProgress says the operation is running.
+	UpdateReasonInProgress = "InProgress"
+	// UpdateReasonSucceeded says the operation finished without error.
+	UpdateReasonSucceeded = "Succeeded"
+	// UpdateReasonFailed says the operation finished with an error.
+	UpdateReasonFailed = "UpdateFailed"
+	// UpdateReasonConflict says the operation could not start because
+	// another operation holds the stack's lock (HTTP 409 from the backend).
+	UpdateReasonConflict = "UpdateConflict"
+)
+
+// IsReady reports whether the workspace's Ready condition is True.
+func (s *WorkspaceStatus) IsReady() bool {
+	return apimeta.IsStatusConditionTrue(s.Conditions, WorkspaceReady)
+}
+
+// IsStalled reports whether the workspace's Stalled condition is True.
+func (s *WorkspaceStatus) IsStalled() bool {
+	return apimeta.IsStatusConditionTrue(s.Conditions, WorkspaceStalled)
+}
+
+// IsComplete reports whether the operation has finished, whatever its
+// outcome.
+func (s *UpdateStatus) IsComplete() bool {
+	return apimeta.IsStatusConditionTrue(s.Conditions, UpdateConditionTypeComplete)
+}
+
+// IsFailed reports whether the operation finished with an error.
+func (s *UpdateStatus) IsFailed() bool {
+	return apimeta.IsStatusConditionTrue(s.Conditions, UpdateConditionTypeFailed)
+}
+
+// MarkProgressing records that the operation is pending or running:
+// Progressing=True, and Complete and Failed False with the same reason.
+func (s *UpdateStatus) MarkProgressing(reason, message string) {
+	s.setConditions(metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, reason, message)
+}
+
+// MarkSucceeded records that the operation finished without error:
+// Progressing=False, Complete=True, Failed=False.
+func (s *UpdateStatus) MarkSucceeded(message string) {
+	s.setConditions(metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, UpdateReasonSucceeded, message)
+}
+
+// MarkFailed records that the operation finished with an error:
+// Progressing=False, Complete=True, Failed=True, all with the given reason.
+func (s *UpdateStatus) MarkFailed(reason, message string) {
+	s.setConditions(metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionTrue, reason, message)
+}
+
+func (s *UpdateStatus) setConditions(progressing, complete, failed metav1.ConditionStatus, reason, message string) {
+	for _, c := range []struct {
+		t      string
+		status metav1.ConditionStatus
+	}{
+		{UpdateConditionTypeProgressing, progressing},
+		{UpdateConditionTypeComplete, complete},
+		{UpdateConditionTypeFailed, failed},
+	} {
+		apimeta.SetStatusCondition(&s.Conditions, metav1.Condition{
+			Type:    c.t,
+			Status:  c.status,
+			Reason:  reason,
+			Message: message,
+		})
+	}
+}

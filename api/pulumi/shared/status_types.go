@@ -1,0 +1,107 @@
+package shared
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+)
+
+// StackOutputs maps each stack output name to its value, as JSON.
+type StackOutputs map[string]apiextensionsv1.JSON
+
+// StackUpdateStateMessage is the outcome of a stack's last update.
+type StackUpdateStateMessage string
+
+const (
+	// SucceededStackStateMessage says the last update succeeded.
+	SucceededStackStateMessage StackUpdateStateMessage = "succeeded"
+	// FailedStackStateMessage says the last update failed.
+	FailedStackStateMessage StackUpdateStateMessage = "failed"
+)
+
+// Permalink is the address of an operation in Pulumi Cloud.
+type Permalink string
+
+// StackUpdateState records the last Update a Stack ran and its outcome.
+type StackUpdateState struct {
+	// Generation is the Stack's metadata.generation the update ran for.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// ReconcileRequest is the value of the reconcile-request annotation
+	// the update ran for.
+	// +optional
+	ReconcileRequest string `json:"reconcileRequest,omitempty"`
+
+	// Name is the name of the Update object.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Type is the operation the Update ran: preview, up, destroy or
+	// refresh.
+	// +optional
+	Type autov1alpha1.UpdateType `json:"type,omitempty"`
+
+	// State is the outcome: "succeeded" or "failed".
+	// +optional
+	State StackUpdateStateMessage `json:"state,omitempty"`
+
+	// Message describes the outcome, e.g. the error of a failed update.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// LastAttemptedCommit is the source revision of the last update tried.
+	// +optional
+	LastAttemptedCommit string `json:"lastAttemptedCommit,omitempty"`
+
+	// LastSuccessfulCommit is the source revision of the last update that
+	// succeeded.
+	// +optional
+	LastSuccessfulCommit string `json:"lastSuccessfulCommit,omitempty"`
+
+	// Permalink is the address of the operation in Pulumi Cloud; empty for
+	// self-managed backends.
+	// +optional
+	Permalink Permalink `json:"permalink,omitempty"`
+
+	// LastResyncTime is when the update finished.
+	// +optional
+	LastResyncTime metav1.Time `json:"lastResyncTime,omitempty"`
+
+	// Failures counts the consecutive failed attempts at this update; the
+	// wait before the next retry grows exponentially with it.
+	// +optional
+	Failures int64 `json:"failures,omitempty"`
+}
+
+// CurrentStackUpdate records the Update a Stack is running now.
+type CurrentStackUpdate struct {
+	// Generation is the Stack's metadata.generation the update runs for.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// ReconcileRequest is the value of the reconcile-request annotation
+	// the update runs for.
+	// +optional
+	ReconcileRequest string `json:"reconcileRequest,omitempty"`
+
+	// Name is the name of the Update object.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Commit is the source revision being deployed.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+}
+
+// ProjectInfo is the Pulumi project name and runtime a Stack's program
+// declared in Pulumi.yaml, remembered so that the stack can still be
+// destroyed after its source has gone.
+type ProjectInfo struct {
+	// Name is the Pulumi project name (`name:` in Pulumi.yaml).
+	Name string `json:"name"`
+
+	// Runtime is the Pulumi runtime (`runtime:` in Pulumi.yaml).
+	Runtime string `json:"runtime"`
+}

@@ -1,0 +1,100 @@
+package v1
+
+// Condition types of a Stack. Ready, Reconciling and Stalled follow the
+// kstatus convention, so that tools that understand it (kstatus, Flux, Argo
+// CD health checks) can tell a stack in progress from a finished or a stuck
+// one:
+//
+//   - while the stack is being processed: Ready=False (NotReadyInProgress)
+//     and Reconciling=True;
+//   - when it cannot progress until a person changes something:
+//     Ready=False (NotReadyStalled) and Stalled=True;
+//   - when it is up to date: Ready=True, and neither Reconciling nor Stalled.
+const (
+	// ReadyCondition summarizes the stack: True when it is up to date.
+	ReadyCondition = "Ready"
+	// ReconcilingCondition is True while an update is pending or running,
+	// including while a failed one waits to be retried.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition is True when the stack cannot progress until its
+	// spec, its source or its environment changes.
+	StalledCondition = "Stalled"
+	// DriftDetectedCondition is reserved for drift detection: True when a
+	// check found the resources differ from the stack's state.
+	DriftDetectedCondition = "DriftDetected"
+)
+
+// Reasons of the Ready condition.
+const (
+	// ReadyCompletedReason says the stack has been processed and is up to date.
+	ReadyCompletedReason = "ProcessingCompleted"
+	// NotReadyInProgressReason says the stack is not ready because it is being
+	// processed (Reconciling is True).
+	NotReadyInProgressReason = "NotReadyInProgress"
+	// NotReadyStalledReason says the stack is not ready because processing is
+	// stuck (Stalled is True).
+	NotReadyStalledReason = "NotReadyStalled"
+)
+
+// Messages of the Ready condition. They are the Pulumi Kubernetes Operator
+// v2's, to the letter, so that tools matching on them keep working.
+const (
+	// ReadyCompletedMessage goes with Ready=True.
+	ReadyCompletedMessage = "the stack has been processed and is up to date"
+	// NotReadyInProgressMessage goes with Ready=False while Reconciling=True.
+	NotReadyInProgressMessage = "reconciliation is in progress"
+	// NotReadyStalledMessage goes with Ready=False while Stalled=True.
+	NotReadyStalledMessage = "reconciliation is stalled"
+)
+
+// Reasons of the Reconciling condition.
+const (
+	// ReconcilingProcessingReason says an update is being prepared or is
+	// running.
+	ReconcilingProcessingReason = "StackProcessing"
+	// ReconcilingRetryReason says the last update failed and will be retried
+	// after a backoff.
+	ReconcilingRetryReason = "RetryingAfterFailure"
+	// ReconcilingPrerequisiteNotSatisfiedReason says a prerequisite stack has
+	// not succeeded (recently enough) yet.
+	ReconcilingPrerequisiteNotSatisfiedReason = "PrerequisiteNotSatisfied"
+)
+
+// Messages of the Reconciling condition for the ReconcilingProcessingReason.
+const (
+	// ReconcilingProcessingWorkspaceMessage says the operator is waiting for
+	// the workspace.
+	ReconcilingProcessingWorkspaceMessage = "waiting for workspace readiness"
+	// ReconcilingProcessingUpdateMessage says an update is running.
+	ReconcilingProcessingUpdateMessage = "stack is being processed"
+)
+
+// Reasons of the Stalled condition.
+const (
+	// StalledSpecInvalidReason says the spec cannot be acted on as written.
+	StalledSpecInvalidReason = "SpecInvalid"
+	// StalledSourceUnavailableReason says the program source cannot be fetched
+	// (bad address, missing credentials, missing Program, ...).
+	StalledSourceUnavailableReason = "SourceUnavailable"
+	// StalledConflictReason says another update of the same stack was running
+	// and retryOnUpdateConflict is off.
+	StalledConflictReason = "UpdateConflict"
+	// StalledPulumiVersionTooLowReason says the Pulumi CLI in the workspace
+	// image is too old for a feature the spec asks for.
+	StalledPulumiVersionTooLowReason = "PulumiVersionTooLow"
+	// StalledWorkspaceFailedReason says the workspace could not be set up, e.g.
+	// installing the program's dependencies failed.
+	StalledWorkspaceFailedReason = "WorkspaceFailed"
+)
+
+// Reasons that may go with more than one condition, depending on whether the
+// operator will retry (Reconciling) or not (Stalled).
+const (
+	// UpdateFailedReason says the last update (pulumi up or destroy) failed.
+	UpdateFailedReason = "UpdateFailed"
+	// PreviewFailedReason says the last preview (spec.preview) failed.
+	PreviewFailedReason = "PreviewFailed"
+	// NamespaceTerminatingReason says the Stack's namespace is being deleted, so
+	// no workspace or update can be created in it any more.
+	NamespaceTerminatingReason = "NamespaceTerminating"
+)

@@ -1,0 +1,103 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+)
+
+// ReconcileRequestAnnotation is the annotation that asks for a Stack to be
+// processed again without a spec change; see shared.ReconcileRequestAnnotation.
+const ReconcileRequestAnnotation = shared.ReconcileRequestAnnotation
+
+// MaxStackNameLength is the longest Stack name accepted. Object names derived
+// from it (the workspace's StatefulSet and its pods, whose names also become
+// label values) must stay within Kubernetes' 63-character limit.
+const MaxStackNameLength = 42
+
+// StackStatus is the observed state of a Stack.
+type StackStatus struct {
+	// ObservedGeneration is the metadata.generation the operator last
+	// finished processing (successfully or with a stall).
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ObservedReconcileRequest is the value of the
+	// pulumi.com/reconciliation-request annotation the operator last
+	// finished processing.
+	// +optional
+	ObservedReconcileRequest string `json:"observedReconcileRequest,omitempty"`
+
+	// Conditions describe the stack's state, following the kstatus
+	// convention: Ready is the summary; Reconciling=True while an update is
+	// pending or running; Stalled=True when the stack cannot progress until
+	// its spec or its source changes.
+	// +listType=map
+	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// LastUpdate records the last Update run for the stack and its outcome.
+	// +optional
+	LastUpdate *shared.StackUpdateState `json:"lastUpdate,omitempty"`
+
+	// CurrentUpdate records the Update running now, if any.
+	// +optional
+	CurrentUpdate *shared.CurrentStackUpdate `json:"currentUpdate,omitempty"`
+
+	// Outputs are the stack outputs after the last successful update. Outputs
+	// that Pulumi marks secret are not shown in clear.
+	// +optional
+	Outputs shared.StackOutputs `json:"outputs,omitempty"`
+
+	// ProjectInfo is the project name and runtime reported by the last
+	// successful operation, kept so that the stack can be destroyed even if
+	// its source is no longer available.
+	// +optional
+	ProjectInfo *shared.ProjectInfo `json:"projectInfo,omitempty"`
+}
+
+// Stack is a Pulumi stack that the operator keeps deployed: it fetches the
+// program from git, a Flux source or a Program object, runs `pulumi up` in a
+// Workspace whenever the program or the spec changes (and periodically if
+// asked), and can destroy the stack's resources when the object is deleted.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:categories=pulumi
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Stack",type=string,priority=10,JSONPath=`.spec.stack`
+// +kubebuilder:printcolumn:name="Last Update",type=string,JSONPath=`.status.lastUpdate.state`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.status.lastUpdate.lastResyncTime`
+// +kubebuilder:printcolumn:name="Last Commit",type=string,priority=10,JSONPath=`.status.lastUpdate.lastAttemptedCommit`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reconciling",type=string,JSONPath=`.status.conditions[?(@.type=="Reconciling")].reason`
+// +kubebuilder:printcolumn:name="Stalled",type=string,JSONPath=`.status.conditions[?(@.type=="Stalled")].reason`
+// +kubebuilder:printcolumn:name="Permalink",type=string,JSONPath=`.status.lastUpdate.permalink`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 42",message="metadata.name must be at most 42 characters, so that the names derived from it fit in 63"
+type Stack struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired stack: its name, program source, configuration
+	// and how it is kept up to date.
+	Spec shared.StackSpec `json:"spec,omitempty"`
+	// Status is the observed state of the stack.
+	Status StackStatus `json:"status,omitempty"`
+}
+
+// StackList is a list of Stacks.
+//
+// +kubebuilder:object:root=true
+type StackList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Stacks.
+	Items []Stack `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Stack{}, &StackList{})
+}
