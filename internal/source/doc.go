@@ -1,0 +1,15 @@
+// Package source puts a Pulumi program's source into a target directory,
+// safely, before Pulumi runs on it.
+//
+// Three kinds of source are supported: a git repository at a branch or an
+// exact commit (FetchGit), a tar.gz artifact verified by digest
+// (FetchArtifact, for Flux sources and Program artifacts), and a bare
+// project file for destroying a stack whose source is gone (WriteProject).
+//
+// Every fetch is staged in a temporary directory beside the target and
+// renamed into place only when it fully succeeded, so a failed fetch leaves
+// the target exactly as it was. Failures are returned as *Error values whose
+// Reason tells the caller what happens next: a permanent error needs a human
+// to change the spec, a transient one is worth retrying. Credentials never
+// appear in error messages or logs.
+package source
