@@ -1,0 +1,45 @@
+package auth
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Authorizer decides whether the holder of a bearer token may call the
+// agent. It is the single seam between the transport (the interceptors) and
+// the policy (a static secret, or the Kubernetes API), so the agent server
+// does not need to know which runtime it is deployed by.
+//
+// Authorize returns nil to let the call through. Otherwise it returns a gRPC
+// status error: codes.Unauthenticated when the token is missing, malformed or
+// not valid for this workspace, and codes.PermissionDenied when the token
+// names a real identity that is not allowed to use the workspace. An
+// implementation may also return codes.Unavailable or codes.Internal when it
+// could not reach a decision at all (for example, the API server is down).
+// Errors must never contain the token.
+type Authorizer interface {
+	Authorize(ctx context.Context, token string) error
+}
+
+// errUnauthenticated and errPermissionDenied build the two status errors an
+// Authorizer returns for a decided refusal.
+func errUnauthenticated(msg string) error {
+	return status.Error(codes.Unauthenticated, msg)
+}
+
+func errPermissionDenied(msg string) error {
+	return status.Error(codes.PermissionDenied, msg)
+}
+
+// redact replaces every occurrence of token in msg. It guards error text that
+// comes from elsewhere (client-go, the API server) and so cannot be proven
+// free of the token by reading this package alone.
+func redact(msg, token string) string {
+	if token == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, token, "[redacted]")
+}
