@@ -1,0 +1,157 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/stackyard/stackyard/internal/agent/agenterr"
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+)
+
+// sleepProgram creates a Sleep resource that takes as long as config
+// "sleep" says.
+const sleepProgram = `name: sleepy
+runtime: yaml
+config:
+  sleep:
+    type: integer
+resources:
+  nap:
+    type: stackyardtest:index:Sleep
+    properties:
+      seconds: ${sleep}
+outputs:
+  slept: ${nap.seconds}
+`
+
+const sleepURN = "urn:pulumi:dev::sleepy::stackyardtest:index:Sleep::nap"
+
+func sleepFor(t *testing.T, seconds int) *agentpb.ConfigItem {
+	return structured(t, "sleep", seconds, false)
+}
+
+// startUp starts an Up and returns its stream once the engine has begun
+// creating the Sleep resource.
+func startUp(ctx context.Context, t *testing.T, client agentpb.AutomationServiceClient) grpc.ServerStreamingClient[agentpb.OperationStream] {
+	t.Helper()
+	stream, err := client.Up(ctx, &agentpb.UpRequest{})
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("Up ended before the Sleep resource started: %v", err)
+		}
+		if isStepStart(msg.GetEvent(), sleepURN) {
+			return stream
+		}
+	}
+}
+
+// isStepStart reports whether e is the resourcePreEvent of urn.
+func isStepStart(e *agentpb.EngineEvent, urn string) bool {
+	if e.GetType() != "resourcePreEvent" {
+		return false
+	}
+	md := e.GetEvent().GetFields()["resourcePreEvent"].GetStructValue().GetFields()["metadata"].GetStructValue()
+	return md.GetFields()["urn"].GetStringValue() == urn
+}
+
+// TestCancelByCaller cancels an Up in the middle of a long resource
+// operation: the agent interrupts the CLI, every process it started ends,
+// the agent refuses a second call while the first runs, and the next Up
+// works.
+func TestCancelByCaller(t *testing.T) {
+	h := newHarness(t, sleepProgram)
+	h.selectStack()
+	h.setConfig(sleepFor(t, 120))
+
+	ctx, cancel := context.WithCancel(h.ctx())
+	stream := startUp(ctx, t, h.client)
+
+	// One call at a time: a second mutating call is refused, not queued.
+	_, err := h.client.SetAllConfig(h.ctx(), &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, 1)}})
+	if agenterr.ReasonOf(err) != agenterr.UpdateConflict {
+		t.Errorf("SetAllConfig during Up: %v (reason %s), want UpdateConflict", err, agenterr.ReasonOf(err))
+	}
+
+	cancelled := time.Now()
+	cancel()
+	for {
+		if _, err := stream.Recv(); err != nil {
+			break
+		}
+	}
+	// The CLI and its plugins stop well before the Sleep would have ended.
+	if !waitFor(15*time.Second, func() bool { return len(processesIn(h.dir)) == 0 }) {
+		t.Fatalf("processes still running in the workspace after cancel: %v", processesIn(h.dir))
+	}
+	t.Logf("the CLI stopped %v after the cancel", time.Since(cancelled).Round(time.Millisecond))
+
+	// Once the agent has finished the cancelled call it takes new ones.
+	if !waitFor(15*time.Second, func() bool {
+		_, err := h.client.SetAllConfig(h.ctx(), &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, 1)}})
+		return err == nil
+	}) {
+		t.Fatal("the agent stayed busy after the cancelled Up")
+	}
+	r := h.up(&agentpb.UpRequest{}).mustSucceed(t, "Up after cancel")
+	if got := output(t, r.result, "slept"); got != float64(1) {
+		t.Errorf("output slept = %v; want 1", got)
+	}
+}
+
+// TestShutdownCancels shuts the server down during an Up, as SIGTERM does:
+// the caller still receives a Result whose error says Cancelled, the stream
+// ends with a Canceled status, and the stack is left unlocked.
+func TestShutdownCancels(t *testing.T) {
+	h := newHarness(t, sleepProgram)
+	h.selectStack()
+	h.setConfig(sleepFor(t, 120))
+
+	stream := startUp(h.ctx(), t, h.client)
+	shutdownDone := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shutdownDone <- h.srv.Shutdown(ctx)
+	}()
+	var res *agentpb.Result
+	var streamErr error
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			streamErr = err
+			break
+		}
+		if r := msg.GetResult(); r != nil {
+			res = r
+		}
+	}
+	if errors.Is(streamErr, io.EOF) || agenterr.ReasonOf(streamErr) != agenterr.Cancelled {
+		t.Errorf("stream ended with %v (reason %s), want Cancelled", streamErr, agenterr.ReasonOf(streamErr))
+	}
+	if res.GetError().GetReason() != string(agenterr.Cancelled) {
+		t.Errorf("result = %v; want error reason Cancelled", res)
+	}
+	if err := <-shutdownDone; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	// After shutdown the agent takes no new operation.
+	collect(h.client.Preview(h.ctx(), &agentpb.PreviewRequest{})).mustFail(t, "Preview after Shutdown", agenterr.Cancelled)
+
+	// A new agent over the same workspace finds the stack unlocked and clean.
+	h.start(2 * time.Second)
+	h.selectStack()
+	h.setConfig(sleepFor(t, 1))
+	r := h.up(&agentpb.UpRequest{}).mustSucceed(t, "Up after shutdown")
+	if r.result.GetRecovery() != nil {
+		t.Errorf("a graceful shutdown needed recovery: %v", r.result.GetRecovery())
+	}
+}

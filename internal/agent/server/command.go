@@ -1,0 +1,186 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/blang/semver"
+	"github.com/go-logr/logr"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+)
+
+// DefaultGracePeriod is how long a cancelled CLI gets between SIGINT and
+// SIGKILL when Options.GracePeriod is zero. After a SIGINT the engine stops
+// starting new steps and waits for the running ones, so the period should
+// cover a typical resource operation.
+const DefaultGracePeriod = 30 * time.Second
+
+// pipeDrainDelay bounds how long Run waits for the CLI's output pipes once
+// the process is gone, in case a grandchild kept them open.
+const pipeDrainDelay = 5 * time.Second
+
+// cliRunner runs the Pulumi CLI for the Automation API (it implements
+// auto.PulumiCommand). The Automation API's own runner (v3.170.0) does
+// send SIGINT on context cancellation, but with a fixed 10 s delay before
+// SIGKILL, to the CLI alone: the plugins the CLI started, which live in
+// their own process groups, outlive it, and if the agent itself dies the
+// CLI keeps running and holding the stack lock. cliRunner instead:
+//
+//   - starts the CLI in its own process group, so a Ctrl-C in the agent's
+//     terminal does not reach it twice (a second SIGINT makes the engine
+//     abandon running steps);
+//   - asks the kernel to SIGKILL the CLI if the agent dies (Linux), so an
+//     agent that is killed leaves a lock whose holder is provably gone;
+//   - on cancellation sends SIGINT, waits grace, then SIGKILLs the CLI and
+//     every process below it.
+type cliRunner struct {
+	path    string
+	version semver.Version
+	grace   time.Duration
+	log     logr.Logger
+}
+
+var _ auto.PulumiCommand = (*cliRunner)(nil)
+
+// newCLIRunner finds the pulumi binary (path, or "pulumi" on PATH when empty)
+// and reads its version.
+func newCLIRunner(path string, grace time.Duration, log logr.Logger) (*cliRunner, error) {
+	if path == "" {
+		path = "pulumi"
+	}
+	abs, err := exec.LookPath(path)
+	if err != nil {
+		return nil, fmt.Errorf("pulumi CLI not found (%s): %w", path, err)
+	}
+	if abs, err = filepath.Abs(abs); err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(abs, "version").Output()
+	if err != nil {
+		return nil, fmt.Errorf("run `pulumi version`: %w", err)
+	}
+	v, err := semver.ParseTolerant(strings.TrimSpace(string(out)))
+	if err != nil {
+		return nil, fmt.Errorf("parse pulumi version %q: %w", strings.TrimSpace(string(out)), err)
+	}
+	if grace <= 0 {
+		grace = DefaultGracePeriod
+	}
+	return &cliRunner{path: abs, version: v, grace: grace, log: log}, nil
+}
+
+// Version returns the CLI's version.
+func (r *cliRunner) Version() semver.Version { return r.version }
+
+// Run runs the CLI with args in workdir and returns its stdout, stderr and
+// exit code. It always adds --non-interactive, as the Automation API's own
+// runner does, so that the CLI fails instead of prompting.
+func (r *cliRunner) Run(ctx context.Context, workdir string, stdin io.Reader,
+	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
+) (string, string, int, error) {
+	args = withNonInteractive(args)
+	cmd := exec.Command(r.path, args...) //nolint:gosec // the path is the configured CLI
+	cmd.Dir = workdir
+	cmd.Env = append(os.Environ(), additionalEnv...)
+	cmd.Env = prependPath(cmd.Env, filepath.Dir(r.path))
+
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = io.MultiWriter(append(additionalOutput, &stdout)...)
+	cmd.Stderr = io.MultiWriter(append(additionalErrorOutput, &stderr)...)
+	cmd.Stdin = stdin
+	cmd.SysProcAttr = childSysProcAttr()
+	cmd.WaitDelay = pipeDrainDelay
+
+	if err := cmd.Start(); err != nil {
+		return "", "", -1, err
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var err error
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		err = r.stop(cmd, waited)
+	}
+	code := -1
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		code = 0
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
+		err = fmt.Errorf("%w (%v)", ctxErr, err)
+	}
+	return stdout.String(), stderr.String(), code, err
+}
+
+// stop interrupts the CLI, gives it the grace period to cancel cleanly
+// (the engine then finishes or cancels its running steps, writes the state
+// and releases the lock), and kills it and its plugins if it is still
+// running after that.
+func (r *cliRunner) stop(cmd *exec.Cmd, waited <-chan error) error {
+	pid := cmd.Process.Pid
+	r.log.Info("cancelling pulumi", "pid", pid, "grace", r.grace.String())
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		return <-waited
+	}
+	timer := time.NewTimer(r.grace)
+	defer timer.Stop()
+	select {
+	case err := <-waited:
+		return err
+	case <-timer.C:
+	}
+	r.log.Info("pulumi did not stop within the grace period; killing it and its plugins", "pid", pid)
+	killTree(pid)
+	return <-waited
+}
+
+// killTree SIGKILLs pid, every process below it and their process groups.
+// The plugins the CLI starts lead process groups of their own, so killing
+// the CLI's group alone would leave them running.
+func killTree(pid int) {
+	below := descendants(pid)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for _, p := range below {
+		_ = syscall.Kill(-p, syscall.SIGKILL)
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// withNonInteractive appends --non-interactive unless args has it.
+func withNonInteractive(args []string) []string {
+	for _, a := range args {
+		if a == "--non-interactive" {
+			return args
+		}
+	}
+	return append(append([]string(nil), args...), "--non-interactive")
+}
+
+// prependPath puts dir first on the PATH in env (the last PATH entry, the
+// one exec uses), so that the CLI finds the language hosts and plugins
+// installed beside it.
+func prependPath(env []string, dir string) []string {
+	out := append([]string(nil), env...)
+	for i := len(out) - 1; i >= 0; i-- {
+		if e := out[i]; strings.HasPrefix(e, "PATH=") {
+			out[i] = "PATH=" + dir + string(os.PathListSeparator) + strings.TrimPrefix(e, "PATH=")
+			return out
+		}
+	}
+	return append(out, "PATH="+dir)
+}

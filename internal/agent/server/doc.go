@@ -1,0 +1,62 @@
+// Package server implements the workspace agent's gRPC AutomationService
+// (internal/agent/proto) on the real Pulumi engine, through the Automation
+// API over one project directory.
+//
+// The package is split by concern: server.go holds the Server, its options
+// and the one-call-at-a-time discipline; stack.go the stack selection and
+// information calls; config.go SetAllConfig and config_values.go the
+// reading and validation of its items; operations.go Preview, Up, Refresh
+// and Destroy and the runner they share; events.go the forwarding of engine
+// events; results.go the Result; errors.go the classification of failures
+// into agenterr reasons; redact.go the scrubbing of secrets; recovery.go
+// the repair of interrupted runs; command.go and proc_*.go the process
+// handling of the CLI.
+//
+// # Cancellation
+//
+// When the caller cancels an operation's stream, or the agent shuts down
+// (Server.Shutdown, called on SIGTERM), the CLI gets SIGINT: the engine
+// stops starting steps, asks providers to cancel the running ones, writes
+// the state and releases the stack lock. If it has not exited after the
+// grace period, the CLI and every process below it (language host,
+// providers) are killed. The CLI is also started with a parent-death signal,
+// so a killed agent takes its CLI with it rather than leaving an update
+// running unsupervised.
+//
+// # Locks
+//
+// A CLI that was killed leaves its lock behind, and every later operation
+// fails with "the stack is currently locked". The agent clears such a lock
+// only when its holder is provably gone: the lock was taken on this host
+// (same hostname; in Kubernetes the pod name, which a restarted pod keeps)
+// and its pid is either not running (or a zombie) or now belongs to a
+// process that started after the lock was taken (pids are reused after a
+// container restart). A lock from another host, or from a live process,
+// is never cleared: the operation fails with reason StackLocked. Because
+// `pulumi cancel` removes all of a stack's locks, locks are cleared only
+// when every one of them is stale. The operation is then retried once, and
+// the Result's Recovery lists the cleared locks with the reason each holder
+// was judged gone.
+//
+// # Pending operations
+//
+// A killed CLI may also leave pending operations in the state: resources it
+// had started to create, update or delete. The engine drops pending updates
+// and deletes on the next update, but keeps pending creates until a human
+// resolves them, warning on every run. Before each operation the agent
+// exports the state and reports any pending operations in
+// Result.PendingOperations. Before a mutating operation (up, refresh,
+// destroy; not previews) it clears them with the engine's own mechanism,
+// `pulumi refresh --clear-pending-creates`, which drops the pending creates,
+// writes a snapshot without the other pending operations, and brings the
+// state in line with the real resources. Recovery lists the cleared
+// operations and the method. A pending create may stand for a resource that
+// was in fact created and is now unmanaged; the Result is where the
+// operator surfaces that to a human.
+//
+// # Secrets
+//
+// Secret config values and secret outputs are remembered by a redactor and
+// removed from every message, event and log line the agent produces. Secret
+// outputs are sent only when the request sets show_secrets.
+package server

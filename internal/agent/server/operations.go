@@ -1,0 +1,310 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"google.golang.org/grpc"
+
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+)
+
+// execAgent is what the CLI records as the agent that ran an update.
+const execAgent = "stackyard-agent"
+
+// operation is one engine operation as the shared runner sees it.
+type operation struct {
+	// kind is the summary's kind: "update", "preview", "refresh", "destroy".
+	kind string
+	// mutating operations clear pending operations before they run.
+	mutating bool
+	// showSecrets returns secret outputs in plain text.
+	showSecrets bool
+	// message is the operation's message, for a synthesized summary.
+	message string
+	// run runs the operation once, sending its events to ch.
+	run func(ctx context.Context, st auto.Stack, ch chan<- events.EngineEvent) (outcome, error)
+	// after runs once the operation succeeded (Destroy with remove forgets
+	// the stack).
+	after func()
+}
+
+// outcome is what one successful run produced.
+type outcome struct {
+	history   *auto.UpdateSummary
+	changes   map[apitype.OpType]int
+	outputs   auto.OutputMap
+	permalink string
+}
+
+// Preview computes the changes an update would make.
+func (s *Server) Preview(req *agentpb.PreviewRequest, stream grpc.ServerStreamingServer[agentpb.OperationStream]) error {
+	opts := []optpreview.Option{optpreview.UserAgent(execAgent)}
+	if n := req.GetParallel(); n > 0 {
+		opts = append(opts, optpreview.Parallel(int(n)))
+	}
+	if m := req.GetMessage(); m != "" {
+		opts = append(opts, optpreview.Message(m))
+	}
+	if req.GetExpectNoChanges() {
+		opts = append(opts, optpreview.ExpectNoChanges())
+	}
+	if r := req.GetReplace(); len(r) > 0 {
+		opts = append(opts, optpreview.Replace(r))
+	}
+	if t := req.GetTarget(); len(t) > 0 {
+		opts = append(opts, optpreview.Target(t))
+	}
+	if req.GetTargetDependents() {
+		opts = append(opts, optpreview.TargetDependents())
+	}
+	if req.GetRefresh() {
+		opts = append(opts, optpreview.Refresh())
+	}
+	return s.operate(stream, operation{
+		kind:    "preview",
+		message: req.GetMessage(),
+		run: func(ctx context.Context, st auto.Stack, ch chan<- events.EngineEvent) (outcome, error) {
+			res, err := st.Preview(ctx, append(opts, optpreview.EventStreams(ch))...)
+			if err != nil {
+				return outcome{}, err
+			}
+			return outcome{changes: res.ChangeSummary, permalink: permalinkOf(res.GetPermalink())}, nil
+		},
+	})
+}
+
+// Up updates the stack's resources to match the program.
+func (s *Server) Up(req *agentpb.UpRequest, stream grpc.ServerStreamingServer[agentpb.OperationStream]) error {
+	opts := []optup.Option{optup.UserAgent(execAgent), optup.ShowSecrets(false)}
+	if n := req.GetParallel(); n > 0 {
+		opts = append(opts, optup.Parallel(int(n)))
+	}
+	if m := req.GetMessage(); m != "" {
+		opts = append(opts, optup.Message(m))
+	}
+	if req.GetExpectNoChanges() {
+		opts = append(opts, optup.ExpectNoChanges())
+	}
+	if r := req.GetReplace(); len(r) > 0 {
+		opts = append(opts, optup.Replace(r))
+	}
+	if t := req.GetTarget(); len(t) > 0 {
+		opts = append(opts, optup.Target(t))
+	}
+	if req.GetTargetDependents() {
+		opts = append(opts, optup.TargetDependents())
+	}
+	if req.GetRefresh() {
+		opts = append(opts, optup.Refresh())
+	}
+	if req.GetContinueOnError() {
+		opts = append(opts, optup.ContinueOnError())
+	}
+	return s.operate(stream, operation{
+		kind:        "update",
+		mutating:    true,
+		showSecrets: req.GetShowSecrets(),
+		message:     req.GetMessage(),
+		run: func(ctx context.Context, st auto.Stack, ch chan<- events.EngineEvent) (outcome, error) {
+			res, err := st.Up(ctx, append(opts, optup.EventStreams(ch))...)
+			if err != nil {
+				return outcome{}, err
+			}
+			return outcome{history: &res.Summary, outputs: res.Outputs, permalink: permalinkOf(res.GetPermalink())}, nil
+		},
+	})
+}
+
+// Refresh reconciles the stack's state with its resources; with
+// preview_only it only reports the drift.
+func (s *Server) Refresh(req *agentpb.RefreshRequest, stream grpc.ServerStreamingServer[agentpb.OperationStream]) error {
+	opts := []optrefresh.Option{optrefresh.UserAgent(execAgent), optrefresh.ShowSecrets(false)}
+	if n := req.GetParallel(); n > 0 {
+		opts = append(opts, optrefresh.Parallel(int(n)))
+	}
+	if m := req.GetMessage(); m != "" {
+		opts = append(opts, optrefresh.Message(m))
+	}
+	if req.GetExpectNoChanges() {
+		opts = append(opts, optrefresh.ExpectNoChanges())
+	}
+	if t := req.GetTarget(); len(t) > 0 {
+		opts = append(opts, optrefresh.Target(t))
+	}
+	if req.GetTargetDependents() {
+		opts = append(opts, optrefresh.TargetDependents())
+	}
+	if req.GetClearPendingCreates() {
+		opts = append(opts, optrefresh.ClearPendingCreates())
+	}
+	preview := req.GetPreviewOnly()
+	return s.operate(stream, operation{
+		kind:        "refresh",
+		mutating:    !preview,
+		showSecrets: req.GetShowSecrets(),
+		message:     req.GetMessage(),
+		run: func(ctx context.Context, st auto.Stack, ch chan<- events.EngineEvent) (outcome, error) {
+			opts := append(opts, optrefresh.EventStreams(ch))
+			if preview {
+				res, err := st.PreviewRefresh(ctx, opts...)
+				if err != nil {
+					return outcome{}, err
+				}
+				return outcome{changes: res.ChangeSummary, permalink: permalinkOf(res.GetPermalink())}, nil
+			}
+			res, err := st.Refresh(ctx, opts...)
+			if err != nil {
+				return outcome{}, err
+			}
+			outs, err := st.Outputs(ctx)
+			if err != nil {
+				return outcome{}, err
+			}
+			return outcome{history: &res.Summary, outputs: outs, permalink: permalinkOf(res.GetPermalink())}, nil
+		},
+	})
+}
+
+// Destroy deletes the stack's resources, and the stack itself with remove;
+// with preview_only it only reports what would be deleted.
+func (s *Server) Destroy(req *agentpb.DestroyRequest, stream grpc.ServerStreamingServer[agentpb.OperationStream]) error {
+	opts := []optdestroy.Option{optdestroy.UserAgent(execAgent), optdestroy.ShowSecrets(false)}
+	if n := req.GetParallel(); n > 0 {
+		opts = append(opts, optdestroy.Parallel(int(n)))
+	}
+	if m := req.GetMessage(); m != "" {
+		opts = append(opts, optdestroy.Message(m))
+	}
+	if t := req.GetTarget(); len(t) > 0 {
+		opts = append(opts, optdestroy.Target(t))
+	}
+	if req.GetTargetDependents() {
+		opts = append(opts, optdestroy.TargetDependents())
+	}
+	if req.GetRefresh() {
+		opts = append(opts, optdestroy.Refresh())
+	}
+	if req.GetContinueOnError() {
+		opts = append(opts, optdestroy.ContinueOnError())
+	}
+	preview := req.GetPreviewOnly()
+	remove := req.GetRemove() && !preview
+	if remove {
+		opts = append(opts, optdestroy.Remove())
+	}
+	op := operation{
+		kind:        "destroy",
+		mutating:    !preview,
+		showSecrets: req.GetShowSecrets(),
+		message:     req.GetMessage(),
+		run: func(ctx context.Context, st auto.Stack, ch chan<- events.EngineEvent) (outcome, error) {
+			opts := append(opts, optdestroy.EventStreams(ch))
+			if preview {
+				res, err := st.PreviewDestroy(ctx, opts...)
+				if err != nil {
+					return outcome{}, err
+				}
+				return outcome{changes: res.ChangeSummary, permalink: permalinkOf(res.GetPermalink())}, nil
+			}
+			res, err := st.Destroy(ctx, opts...)
+			if err != nil {
+				return outcome{}, err
+			}
+			return outcome{history: &res.Summary, permalink: permalinkOf(res.GetPermalink())}, nil
+		},
+	}
+	if remove {
+		op.after = func() {
+			s.mu.Lock()
+			s.stack = nil
+			s.mu.Unlock()
+		}
+	}
+	return s.operate(stream, op)
+}
+
+// operate runs op on the selected stack: it reports (and, for a mutating
+// operation, clears) pending operations an interrupted run left, runs the
+// operation with lock recovery while streaming its events, and ends the
+// stream with a Result. A failure once the engine was involved still sends
+// the Result (with its error) before the stream ends with the error status.
+func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStream], op operation) error {
+	st, err := s.selected()
+	if err != nil {
+		return err
+	}
+	if err := s.requireProject(); err != nil {
+		return err
+	}
+	ctx, done, err := s.begin(stream.Context(), op.kind)
+	if err != nil {
+		return err
+	}
+	defer done()
+
+	start := time.Now()
+	rec := &agentpb.Recovery{}
+	var out outcome
+	var fw *forwarder
+	var pending []*agentpb.PendingOperation
+	err = func() error {
+		var err error
+		pending, err = s.pendingOperations(ctx, st)
+		if err != nil {
+			return err
+		}
+		if len(pending) > 0 {
+			s.log.Info("stack has pending operations", "stack", st.Name(), "count", len(pending))
+		}
+		if op.mutating && len(pending) > 0 {
+			if err := s.clearPending(ctx, st, rec, pending); err != nil {
+				return err
+			}
+		}
+		return s.withLockRecovery(ctx, st, rec, func() error {
+			fw = newForwarder(stream, s.secrets.redact, s.log)
+			var err error
+			out, err = op.run(ctx, st, fw.events)
+			fw.finish()
+			return err
+		})
+	}()
+
+	res := s.result(op, out, fw, start, rec, pending)
+	if err != nil {
+		var diags []diagnostic
+		if fw != nil {
+			diags = fw.diags
+		}
+		failure := s.fail(ctx, err, diags)
+		res.Error = &agentpb.OperationError{Reason: string(failure.Reason), Message: failure.Message}
+		res.Summary.Result = "failed"
+		res.Summary.Message = failure.Message
+		if stream.Context().Err() == nil {
+			_ = stream.Send(&agentpb.OperationStream{Response: &agentpb.OperationStream_Result{Result: res}})
+		}
+		s.log.Info("operation failed", "kind", op.kind, "stack", st.Name(), "reason", string(failure.Reason), "message", failure.Message)
+		return failure
+	}
+	if op.after != nil {
+		op.after()
+	}
+	s.log.Info("operation succeeded", "kind", op.kind, "stack", st.Name())
+	return stream.Send(&agentpb.OperationStream{Response: &agentpb.OperationStream_Result{Result: res}})
+}
+
+// permalinkOf keeps a permalink only when the backend has one.
+func permalinkOf(link string, err error) string {
+	if err != nil {
+		return ""
+	}
+	return link
+}

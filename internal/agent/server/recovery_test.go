@@ -1,0 +1,307 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stackyard/stackyard/internal/agent/agenterr"
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+)
+
+// agentProcess is `stackyard agent serve` running as a subprocess.
+type agentProcess struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *syncBuffer
+	exited chan struct{}
+	err    error
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startAgent starts the agent binary over dir and reads the address it
+// prints as its first line.
+func startAgent(t *testing.T, dir, backend, tokenFile string) *agentProcess {
+	t.Helper()
+	a := &agentProcess{stderr: &syncBuffer{}, exited: make(chan struct{})}
+	a.cmd = exec.Command(stackyardBin, "agent", "serve", "--workspace", dir, "--token-file", tokenFile, "--grace-period", "3s")
+	a.cmd.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+backend)
+	a.cmd.Stderr = a.stderr
+	stdout, err := a.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		a.err = a.cmd.Wait()
+		close(a.exited)
+	}()
+	t.Cleanup(func() {
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+		if t.Failed() {
+			t.Logf("agent %d stderr:\n%s", a.cmd.Process.Pid, a.stderr.String())
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		if s.Scan() {
+			line <- s.Text()
+		}
+		close(line)
+	}()
+	select {
+	case addr, ok := <-line:
+		if !ok || addr == "" {
+			t.Fatalf("the agent printed no address; stderr:\n%s", a.stderr.String())
+		}
+		a.addr = addr
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the agent did not print its address; stderr:\n%s", a.stderr.String())
+	}
+	return a
+}
+
+// running reports whether pid is a live process (not gone, not a zombie).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(st, ')')
+	return i < 0 || !bytes.HasPrefix(st[i+1:], []byte(" Z"))
+}
+
+// lockFiles returns the stack's lock files in a file:// backend.
+func lockFiles(t *testing.T, backend, project string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(backend, ".pulumi", "locks", "organization", project, "dev", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestAgentKilledMidUpRecovers kills the agent process with SIGKILL while
+// an Up is creating a resource. The CLI dies with it and leaves its lock
+// and a pending create behind; a new agent's next Up clears both, reports
+// what it did in the Result, and succeeds. The same agent then stops
+// gracefully on SIGTERM in the middle of an Up, leaving no lock.
+func TestAgentKilledMidUpRecovers(t *testing.T) {
+	dir, backend := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "Pulumi.yaml"), sleepProgram)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	writeFile(t, tokenFile, testToken+"\n")
+	t.Cleanup(func() { killStrays(dir) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	first := startAgent(t, dir, backend, tokenFile)
+	client := dial(t, first.addr, testToken)
+	if _, err := client.SelectStack(ctx, &agentpb.SelectStackRequest{StackName: "dev", Create: true}); err != nil {
+		t.Fatalf("SelectStack: %v", err)
+	}
+	if _, err := client.SetAllConfig(ctx, &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, 120)}}); err != nil {
+		t.Fatalf("SetAllConfig: %v", err)
+	}
+	upCtx, upCancel := context.WithCancel(ctx)
+	defer upCancel()
+	startUp(upCtx, t, client)
+
+	// Wait until the state records the create in flight, then kill.
+	stateFile := filepath.Join(backend, ".pulumi", "stacks", "sleepy", "dev.json")
+	if !waitFor(15*time.Second, func() bool {
+		b, _ := os.ReadFile(stateFile)
+		return bytes.Contains(b, []byte(`"creating"`))
+	}) {
+		t.Fatal("the state never recorded the pending create")
+	}
+	locks := lockFiles(t, backend, "sleepy")
+	if len(locks) != 1 {
+		t.Fatalf("lock files during the update = %v; want one", locks)
+	}
+	var lock struct {
+		Pid int `json:"pid"`
+	}
+	if b, err := os.ReadFile(locks[0]); err != nil || json.Unmarshal(b, &lock) != nil || lock.Pid == 0 {
+		t.Fatalf("read lock %s: %v", locks[0], err)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.exited
+	upCancel()
+	if !waitFor(10*time.Second, func() bool { return !running(lock.Pid) }) {
+		t.Fatalf("the CLI (pid %d) outlived the killed agent", lock.Pid)
+	}
+	killStrays(dir) // plugins the killed CLI orphaned
+	if got := lockFiles(t, backend, "sleepy"); len(got) != 1 {
+		t.Fatalf("lock files after the kill = %v; want the stale one", got)
+	}
+
+	second := startAgent(t, dir, backend, tokenFile)
+	client = dial(t, second.addr, testToken)
+	if _, err := client.SelectStack(ctx, &agentpb.SelectStackRequest{StackName: "dev"}); err != nil {
+		t.Fatalf("SelectStack on the new agent: %v", err)
+	}
+	if _, err := client.SetAllConfig(ctx, &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, 1)}}); err != nil {
+		t.Fatalf("SetAllConfig on the new agent: %v", err)
+	}
+	r := collect(client.Up(ctx, &agentpb.UpRequest{})).mustSucceed(t, "Up after the kill")
+	rec := r.result.GetRecovery()
+	host, _ := os.Hostname()
+	if cl := rec.GetClearedLocks(); len(cl) != 1 || int(cl[0].GetPid()) != lock.Pid || cl[0].GetHostname() != host ||
+		!strings.Contains(cl[0].GetWhy(), "not running") {
+		t.Errorf("cleared locks = %v; want the lock of pid %d on %s, not running", cl, lock.Pid, host)
+	}
+	wantPending := []string{sleepURN + " creating"}
+	if got := pendingStrings(rec.GetClearedPendingOperations()); !equalStrings(got, wantPending) {
+		t.Errorf("cleared pending operations = %v; want %v", got, wantPending)
+	}
+	if got := pendingStrings(r.result.GetPendingOperations()); !equalStrings(got, wantPending) {
+		t.Errorf("reported pending operations = %v; want %v", got, wantPending)
+	}
+	if rec.GetMethod() != "refresh --clear-pending-creates" {
+		t.Errorf("recovery method = %q", rec.GetMethod())
+	}
+	if r.result.GetChanges()["create"] != 1 {
+		t.Errorf("changes after recovery = %v; want the Sleep resource created", r.result.GetChanges())
+	}
+	if got := lockFiles(t, backend, "sleepy"); len(got) != 0 {
+		t.Errorf("lock files after recovery = %v", got)
+	}
+	again := collect(client.Up(ctx, &agentpb.UpRequest{})).mustSucceed(t, "Up after recovery")
+	if again.result.GetRecovery() != nil || len(again.result.GetPendingOperations()) != 0 {
+		t.Errorf("a clean stack reported recovery %v, pending %v", again.result.GetRecovery(), again.result.GetPendingOperations())
+	}
+
+	// SIGTERM in the middle of an update: the caller gets a Cancelled
+	// result, the agent exits cleanly and the stack is left unlocked.
+	if _, err := client.SetAllConfig(ctx, &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, 120)}}); err != nil {
+		t.Fatalf("SetAllConfig: %v", err)
+	}
+	stream := startUp(ctx, t, client)
+	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var res *agentpb.Result
+	var streamErr error
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			streamErr = err
+			break
+		}
+		if msg.GetResult() != nil {
+			res = msg.GetResult()
+		}
+	}
+	if agenterr.ReasonOf(streamErr) != agenterr.Cancelled || res.GetError().GetReason() != string(agenterr.Cancelled) {
+		t.Errorf("Up during SIGTERM ended with %v and result %v; want Cancelled", streamErr, res)
+	}
+	select {
+	case <-second.exited:
+		if second.err != nil {
+			t.Errorf("agent exit after SIGTERM: %v", second.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent did not exit after SIGTERM")
+	}
+	if got := lockFiles(t, backend, "sleepy"); len(got) != 0 {
+		t.Errorf("lock files after a graceful stop = %v", got)
+	}
+}
+
+func pendingStrings(ops []*agentpb.PendingOperation) []string {
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = op.GetUrn() + " " + op.GetType()
+	}
+	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestLiveLockIsKept checks that the agent never clears a lock whose holder
+// may be alive: a live pid on this host, or any pid on another host. The
+// operation fails with StackLocked and the lock stays.
+func TestLiveLockIsKept(t *testing.T) {
+	h := newHarness(t, configOnlyProgram)
+	h.selectStack()
+	h.up(&agentpb.UpRequest{}).mustSucceed(t, "Up")
+
+	host, _ := os.Hostname()
+	exited := exec.Command("true")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	lockDir := filepath.Join(h.backend, ".pulumi", "locks", "organization", "basics", "dev")
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(lockDir, "held-elsewhere.json")
+	for _, tc := range []struct {
+		name string
+		pid  int
+		host string
+		why  string
+	}{
+		{"live process on this host", os.Getpid(), host, "is running"},
+		{"process on another host", exited.Process.Pid, "another-" + host, "not this one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := json.Marshal(map[string]any{"pid": tc.pid, "username": "someone", "hostname": tc.host, "timestamp": time.Now()})
+			writeFile(t, lockPath, string(b))
+			r := h.up(&agentpb.UpRequest{}).mustFail(t, "Up on a held lock", agenterr.StackLocked)
+			if !strings.Contains(r.err.Error(), tc.why) || agenterr.MetadataOf(r.err)["pid"] != strconv.Itoa(tc.pid) {
+				t.Errorf("error = %v (metadata %v); want the holder's pid and %q", r.err, agenterr.MetadataOf(r.err), tc.why)
+			}
+			if _, err := os.Stat(lockPath); err != nil {
+				t.Errorf("the held lock was removed: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,192 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/stackyard/stackyard/internal/agent/agenterr"
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+)
+
+// WhoAmI returns the identity the CLI uses with the configured backend.
+func (s *Server) WhoAmI(ctx context.Context, _ *agentpb.WhoAmIRequest) (*agentpb.WhoAmIResult, error) {
+	ws, err := s.workspace(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	who, err := ws.WhoAmIDetails(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	return &agentpb.WhoAmIResult{User: who.User, Organizations: who.Organizations, Url: who.URL}, nil
+}
+
+// PulumiVersion returns the version of the CLI the agent runs.
+func (s *Server) PulumiVersion(context.Context, *agentpb.PulumiVersionRequest) (*agentpb.PulumiVersionResult, error) {
+	return &agentpb.PulumiVersionResult{Version: s.cli.Version().String()}, nil
+}
+
+// Info describes the project and the selected stack (or, before
+// SelectStack, the stack the CLI has selected in the workspace, if any).
+func (s *Server) Info(ctx context.Context, _ *agentpb.InfoRequest) (*agentpb.InfoResult, error) {
+	if err := s.requireProject(); err != nil {
+		return nil, err
+	}
+	ws, err := s.workspace(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	proj, err := ws.ProjectSettings(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	res := &agentpb.InfoResult{
+		Project: string(proj.Name),
+		Runtime: proj.Runtime.Name(),
+		WorkDir: s.opts.WorkDir,
+	}
+	var name string
+	if st, err := s.selected(); err == nil {
+		name = st.Name()
+	}
+	summary, err := s.stackSummary(ctx, ws, name)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	res.Stack = summary
+	return res, nil
+}
+
+// SelectStack selects the stack the following calls work on, creating it
+// first when req.Create is set (with req.SecretsProvider, if given).
+func (s *Server) SelectStack(ctx context.Context, req *agentpb.SelectStackRequest) (*agentpb.SelectStackResult, error) {
+	name := strings.TrimSpace(req.GetStackName())
+	if name == "" {
+		return nil, agenterr.New(agenterr.InvalidArgument, "stack_name is required")
+	}
+	if err := s.requireProject(); err != nil {
+		return nil, err
+	}
+	ctx, done, err := s.begin(ctx, "SelectStack")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+
+	var extra []auto.LocalWorkspaceOption
+	if sp := req.GetSecretsProvider(); sp != "" {
+		extra = append(extra, auto.SecretsProvider(sp))
+	}
+	ws, err := s.workspace(ctx, extra...)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	var st auto.Stack
+	if req.GetCreate() {
+		st, err = auto.UpsertStack(ctx, name, ws)
+	} else {
+		st, err = auto.SelectStack(ctx, name, ws)
+	}
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	s.setSelected(st)
+	s.log.Info("selected stack", "stack", name, "created", req.GetCreate())
+
+	summary, err := s.stackSummary(ctx, ws, name)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	return &agentpb.SelectStackResult{Summary: summary}, nil
+}
+
+// AddEnvironments adds ESC environments to the selected stack's
+// configuration.
+func (s *Server) AddEnvironments(ctx context.Context, req *agentpb.AddEnvironmentsRequest) (*agentpb.AddEnvironmentsResult, error) {
+	st, err := s.selected()
+	if err != nil {
+		return nil, err
+	}
+	if len(req.GetEnvironment()) == 0 {
+		return &agentpb.AddEnvironmentsResult{}, nil
+	}
+	ctx, done, err := s.begin(ctx, "AddEnvironments")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if err := st.AddEnvironments(ctx, req.GetEnvironment()...); err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	return &agentpb.AddEnvironmentsResult{}, nil
+}
+
+// Install runs `pulumi install` in the project directory.
+func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*agentpb.InstallResult, error) {
+	if err := s.requireProject(); err != nil {
+		return nil, err
+	}
+	ctx, done, err := s.begin(ctx, "Install")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ws, err := s.workspace(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	err = ws.Install(ctx, &auto.InstallOptions{
+		NoPlugins:               req.GetNoPlugins(),
+		NoDependencies:          req.GetNoDependencies(),
+		Reinstall:               req.GetReinstall(),
+		UseLanguageVersionTools: req.GetUseLanguageVersionTools(),
+	})
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	return &agentpb.InstallResult{}, nil
+}
+
+// stackSummary returns what `pulumi stack ls` says about the stack name, or
+// about the workspace's current stack when name is empty; nil when there is
+// no such stack.
+func (s *Server) stackSummary(ctx context.Context, ws auto.Workspace, name string) (*agentpb.StackSummary, error) {
+	stacks, err := ws.ListStacks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, sum := range stacks {
+		if (name == "" && sum.Current) || (name != "" && sameStack(sum.Name, name)) {
+			return toStackSummary(sum), nil
+		}
+	}
+	return nil, nil
+}
+
+// sameStack reports whether a listed stack name denotes the requested one;
+// a backend may list "org/project/dev" for "dev" or the other way round.
+func sameStack(listed, requested string) bool {
+	return listed == requested ||
+		strings.HasSuffix(listed, "/"+requested) ||
+		strings.HasSuffix(requested, "/"+listed)
+}
+
+func toStackSummary(sum auto.StackSummary) *agentpb.StackSummary {
+	out := &agentpb.StackSummary{
+		Name:             sum.Name,
+		UpdateInProgress: sum.UpdateInProgress,
+		Url:              sum.URL,
+	}
+	if sum.ResourceCount != nil {
+		n := int32(*sum.ResourceCount) //nolint:gosec // resource counts fit
+		out.ResourceCount = &n
+	}
+	if t, err := time.Parse(time.RFC3339Nano, sum.LastUpdate); err == nil {
+		out.LastUpdate = timestamppb.New(t)
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+
+	"github.com/stackyard/stackyard/internal/agent/auth"
+	"github.com/stackyard/stackyard/internal/agent/server"
+)
+
+// agentTokenEnv is the environment variable that carries the static token
+// when --token-file is not given.
+const agentTokenEnv = "STACKYARD_AGENT_TOKEN"
+
+// agentSubcommands lists the constructors of `stackyard agent`'s children.
+// Files in this package append to it from init functions, as with
+// subcommands for the root.
+var agentSubcommands []func() *cobra.Command
+
+func init() {
+	subcommands = append(subcommands, agentCommand)
+	agentSubcommands = append(agentSubcommands, agentServeCommand)
+}
+
+// agentCommand returns `stackyard agent`, the parent of the commands that
+// run inside a workspace (serve, and later init).
+func agentCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the workspace agent that drives the Pulumi engine for the operator",
+		Args:  cobra.NoArgs,
+	}
+	for _, add := range agentSubcommands {
+		cmd.AddCommand(add())
+	}
+	return cmd
+}
+
+// agentServeOptions are the flags of `stackyard agent serve`.
+type agentServeOptions struct {
+	workspace   string
+	listen      string
+	tokenFile   string
+	noAuth      bool
+	pulumi      string
+	gracePeriod time.Duration
+	verbose     bool
+}
+
+// agentServeCommand returns `stackyard agent serve`.
+func agentServeCommand() *cobra.Command {
+	o := &agentServeOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the agent's gRPC API over a Pulumi project directory",
+		Long: "Serve the agent's gRPC API over the Pulumi project in --workspace.\n\n" +
+			"The first line on stdout is the address the server listens on, so a parent process can\n" +
+			"start it with --listen 127.0.0.1:0 and read the port. Every call must carry the bearer\n" +
+			"token read from --token-file or $" + agentTokenEnv + " (unless --no-auth).\n" +
+			"SIGTERM or SIGINT cancels a running operation (the CLI gets SIGINT, then SIGKILL after\n" +
+			"--grace-period) and stops the server.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAgentServe(cmd.Context(), cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.workspace, "workspace", "", "the Pulumi project directory (holding Pulumi.yaml)")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "the TCP address to listen on")
+	f.StringVar(&o.tokenFile, "token-file", "", "a file holding the bearer token callers must present (default $"+agentTokenEnv+")")
+	f.BoolVar(&o.noAuth, "no-auth", false, "accept calls without a token (only for local development)")
+	f.StringVar(&o.pulumi, "pulumi", "", "the pulumi binary (default: pulumi on PATH)")
+	f.DurationVar(&o.gracePeriod, "grace-period", server.DefaultGracePeriod, "how long a cancelled pulumi gets between SIGINT and SIGKILL")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "log more detail")
+	_ = cmd.MarkFlagRequired("workspace")
+	return cmd
+}
+
+// runAgentServe starts the server and runs it until SIGTERM or SIGINT.
+func runAgentServe(ctx context.Context, cmd *cobra.Command, o *agentServeOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.Level(-1)
+	}
+	log := logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+
+	grpcOpts, err := agentAuthOptions(o)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Options{
+		WorkDir:     o.workspace,
+		PulumiPath:  o.pulumi,
+		GracePeriod: o.gracePeriod,
+		Log:         log,
+	})
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(cmd.OutOrStdout(), lis.Addr().String()); err != nil {
+		_ = lis.Close()
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	g := server.NewGRPCServer(srv, grpcOpts...)
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(lis) }()
+	log.Info("agent serving", "address", lis.Addr().String(), "workspace", o.workspace)
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("stopping: cancelling running operations")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.gracePeriod+15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Info("operations did not stop in time", "error", err.Error())
+	}
+	stopped := make(chan struct{})
+	go func() {
+		g.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-shutdownCtx.Done():
+		g.Stop()
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// agentAuthOptions returns the server options that install static-token
+// authentication, with the token from --token-file or the environment.
+func agentAuthOptions(o *agentServeOptions) ([]grpc.ServerOption, error) {
+	token := os.Getenv(agentTokenEnv)
+	if o.tokenFile != "" {
+		b, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("read --token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	switch {
+	case o.noAuth:
+		return nil, nil
+	case token == "":
+		return nil, errors.New("no token: pass --token-file or set $" + agentTokenEnv + " (or --no-auth for local development)")
+	}
+	a := auth.NewStaticToken(token)
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(auth.UnaryInterceptor(a)),
+		grpc.ChainStreamInterceptor(auth.StreamInterceptor(a)),
+	}, nil
+}
