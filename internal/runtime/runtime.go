@@ -1,0 +1,65 @@
+// Package runtime decides where a Workspace's agent runs and how the operator
+// reaches it. Two implementations share this contract:
+//
+//   - local (internal/runtime/local): the agent is a subprocess of the
+//     operator, one per Workspace, in a state directory on the operator's
+//     host; used by `stackyard dev` and by the integration tests;
+//   - kubernetes (internal/runtime/kubernetes): the agent runs in a pod built
+//     from the Workspace, scaled to zero when no operation is due.
+//
+// The Workspace controller calls Ensure and Idle; the Update controller calls
+// Dial. Neither knows which runtime it drives.
+package runtime
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+)
+
+// Runtime runs Workspace agents.
+type Runtime interface {
+	// Name identifies the runtime ("local", "kubernetes") in logs, events
+	// and metrics.
+	Name() string
+
+	// Ensure brings the agent of ws up, or keeps it up, with ws's current
+	// source and environment, and reports its state. It is idempotent: the
+	// Workspace controller calls it on every reconcile. While the agent is
+	// starting it returns a Status with Ready false (not an error); it
+	// returns a typed error from internal/reconcile when the Workspace
+	// cannot be run as written (Stalling) or a dependency is missing
+	// (Waiting).
+	Ensure(ctx context.Context, ws *autov1alpha1.Workspace) (Status, error)
+
+	// Idle releases the agent's compute while keeping what it needs to
+	// start again quickly (the kubernetes runtime scales to zero, the local
+	// runtime stops the process). Ensure starts it again on demand.
+	Idle(ctx context.Context, ws *autov1alpha1.Workspace) error
+
+	// Delete removes everything the runtime made for ws (processes, state
+	// directory, pods). Objects owned by ws through owner references are
+	// left to the garbage collector.
+	Delete(ctx context.Context, ws *autov1alpha1.Workspace) error
+
+	// Dial connects to ws's agent with the credentials this runtime uses
+	// (a per-workspace token locally, a service account token bound to
+	// the workspace's audience in a cluster). The caller closes the
+	// connection.
+	Dial(ctx context.Context, ws *autov1alpha1.Workspace) (*grpc.ClientConn, error)
+}
+
+// Status is what Ensure learned about a Workspace's agent.
+type Status struct {
+	// Ready is true when the agent serves RPCs at Address.
+	Ready bool
+	// Address is the agent's gRPC address (host:port).
+	Address string
+	// Revision is the source revision (commit or artifact digest) the
+	// agent's project directory holds.
+	Revision string
+	// Message says, for a person, why the agent is not ready yet.
+	Message string
+}
