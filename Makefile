@@ -85,6 +85,7 @@ $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 .PHONY: generate
 generate: $(CONTROLLER_GEN) $(GENERATE_TARGETS) ## Regenerate deepcopy, CRDs, RBAC (and what mk/*.mk adds).
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-api.sh
+	hack/argocd-patch.sh
 
 .PHONY: fmt vet
 fmt: ## gofmt every Go file.
