@@ -121,8 +121,10 @@ func TestBuildWorkspaceRefusals(t *testing.T) {
 		mut   func(*shared.StackSpec)
 		field string
 	}{{
-		name:  "env ref of type FS",
-		mut:   func(s *shared.StackSpec) { s.EnvRefs = map[string]shared.ResourceRef{"X": shared.NewFileSystemResourceRef("/x")} },
+		name: "env ref of type FS",
+		mut: func(s *shared.StackSpec) {
+			s.EnvRefs = map[string]shared.ResourceRef{"X": shared.NewFileSystemResourceRef("/x")}
+		},
 		field: "spec.envRefs[X]",
 	}, {
 		name: "secret in another namespace",
