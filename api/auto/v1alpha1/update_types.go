@@ -145,6 +145,30 @@ type UpdateStatus struct {
 	// that it can destroy the stack later even without the source.
 	// +optional
 	ProjectInfo *ProjectInfo `json:"projectInfo,omitempty"`
+
+	// Changes counts the resources per operation kind (create, update,
+	// delete, replace, same, ...) the operation made or, for a preview,
+	// would make. A stackyard extension.
+	// +optional
+	Changes map[string]int64 `json:"changes,omitempty"`
+
+	// ResourceChanges lists, for a preview, each resource the update would
+	// change (at most 500): URN, type and operation. A stackyard extension;
+	// approvals and verification read it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=500
+	ResourceChanges []ResourceChange `json:"resourceChanges,omitempty"`
+}
+
+// ResourceChange is one resource a preview would change.
+type ResourceChange struct {
+	// URN is the resource's Pulumi URN.
+	URN string `json:"urn"`
+	// Type is the resource's type token (e.g. aws:s3/bucket:Bucket).
+	// +optional
+	Type string `json:"type,omitempty"`
+	// Op is the operation: create, update, delete, replace, ...
+	Op string `json:"op"`
 }
 
 // Update is one Pulumi operation (preview, up, destroy or refresh) on a

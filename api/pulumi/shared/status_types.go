@@ -105,3 +105,47 @@ type ProjectInfo struct {
 	// Runtime is the Pulumi runtime (`runtime:` in Pulumi.yaml).
 	Runtime string `json:"runtime"`
 }
+
+// UpdateRecord is one finished operation of a Stack, as kept in its
+// status.history.
+type UpdateRecord struct {
+	// Name is the name of the Update object that ran the operation.
+	Name string `json:"name"`
+	// Type is the operation: preview, up, refresh or destroy.
+	Type autov1alpha1.UpdateType `json:"type"`
+	// State is succeeded or failed.
+	State StackUpdateStateMessage `json:"state"`
+	// Reason is the machine-readable reason of a failure (UpdateFailed,
+	// UpdateConflict, Interrupted, ...).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Generation is the Stack generation the operation ran for.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// ReconcileRequest is the reconcile request the operation ran for.
+	// +optional
+	ReconcileRequest string `json:"reconcileRequest,omitempty"`
+	// Commit is the source revision the operation ran on.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+	// Trigger says why the operation ran (NoLastUpdate, GenerationChanged,
+	// ReconcileRequested, NewRevision, RetryAfterFailure, Resync, Finalize).
+	// +optional
+	Trigger string `json:"trigger,omitempty"`
+	// StartTime is when the operation started.
+	// +optional
+	StartTime metav1.Time `json:"startTime,omitempty"`
+	// EndTime is when it finished.
+	// +optional
+	EndTime metav1.Time `json:"endTime,omitempty"`
+	// Changes counts the resources per operation kind (create, update,
+	// delete, replace, same, ...); for a preview, the changes it would make.
+	// +optional
+	Changes map[string]int64 `json:"changes,omitempty"`
+	// Message is the operation's result message.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Permalink links to the operation on the backend, when it has one.
+	// +optional
+	Permalink Permalink `json:"permalink,omitempty"`
+}

@@ -57,7 +57,19 @@ type StackStatus struct {
 	// its source is no longer available.
 	// +optional
 	ProjectInfo *shared.ProjectInfo `json:"projectInfo,omitempty"`
+
+	// History lists the stack's most recent finished operations, newest
+	// first, at most MaxHistory of them: what ran, on which commit and
+	// generation, when, with what result and which changes. A stackyard
+	// extension (the upstream operator keeps only lastUpdate); promotion,
+	// verification, the audit trail and the dashboard read it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	History []shared.UpdateRecord `json:"history,omitempty"`
 }
+
+// MaxHistory is how many entries status.history keeps.
+const MaxHistory = 10
 
 // Stack is a Pulumi stack that the operator keeps deployed: it fetches the
 // program from git, a Flux source or a Program object, runs `pulumi up` in a
