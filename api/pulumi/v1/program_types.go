@@ -171,6 +171,14 @@ type ProgramStatus struct {
 	// generation, which workspaces download.
 	// +optional
 	Artifact *Artifact `json:"artifact,omitempty"`
+
+	// Conditions say whether the latest generation is packaged (Ready), is
+	// being packaged (Reconciling) or cannot be until the program is fixed
+	// (Stalled, with a message naming the field). A stackyard extension.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // Program is a Pulumi YAML program written as a Kubernetes object, for Stacks
@@ -183,6 +191,7 @@ type ProgramStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Revision",type=string,priority=10,JSONPath=`.status.artifact.revision`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.artifact.url`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 type Program struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
