@@ -34,6 +34,9 @@ type Source struct {
 	// Flux is set for fluxSource and programRef stacks: an artifact URL and
 	// its digest.
 	Flux *autov1alpha1.FluxSource
+	// Project is set when only a project file is needed (destroying a stack
+	// whose source is gone).
+	Project *autov1alpha1.ProjectInfo
 	// Revision identifies what the source holds (commit or artifact
 	// revision); it is what lastUpdate.lastAttemptedCommit records.
 	Revision string
@@ -63,6 +66,7 @@ func BuildWorkspace(stack *pulumiv1.Stack, src Source) (*autov1alpha1.Workspace,
 			ServiceAccountName: spec.ServiceAccountName,
 			Git:                src.Git,
 			Flux:               src.Flux,
+			ProjectInfo:        src.Project,
 		},
 	}
 	b.environment(spec)

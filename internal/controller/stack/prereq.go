@@ -1,0 +1,83 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// PrerequisiteIndex indexes Stacks by the names of their prerequisites, so a
+// Stack that turns Ready wakes the Stacks waiting for it.
+const PrerequisiteIndex = "spec.prerequisites.name"
+
+// indexPrerequisites is the PrerequisiteIndex function.
+func indexPrerequisites(obj client.Object) []string {
+	stack, ok := obj.(*pulumiv1.Stack)
+	if !ok {
+		return nil
+	}
+	names := make([]string, 0, len(stack.Spec.Prerequisites))
+	for _, p := range stack.Spec.Prerequisites {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// checkPrerequisites returns a Waiting error naming the first prerequisite
+// that is not satisfied: missing, not Ready, or (with succeededWithinDuration)
+// not successful recently enough. A stale prerequisite is asked to run again
+// by setting its reconciliation-request annotation, once: while a request is
+// pending it is not asked again, so reconciles stay idempotent.
+func (s *session) checkPrerequisites(ctx context.Context) error {
+	for i, p := range s.stack.Spec.Prerequisites {
+		field := fmt.Sprintf("spec.prerequisites[%d]", i)
+		var pre pulumiv1.Stack
+		if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: p.Name}, &pre); err != nil {
+			if apierrors.IsNotFound(err) {
+				return notSatisfied("%s: Stack %q not found", field, p.Name)
+			}
+			return err
+		}
+		last := pre.Status.LastUpdate
+		if !sreconcile.IsReady(pre.Status.Conditions) || last == nil || last.State != shared.SucceededStackStateMessage {
+			return notSatisfied("%s: Stack %q has not succeeded yet", field, p.Name)
+		}
+		if p.Requirement == nil || p.Requirement.SucceededWithinDuration == nil {
+			continue
+		}
+		within := p.Requirement.SucceededWithinDuration.Duration
+		if age := s.now.Sub(last.LastResyncTime.Time); age > within {
+			if err := s.requestResync(ctx, &pre); err != nil {
+				return err
+			}
+			return notSatisfied("%s: Stack %q last succeeded %s ago, more than %s; asked it to run again",
+				field, p.Name, age.Round(1e9), within)
+		}
+	}
+	return nil
+}
+
+// requestResync sets the prerequisite's reconciliation-request annotation,
+// unless a request it has not handled yet is already there.
+func (s *session) requestResync(ctx context.Context, pre *pulumiv1.Stack) error {
+	pending := pre.Annotations[shared.ReconcileRequestAnnotation]
+	if pending != "" && pending != pre.Status.ObservedReconcileRequest {
+		return nil
+	}
+	base := pre.DeepCopy()
+	if pre.Annotations == nil {
+		pre.Annotations = map[string]string{}
+	}
+	pre.Annotations[shared.ReconcileRequestAnnotation] = fmt.Sprintf("prerequisite-of-%s-%d", s.stack.Name, s.now.Unix())
+	return s.r.Client.Patch(ctx, pre, client.MergeFrom(base))
+}
+
+func notSatisfied(format string, args ...any) error {
+	return sreconcile.NewWaiting(pulumiv1.ReconcilingPrerequisiteNotSatisfiedReason, fmt.Errorf(format, args...), waitInterval)
+}

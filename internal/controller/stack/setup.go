@@ -1,0 +1,107 @@
+package stack
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/source/flux"
+)
+
+// ProgramIndex indexes Stacks by the Program they deploy.
+const ProgramIndex = "spec.programRef.name"
+
+// Options tunes the controller.
+type Options struct {
+	// MaxConcurrentReconciles is how many Stacks are reconciled at once.
+	// Reconciles never wait for an operation, so a small number serves
+	// many stacks.
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the reconciler and what wakes it: the Stack
+// itself (spec changes, reconcile requests, deletion), its Workspace and
+// Updates, the Programs and Flux sources it reads, and the Stacks it depends
+// on turning Ready.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &pulumiv1.Stack{}, PrerequisiteIndex, indexPrerequisites); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &pulumiv1.Stack{}, ProgramIndex, indexProgram); err != nil {
+		return err
+	}
+	if err := flux.SetupIndex(ctx, indexer); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("stack").
+		For(&pulumiv1.Stack{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+			deletionPredicate{},
+		))).
+		Owns(&autov1alpha1.Workspace{}).
+		Owns(&autov1alpha1.Update{}).
+		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf)).
+		Watches(&pulumiv1.Program{}, handler.EnqueueRequestsFromMapFunc(r.stacksOfProgram)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
+	sources, err := flux.Watches(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	for _, src := range sources {
+		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(flux.StacksFor(mgr.GetClient())), builder.WithPredicates(flux.ArtifactChanged()))
+	}
+	return b.Complete(r)
+}
+
+// deletionPredicate passes the update that marks a Stack for deletion.
+type deletionPredicate struct{ predicate.Funcs }
+
+// Update passes when the deletion timestamp appears.
+func (deletionPredicate) Update(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+func indexProgram(obj client.Object) []string {
+	stack, ok := obj.(*pulumiv1.Stack)
+	if !ok || stack.Spec.ProgramRef == nil {
+		return nil
+	}
+	return []string{stack.Spec.ProgramRef.Name}
+}
+
+// dependentsOf maps a Stack to the Stacks that list it as a prerequisite.
+func (r *Reconciler) dependentsOf(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+	return r.listRequests(ctx, obj.GetNamespace(), PrerequisiteIndex, obj.GetName())
+}
+
+// stacksOfProgram maps a Program to the Stacks that deploy it.
+func (r *Reconciler) stacksOfProgram(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+	return r.listRequests(ctx, obj.GetNamespace(), ProgramIndex, obj.GetName())
+}
+
+func (r *Reconciler) listRequests(ctx context.Context, namespace, index, value string) []ctrlreconcile.Request {
+	var list pulumiv1.StackList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index: value}); err != nil {
+		log.FromContext(ctx).Error(err, "listing stacks", "index", index, "value", value)
+		return nil
+	}
+	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
+	for _, s := range list.Items {
+		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+	}
+	return reqs
+}

@@ -1,0 +1,264 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// SecretOutputsAnnotation on an Update's outputs Secret lists, as a JSON
+// array, the outputs that are secret (upstream's annotation).
+const SecretOutputsAnnotation = "pulumi.com/secrets"
+
+// secretOutputValue replaces a secret output's value in the Stack's status,
+// as upstream shows it.
+var secretOutputValue = apiextensionsv1.JSON{Raw: []byte(`"[secret]"`)}
+
+// interruptedReason is the Update controller's reason for an operation the
+// operator stopped (restart) before it finished.
+const interruptedReason = "Interrupted"
+
+// observeUpdate follows the Stack's current Update: while it runs there is
+// nothing more to do; when it has finished its result becomes lastUpdate,
+// outputs and history, and currentUpdate is cleared. A currentUpdate whose
+// Update is gone is cleared too, so it can never point at nothing for long
+// (upstream #1293).
+func (s *session) observeUpdate(ctx context.Context) (bool, error) {
+	cur := s.stack.Status.CurrentUpdate
+	if cur == nil {
+		return false, nil
+	}
+	var upd autov1alpha1.Update
+	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: cur.Name}, &upd)
+	if apierrors.IsNotFound(err) {
+		s.warn("UpdateLost", fmt.Sprintf("update %s disappeared before it finished; starting over", cur.Name))
+		s.stack.Status.CurrentUpdate = nil
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	done, failed, reason := updateDone(&upd)
+	if !done {
+		s.inProgress = pulumiv1.ReconcilingProcessingUpdateMessage
+		if !workspaceReady(ctx, s.r.Client, s.stack) {
+			s.inProgress = pulumiv1.ReconcilingProcessingWorkspaceMessage
+		}
+		return true, nil
+	}
+	if err := s.recordUpdate(ctx, &upd, failed, reason); err != nil {
+		return true, err
+	}
+	s.stack.Status.CurrentUpdate = nil
+	return false, nil
+}
+
+// recordUpdate writes a finished Update's result into the Stack's status.
+func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, failed bool, reason string) error {
+	st := &s.stack.Status
+	cur := st.CurrentUpdate
+	prev := st.LastUpdate
+	last := &shared.StackUpdateState{
+		Generation:          cur.Generation,
+		ReconcileRequest:    cur.ReconcileRequest,
+		Name:                upd.Name,
+		Type:                upd.Spec.Type,
+		Message:             upd.Status.Message,
+		LastAttemptedCommit: cur.Commit,
+		Permalink:           shared.Permalink(upd.Status.Permalink),
+		LastResyncTime:      metav1.NewTime(s.now),
+	}
+	if prev != nil {
+		last.LastSuccessfulCommit = prev.LastSuccessfulCommit
+	}
+	if failed {
+		last.State = shared.FailedStackStateMessage
+		last.Failures = 1
+		if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
+			last.Failures = prev.Failures + 1
+		}
+		if reason == interruptedReason && prev != nil && sameAttempt(prev, last) {
+			last.Failures = prev.Failures // an interruption is not the program's fault
+		}
+		s.warn(orDefault(reason, pulumiv1.UpdateFailedReason), fmt.Sprintf("%s %s failed: %s", upd.Spec.Type, upd.Name, upd.Status.Message))
+	} else {
+		last.State = shared.SucceededStackStateMessage
+		last.LastSuccessfulCommit = cur.Commit
+		s.event(corev1.EventTypeNormal, "UpdateSucceeded", fmt.Sprintf("%s %s succeeded on revision %s", upd.Spec.Type, upd.Name, cur.Commit))
+		if err := s.readOutputs(ctx, upd); err != nil {
+			return err
+		}
+		if pi := upd.Status.ProjectInfo; pi != nil {
+			st.ProjectInfo = &shared.ProjectInfo{Name: pi.Name, Runtime: pi.Runtime}
+		}
+	}
+	st.LastUpdate = last
+	s.appendHistory(upd, last, reason)
+	return nil
+}
+
+// sameAttempt reports whether two updates ran for the same generation,
+// request and revision, i.e. whether a failure repeats an earlier one.
+func sameAttempt(a, b *shared.StackUpdateState) bool {
+	return a.Generation == b.Generation && a.ReconcileRequest == b.ReconcileRequest && a.LastAttemptedCommit == b.LastAttemptedCommit
+}
+
+// appendHistory records the finished Update at the front of status.history,
+// keeping at most pulumiv1.MaxHistory entries.
+func (s *session) appendHistory(upd *autov1alpha1.Update, last *shared.StackUpdateState, reason string) {
+	rec := shared.UpdateRecord{
+		Name:             upd.Name,
+		Type:             upd.Spec.Type,
+		State:            last.State,
+		Reason:           reason,
+		Generation:       last.Generation,
+		ReconcileRequest: last.ReconcileRequest,
+		Commit:           last.LastAttemptedCommit,
+		Trigger:          upd.Annotations[TriggerAnnotation],
+		StartTime:        upd.Status.StartTime,
+		EndTime:          upd.Status.EndTime,
+		Changes:          upd.Status.Changes,
+		Message:          upd.Status.Message,
+		Permalink:        last.Permalink,
+	}
+	h := append([]shared.UpdateRecord{rec}, s.stack.Status.History...)
+	if len(h) > pulumiv1.MaxHistory {
+		h = h[:pulumiv1.MaxHistory]
+	}
+	s.stack.Status.History = h
+}
+
+// readOutputs copies a successful Update's outputs into the Stack's status,
+// each secret one shown as "[secret]" (its value stays in the Update's
+// Secret, never in the Stack).
+func (s *session) readOutputs(ctx context.Context, upd *autov1alpha1.Update) error {
+	if upd.Status.Outputs == "" {
+		s.stack.Status.Outputs = nil
+		return nil
+	}
+	var secret corev1.Secret
+	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: upd.Namespace, Name: upd.Status.Outputs}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // already garbage-collected with its Update: keep what status has
+		}
+		return err
+	}
+	secretKeys := map[string]bool{}
+	if list := secret.Annotations[SecretOutputsAnnotation]; list != "" {
+		var keys []string
+		if err := json.Unmarshal([]byte(list), &keys); err == nil {
+			for _, k := range keys {
+				secretKeys[k] = true
+			}
+		}
+	}
+	outputs := shared.StackOutputs{}
+	for key, value := range secret.Data {
+		if secretKeys[key] {
+			outputs[key] = secretOutputValue
+			continue
+		}
+		if !json.Valid(value) {
+			raw, _ := json.Marshal(string(value))
+			value = raw
+		}
+		outputs[key] = apiextensionsv1.JSON{Raw: value}
+	}
+	s.stack.Status.Outputs = outputs
+	return nil
+}
+
+// workspaceReady reports whether the Stack's Workspace says it can serve.
+func workspaceReady(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) bool {
+	var ws autov1alpha1.Workspace
+	if err := c.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: WorkspaceName(stack)}, &ws); err != nil {
+		return false
+	}
+	return sreconcile.IsReady(ws.Status.Conditions) && ws.Status.ObservedGeneration == ws.Generation
+}
+
+// finalizeStatus turns what the reconcile found into the three kstatus
+// conditions, observedGeneration and observedReconcileRequest, and the
+// result for controller-runtime. It runs, deferred, on every path.
+func (s *session) finalizeStatus(ctx context.Context, err error) (ctrl.Result, error) {
+	st := &s.stack.Status
+	gen := s.stack.Generation
+	handled := false
+	res := ctrl.Result{}
+	var stall *sreconcile.Stalling
+	var wait *sreconcile.Waiting
+	switch {
+	case errors.As(err, &stall):
+		sreconcile.MarkStalled(&st.Conditions, gen, stall.Reason, err.Error())
+		s.warn(stall.Reason, err.Error())
+		handled, err = true, nil
+	case errors.As(err, &wait):
+		sreconcile.MarkReconciling(&st.Conditions, gen, wait.Reason, err.Error())
+		res.RequeueAfter, err = wait.Interval(), nil
+	case err != nil:
+		sreconcile.MarkReconciling(&st.Conditions, gen, pulumiv1.ReconcilingRetryReason, err.Error())
+	case !s.stack.DeletionTimestamp.IsZero():
+		// reconcileDelete set the conditions.
+	case s.inProgress != "":
+		sreconcile.MarkReconciling(&st.Conditions, gen, pulumiv1.ReconcilingProcessingReason, s.inProgress)
+	case conflictStalled(s.stack):
+		sreconcile.MarkStalled(&st.Conditions, gen, pulumiv1.StalledConflictReason,
+			fmt.Sprintf("%s could not start: another update of the stack was running; set spec.retryOnUpdateConflict to retry such updates", st.LastUpdate.Name))
+		handled = true
+	case s.decision.Stalled:
+		reason := pulumiv1.UpdateFailedReason
+		if s.stack.Spec.Preview {
+			reason = pulumiv1.PreviewFailedReason
+		}
+		sreconcile.MarkStalled(&st.Conditions, gen, reason, fmt.Sprintf("%d updates failed in a row; fix the program, its spec or its source, or request a reconcile: %s",
+			st.LastUpdate.Failures, st.LastUpdate.Message))
+		res.RequeueAfter, handled = s.decision.RequeueAfter, true
+	case st.LastUpdate != nil && st.LastUpdate.State == shared.FailedStackStateMessage:
+		sreconcile.MarkReconciling(&st.Conditions, gen, pulumiv1.ReconcilingRetryReason,
+			fmt.Sprintf("%s failed; retrying in %s: %s", st.LastUpdate.Name, s.decision.RetryAfter.Round(1e9), st.LastUpdate.Message))
+		res.RequeueAfter = s.decision.RequeueAfter
+	default:
+		sreconcile.MarkReady(&st.Conditions, gen, pulumiv1.ReadyCompletedMessage)
+		res.RequeueAfter, handled = s.decision.RequeueAfter, true
+	}
+	if handled {
+		st.ObservedGeneration = gen
+		st.ObservedReconcileRequest = reconcileRequest(s.stack)
+	}
+	if res.RequeueAfter > 0 {
+		res.RequeueAfter = sreconcile.Jitter(res.RequeueAfter, 0)
+	}
+	return res, err
+}
+
+// conflictStalled reports whether the last update failed on a conflict with
+// another update of the same stack while spec.retryOnUpdateConflict is off,
+// and nothing changed since: upstream's UpdateConflict stall.
+func conflictStalled(stack *pulumiv1.Stack) bool {
+	st := &stack.Status
+	if stack.Spec.RetryOnUpdateConflict || st.LastUpdate == nil || st.LastUpdate.State != shared.FailedStackStateMessage || len(st.History) == 0 {
+		return false
+	}
+	return st.History[0].Reason == autov1alpha1.UpdateReasonConflict &&
+		st.LastUpdate.Generation == stack.Generation && st.LastUpdate.ReconcileRequest == reconcileRequest(stack)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,194 @@
+package stack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+)
+
+// reconcileWorkspace applies the Workspace the Stack needs (server-side
+// apply, so fields others own are left alone), owned by the Stack.
+func (s *session) reconcileWorkspace(ctx context.Context) (bool, error) {
+	ws, err := BuildWorkspace(s.stack, s.src)
+	if err != nil {
+		return true, err
+	}
+	if err := controllerutil.SetControllerReference(s.stack, ws, s.r.Scheme); err != nil {
+		return true, err
+	}
+	ws.ManagedFields = nil
+	if err := s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+// reconcileUpdate starts an update when one is due: it checks the
+// prerequisites, then creates the Update and records it as currentUpdate.
+// The Update's name is derived from what it is for, so a reconcile killed
+// between creating it and recording it finds the same Update next time.
+func (s *session) reconcileUpdate(ctx context.Context) (bool, error) {
+	stack := s.stack
+	s.decision = Decide(&stack.Spec, stack.Status.LastUpdate, s.observed())
+	if !s.decision.Due || (conflictStalled(stack) && s.decision.Trigger == TriggerRetry) {
+		return true, nil
+	}
+	if err := s.checkPrerequisites(ctx); err != nil {
+		return true, err
+	}
+	upd := BuildUpdate(stack, s.src.Revision, s.updateType(), string(s.decision.Trigger))
+	if err := controllerutil.SetControllerReference(stack, upd, s.r.Scheme); err != nil {
+		return true, err
+	}
+	if err := s.r.Client.Create(ctx, upd); err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsForbidden(err) && isNamespaceTerminating(err) {
+			return true, namespaceTerminating(err)
+		}
+		return true, err
+	}
+	stack.Status.CurrentUpdate = &shared.CurrentStackUpdate{
+		Generation:       stack.Generation,
+		ReconcileRequest: reconcileRequest(stack),
+		Name:             upd.Name,
+		Commit:           s.src.Revision,
+	}
+	s.inProgress = pulumiv1.ReconcilingProcessingUpdateMessage
+	s.event("Normal", "UpdateStarted", fmt.Sprintf("started %s %s (%s) on revision %s", upd.Spec.Type, upd.Name, s.decision.Trigger, s.src.Revision))
+	return true, nil
+}
+
+// updateType is what a due update runs: a preview for preview stacks, an
+// up otherwise.
+func (s *session) updateType() autov1alpha1.UpdateType {
+	if s.stack.Spec.Preview {
+		return autov1alpha1.PreviewType
+	}
+	return autov1alpha1.UpType
+}
+
+func (s *session) observed() Observed {
+	return Observed{
+		Generation:       s.stack.Generation,
+		ReconcileRequest: reconcileRequest(s.stack),
+		Revision:         s.src.Revision,
+		Now:              s.now,
+	}
+}
+
+// reconcileRequest is the value of the Stack's reconciliation-request
+// annotation.
+func reconcileRequest(stack *pulumiv1.Stack) string {
+	return stack.Annotations[shared.ReconcileRequestAnnotation]
+}
+
+// BuildUpdate returns the Update that runs typ for the Stack at revision,
+// with the Stack's updateTemplate merged in. Its name is a digest of what it
+// is for (generation, reconcile request, revision, attempt, type), so that
+// it is stable across reconciles.
+func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.UpdateType, trigger string) *autov1alpha1.Update {
+	spec := &stack.Spec
+	var failures int64
+	if last := stack.Status.LastUpdate; last != nil {
+		failures = last.Failures
+	}
+	key := fmt.Sprintf("%d\x00%s\x00%s\x00%d\x00%s", stack.Generation, reconcileRequest(stack), revision, failures, typ)
+	if spec.ContinueResyncOnCommitMatch && trigger == string(TriggerResync) {
+		// Resyncs of the same revision are distinct updates.
+		key += "\x00" + strconv.FormatInt(stack.Status.LastUpdate.LastResyncTime.Unix(), 10)
+	}
+	sum := sha256.Sum256([]byte(key))
+	upd := &autov1alpha1.Update{
+		TypeMeta: metav1.TypeMeta{APIVersion: autov1alpha1.GroupVersion.String(), Kind: "Update"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        stack.Name + "-" + hex.EncodeToString(sum[:])[:8],
+			Namespace:   stack.Namespace,
+			Labels:      map[string]string{StackNameLabel: stack.Name},
+			Annotations: map[string]string{TriggerAnnotation: trigger},
+		},
+		Spec: autov1alpha1.UpdateSpec{
+			WorkspaceName: WorkspaceName(stack),
+			StackName:     spec.Stack,
+			Type:          typ,
+		},
+	}
+	if typ != autov1alpha1.DestroyType {
+		upd.Spec.Refresh = ptr.To(spec.Refresh)
+		if len(spec.Targets) > 0 {
+			upd.Spec.Target = spec.Targets
+			upd.Spec.TargetDependents = ptr.To(spec.TargetDependents)
+		}
+	}
+	if spec.RunProgram {
+		upd.Spec.RunProgram = ptr.To(true)
+	}
+	applyUpdateTemplate(upd, spec.UpdateTemplate)
+	return upd
+}
+
+// TriggerAnnotation on an Update records why the Stack controller started
+// it, for the history and the audit trail.
+const TriggerAnnotation = "stackyard.dev/trigger"
+
+// applyUpdateTemplate copies the template's labels, annotations and the spec
+// fields it sets onto upd; the identifying fields (workspace, stack, type)
+// stay the Stack's.
+func applyUpdateTemplate(upd *autov1alpha1.Update, tmpl *autov1alpha1.UpdateTemplate) {
+	if tmpl == nil {
+		return
+	}
+	if m := tmpl.Metadata; m != nil {
+		for k, v := range m.Labels {
+			if k != StackNameLabel {
+				upd.Labels[k] = v
+			}
+		}
+		for k, v := range m.Annotations {
+			if k != TriggerAnnotation {
+				upd.Annotations[k] = v
+			}
+		}
+	}
+	if tmpl.Spec == nil {
+		return
+	}
+	keep := upd.Spec
+	base, _ := json.Marshal(upd.Spec)
+	overlay, _ := json.Marshal(tmpl.Spec)
+	merged := map[string]any{}
+	_ = json.Unmarshal(base, &merged)
+	extra := map[string]any{}
+	_ = json.Unmarshal(overlay, &extra)
+	for k, v := range extra {
+		merged[k] = v
+	}
+	out, _ := json.Marshal(merged)
+	_ = json.Unmarshal(out, &upd.Spec)
+	upd.Spec.WorkspaceName, upd.Spec.StackName, upd.Spec.Type = keep.WorkspaceName, keep.StackName, keep.Type
+}
+
+// updateDone reports whether an Update has finished, and whether it failed.
+func updateDone(upd *autov1alpha1.Update) (done, failed bool, reason string) {
+	complete := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeComplete)
+	if complete == nil || complete.Status != metav1.ConditionTrue {
+		return false, false, ""
+	}
+	f := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed)
+	if f != nil && f.Status == metav1.ConditionTrue {
+		return true, true, f.Reason
+	}
+	return true, false, ""
+}
