@@ -15,6 +15,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"k8s.io/client-go/kubernetes"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/stackyard/stackyard/internal/agent/auth"
 	"github.com/stackyard/stackyard/internal/agent/server"
@@ -35,7 +37,7 @@ func init() {
 }
 
 // agentCommand returns `stackyard agent`, the parent of the commands that
-// run inside a workspace (serve, and later init).
+// run inside a workspace (init, serve).
 func agentCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -54,6 +56,9 @@ type agentServeOptions struct {
 	listen      string
 	tokenFile   string
 	noAuth      bool
+	authMode    string
+	wsNamespace string
+	wsName      string
 	pulumi      string
 	gracePeriod time.Duration
 	verbose     bool
@@ -81,6 +86,10 @@ func agentServeCommand() *cobra.Command {
 	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "the TCP address to listen on")
 	f.StringVar(&o.tokenFile, "token-file", "", "a file holding the bearer token callers must present (default $"+agentTokenEnv+")")
 	f.BoolVar(&o.noAuth, "no-auth", false, "accept calls without a token (only for local development)")
+	f.StringVar(&o.authMode, "auth", authStatic, "how callers are authenticated: "+authStatic+" (the token of --token-file), "+
+		authKubernetes+" (a service account token for this workspace's audience, checked with TokenReview and SubjectAccessReview)")
+	f.StringVar(&o.wsNamespace, "workspace-namespace", "", "the namespace of the Workspace served (with --auth "+authKubernetes+")")
+	f.StringVar(&o.wsName, "workspace-name", "", "the name of the Workspace served (with --auth "+authKubernetes+")")
 	f.StringVar(&o.pulumi, "pulumi", "", "the pulumi binary (default: pulumi on PATH)")
 	f.DurationVar(&o.gracePeriod, "grace-period", server.DefaultGracePeriod, "how long a cancelled pulumi gets between SIGINT and SIGKILL")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log more detail")
@@ -99,7 +108,7 @@ func runAgentServe(ctx context.Context, cmd *cobra.Command, o *agentServeOptions
 	}
 	log := logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 
-	grpcOpts, err := agentAuthOptions(o)
+	grpcOpts, err := agentAuthOptions(o, log)
 	if err != nil {
 		return err
 	}
@@ -153,26 +162,76 @@ func runAgentServe(ctx context.Context, cmd *cobra.Command, o *agentServeOptions
 	return nil
 }
 
-// agentAuthOptions returns the server options that install static-token
-// authentication, with the token from --token-file or the environment.
-func agentAuthOptions(o *agentServeOptions) ([]grpc.ServerOption, error) {
-	token := os.Getenv(agentTokenEnv)
-	if o.tokenFile != "" {
-		b, err := os.ReadFile(o.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("read --token-file: %w", err)
-		}
-		token = strings.TrimSpace(string(b))
-	}
-	switch {
-	case o.noAuth:
+// Authentication modes of `agent serve --auth`.
+const (
+	authStatic     = "static"
+	authKubernetes = "kubernetes"
+)
+
+// agentAuthOptions returns the server options that install the
+// authentication --auth asks for.
+func agentAuthOptions(o *agentServeOptions, log logr.Logger) ([]grpc.ServerOption, error) {
+	if o.noAuth {
 		return nil, nil
-	case token == "":
-		return nil, errors.New("no token: pass --token-file or set $" + agentTokenEnv + " (or --no-auth for local development)")
 	}
-	a := auth.NewStaticToken(token)
+	var a auth.Authorizer
+	switch o.authMode {
+	case authStatic:
+		token, err := staticToken(o)
+		if err != nil {
+			return nil, err
+		}
+		a = auth.NewStaticToken(token)
+	case authKubernetes:
+		k, err := kubernetesAuthorizer(o, log)
+		if err != nil {
+			return nil, err
+		}
+		a = k
+	default:
+		return nil, fmt.Errorf("--auth %q: want %s or %s", o.authMode, authStatic, authKubernetes)
+	}
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(auth.UnaryInterceptor(a)),
 		grpc.ChainStreamInterceptor(auth.StreamInterceptor(a)),
 	}, nil
+}
+
+// staticToken reads the token from --token-file or the environment.
+func staticToken(o *agentServeOptions) (string, error) {
+	token := os.Getenv(agentTokenEnv)
+	if o.tokenFile != "" {
+		b, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("read --token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if token == "" {
+		return "", errors.New("no token: pass --token-file or set $" + agentTokenEnv + " (or --no-auth for local development)")
+	}
+	return token, nil
+}
+
+// kubernetesAuthorizer builds the TokenReview authorizer for the Workspace
+// named by the flags, reaching the API server as the pod's service account
+// (or through $KUBECONFIG outside a cluster).
+func kubernetesAuthorizer(o *agentServeOptions, log logr.Logger) (auth.Authorizer, error) {
+	if o.wsNamespace == "" || o.wsName == "" {
+		return nil, errors.New("--auth " + authKubernetes + " needs --workspace-namespace and --workspace-name")
+	}
+	cfg, err := ctrlconfig.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--auth %s: finding the API server: %w", authKubernetes, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return auth.NewKubernetes(auth.KubernetesConfig{
+		Client:    cs,
+		Namespace: o.wsNamespace,
+		Name:      o.wsName,
+		Log:       log.WithName("auth"),
+	}), nil
 }

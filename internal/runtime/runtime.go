@@ -60,6 +60,13 @@ type Status struct {
 	// Revision is the source revision (commit or artifact digest) the
 	// agent's project directory holds.
 	Revision string
+	// Instance identifies the agent's workspace-local state (its project
+	// directory with the stack settings written into it). It changes
+	// whenever that state may have been lost or no longer fits (a new pod,
+	// a fresh fetch of the source, a changed environment), which tells the
+	// Workspace controller to set the stacks up again. Opaque; empty while
+	// not Ready.
+	Instance string
 	// Message says, for a person, why the agent is not ready yet.
 	Message string
 }

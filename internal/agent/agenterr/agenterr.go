@@ -27,9 +27,13 @@ type Reason string
 
 const (
 	// UpdateConflict means the backend refused the operation because another
-	// update of the stack is in progress (a 409 from a service backend, or a
-	// second operation sent to a busy agent). Retry later.
+	// update of the stack is in progress (a 409 from a service backend).
+	// Retry later.
 	UpdateConflict Reason = "UpdateConflict"
+	// AgentBusy means the agent is running another mutating call (one runs
+	// at a time, e.g. the Workspace controller's setup while an Update
+	// starts). Nothing was done; retry in a moment.
+	AgentBusy Reason = "AgentBusy"
 	// StackLocked means the stack carries a lock whose holder may still be
 	// alive, so the agent did not clear it. Retry later, or a human runs
 	// `pulumi cancel` once sure the holder is gone.

@@ -77,8 +77,8 @@ func TestCancelByCaller(t *testing.T) {
 
 	// One call at a time: a second mutating call is refused, not queued.
 	_, err := h.client.SetAllConfig(h.ctx(), &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, 1)}})
-	if agenterr.ReasonOf(err) != agenterr.UpdateConflict {
-		t.Errorf("SetAllConfig during Up: %v (reason %s), want UpdateConflict", err, agenterr.ReasonOf(err))
+	if agenterr.ReasonOf(err) != agenterr.AgentBusy {
+		t.Errorf("SetAllConfig during Up: %v (reason %s), want AgentBusy", err, agenterr.ReasonOf(err))
 	}
 
 	cancelled := time.Now()

@@ -133,7 +133,7 @@ func (s *Server) begin(parent context.Context, what string) (context.Context, fu
 	select {
 	case s.busy <- what:
 	default:
-		return nil, nil, agenterr.New(agenterr.UpdateConflict, "the agent is busy running another call; retry when it has finished")
+		return nil, nil, agenterr.New(agenterr.AgentBusy, "the agent is busy running another call; retry when it has finished")
 	}
 	s.running.Add(1)
 	ctx, cancel := context.WithCancel(parent)

@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stackyard/stackyard/internal/source"
+	"github.com/stackyard/stackyard/test/gitserver"
+)
+
+func TestMain(m *testing.M) {
+	os.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	os.Exit(m.Run())
+}
+
+// runInit runs `stackyard agent init` with args and returns its stdout,
+// its stderr and its error.
+func runInit(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	root := NewRootCommand()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"agent", "init"}, args...))
+	err := root.Execute()
+	return out.String(), errOut.String(), err
+}
+
+// readReport parses the --result-file written by a run.
+func readReport(t *testing.T, path string) source.Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading the result file: %v", err)
+	}
+	r, err := source.ParseReport(string(b))
+	if err != nil {
+		t.Fatalf("parsing the result file %q: %v", b, err)
+	}
+	return r
+}
+
+// writeSecret writes a credential file the way a mounted Secret key looks.
+func writeSecret(t *testing.T, dir, name, value string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(value+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAgentInitGit(t *testing.T) {
+	srv := gitserver.New(t)
+	srv.SetBasicAuth("robot", "s3cret-password")
+	repo := srv.CreateRepo("app")
+	first := repo.Commit("main", map[string]string{"infra/Pulumi.yaml": "name: first\nruntime: yaml\n"})
+	second := repo.Commit("main", map[string]string{"infra/Pulumi.yaml": "name: second\nruntime: yaml\n"})
+	secrets := t.TempDir()
+	user := writeSecret(t, secrets, "username", "robot")
+	pass := writeSecret(t, secrets, "password", "s3cret-password")
+
+	cases := []struct {
+		name, ref, want, project string
+		shallow                  bool
+	}{
+		{name: "branch", ref: "main", want: second, project: "second"},
+		{name: "default branch, shallow", ref: "", want: second, project: "second", shallow: true},
+		{name: "commit", ref: first, want: first, project: "first"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			target := filepath.Join(t.TempDir(), "source")
+			result := filepath.Join(t.TempDir(), "result.json")
+			args := []string{"--target", target, "--result-file", result, "--git-url", repo.URL, "--git-ref", tc.ref,
+				"--git-dir", "infra", "--git-username-file", user, "--git-password-file", pass}
+			if tc.shallow {
+				args = append(args, "--git-shallow")
+			}
+			out, _, err := runInit(t, args...)
+			if err != nil {
+				t.Fatalf("agent init: %v", err)
+			}
+			if strings.TrimSpace(out) != tc.want {
+				t.Errorf("stdout = %q, want the revision %s", out, tc.want)
+			}
+			if r := readReport(t, result); r.Revision != tc.want || r.Failed() {
+				t.Errorf("report = %+v, want revision %s", r, tc.want)
+			}
+			b, err := os.ReadFile(filepath.Join(target, "infra", "Pulumi.yaml"))
+			if err != nil || !strings.Contains(string(b), tc.project) {
+				t.Errorf("Pulumi.yaml = %q, %v; want project %s", b, err, tc.project)
+			}
+		})
+	}
+
+	t.Run("credentials from the environment", func(t *testing.T) {
+		t.Setenv("STACKYARD_GIT_USERNAME", "robot")
+		t.Setenv("STACKYARD_GIT_PASSWORD", "s3cret-password")
+		target := filepath.Join(t.TempDir(), "source")
+		out, _, err := runInit(t, "--target", target, "--git-url", repo.URL, "--git-dir", "infra")
+		if err != nil || strings.TrimSpace(out) != second {
+			t.Fatalf("agent init = %q, %v; want %s", out, err, second)
+		}
+	})
+
+	t.Run("wrong password is a permanent failure without the secret", func(t *testing.T) {
+		bad := writeSecret(t, secrets, "bad-password", "not-the-s3cret")
+		result := filepath.Join(t.TempDir(), "result.json")
+		out, errOut, err := runInit(t, "--target", filepath.Join(t.TempDir(), "source"), "--result-file", result,
+			"--git-url", repo.URL, "--git-username-file", user, "--git-password-file", bad)
+		if err == nil {
+			t.Fatal("agent init succeeded with a wrong password")
+		}
+		r := readReport(t, result)
+		if r.Reason != source.ReasonAuthFailed || !r.Permanent {
+			t.Errorf("report = %+v, want a permanent AuthFailed", r)
+		}
+		for _, text := range []string{out, errOut, err.Error(), r.Message} {
+			if strings.Contains(text, "not-the-s3cret") {
+				t.Errorf("output leaks the password: %q", text)
+			}
+		}
+	})
+
+	t.Run("missing credential file", func(t *testing.T) {
+		_, _, err := runInit(t, "--target", t.TempDir(), "--git-url", repo.URL,
+			"--git-token-file", filepath.Join(secrets, "nope"))
+		if err == nil || !strings.Contains(err.Error(), "--git-token-file") {
+			t.Errorf("err = %v, want one naming --git-token-file", err)
+		}
+	})
+}
+
+// tarGz packs files into a tar.gz.
+func tarGz(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for name, content := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestAgentInitArtifact(t *testing.T) {
+	body := tarGz(t, map[string]string{"prog/Pulumi.yaml": "name: art\nruntime: yaml\n"})
+	sum := sha256.Sum256(body)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+	t.Cleanup(srv.Close)
+
+	target := filepath.Join(t.TempDir(), "source")
+	result := filepath.Join(t.TempDir(), "result.json")
+	out, _, err := runInit(t, "--target", target, "--result-file", result,
+		"--artifact-url", srv.URL+"/a.tar.gz", "--artifact-digest", digest, "--artifact-dir", "prog")
+	if err != nil || strings.TrimSpace(out) != digest {
+		t.Fatalf("agent init = %q, %v; want %s", out, err, digest)
+	}
+	if _, err := os.Stat(filepath.Join(target, "prog", "Pulumi.yaml")); err != nil {
+		t.Error(err)
+	}
+
+	other := "sha256:" + strings.Repeat("0", 64)
+	_, _, err = runInit(t, "--target", target, "--result-file", result, "--artifact-url", srv.URL+"/a.tar.gz", "--artifact-digest", other)
+	if r := readReport(t, result); err == nil || r.Reason != source.ReasonDigestMismatch || r.Permanent {
+		t.Errorf("digest mismatch: err %v, report %+v; want a transient DigestMismatch", err, r)
+	}
+	if _, err := os.Stat(filepath.Join(target, "prog", "Pulumi.yaml")); err != nil {
+		t.Errorf("a failed fetch changed the target: %v", err)
+	}
+}
+
+func TestAgentInitProjectAndBinary(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "source")
+	bin := filepath.Join(dir, "share", "stackyard")
+	out, _, err := runInit(t, "--target", target, "--project-name", "bare", "--project-runtime", "yaml", "--copy-binary", bin)
+	if err != nil || out != "" {
+		t.Fatalf("agent init = %q, %v; want no output", out, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(target, "Pulumi.yaml")); err != nil || !strings.Contains(string(b), `name: "bare"`) {
+		t.Errorf("Pulumi.yaml = %q, %v", b, err)
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm() != 0o755 || fi.Size() == 0 {
+		t.Errorf("copied binary: %v, %v", fi, err)
+	}
+
+	// Only the copy: the agent then serves a program already in the image.
+	if _, _, err := runInit(t, "--copy-binary", filepath.Join(dir, "other", "stackyard")); err != nil {
+		t.Errorf("copy only: %v", err)
+	}
+
+	result := filepath.Join(dir, "result.json")
+	if _, _, err := runInit(t, "--result-file", result); err == nil || !strings.Contains(err.Error(), "nothing to do") {
+		t.Errorf("no source: %v, want nothing to do", err)
+	}
+	_, _, err = runInit(t, "--target", target, "--result-file", result, "--project-name", "bare", "--git-url", "https://example.invalid/x.git")
+	if r := readReport(t, result); err == nil || r.Reason != source.ReasonInvalidSpec || !r.Permanent {
+		t.Errorf("two sources: err %v, report %+v; want a permanent InvalidSpec", err, r)
+	}
+}

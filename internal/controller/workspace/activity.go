@@ -1,0 +1,128 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// UpdateIndex is the field index of Updates (complete or not) by
+// spec.workspaceName, which the controller lists to decide whether a
+// Workspace is in use and since when it is not.
+const UpdateIndex = "workspace.stackyard.dev/update-workspace"
+
+// usage is what a Workspace's Updates say about its use.
+type usage struct {
+	pending  []string // incomplete Updates
+	running  string   // an Update whose operation runs, if any
+	lastUsed time.Time
+}
+
+// usageOf lists ws's Updates.
+func (r *Reconciler) usageOf(ctx context.Context, ws *autov1alpha1.Workspace) (usage, error) {
+	var list autov1alpha1.UpdateList
+	if err := r.client.List(ctx, &list, client.InNamespace(ws.Namespace), client.MatchingFields{UpdateIndex: ws.Name}); err != nil {
+		return usage{}, sreconcile.NewGeneric("", fmt.Errorf("listing the Updates of the workspace: %w", err))
+	}
+	var u usage
+	for i := range list.Items {
+		up := &list.Items[i]
+		if !up.Status.IsComplete() {
+			if up.DeletionTimestamp.IsZero() {
+				u.pending = append(u.pending, up.Name)
+			}
+			if c := apimeta.FindStatusCondition(up.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing); c != nil &&
+				c.Status == metav1.ConditionTrue && c.Reason == autov1alpha1.UpdateReasonInProgress {
+				u.running = up.Name
+			}
+			continue
+		}
+		for _, t := range []time.Time{up.Status.EndTime.Time, completedAt(up)} {
+			if t.After(u.lastUsed) {
+				u.lastUsed = t
+			}
+		}
+	}
+	return u, nil
+}
+
+// completedAt is when the Update's Complete condition turned True.
+func completedAt(up *autov1alpha1.Update) time.Time {
+	if c := apimeta.FindStatusCondition(up.Status.Conditions, autov1alpha1.UpdateConditionTypeComplete); c != nil {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// reconcileActivity decides whether the agent should run: while Updates
+// are pending, while the current generation is not set up, and for
+// IdleAfter after the last use. Otherwise it idles the agent and ends the
+// reconcile. A new generation waits for a running Update first, since
+// applying it may restart the agent under the operation.
+func (r *Reconciler) reconcileActivity(ctx context.Context, s *session) (sreconcile.Result, error) {
+	ws := s.ws
+	u, err := r.usageOf(ctx, ws)
+	if err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	settled := trueAt(ws, autov1alpha1.WorkspaceReady)
+	if u.running != "" && ws.Status.ObservedGeneration != ws.Generation {
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonUpdateInProgress,
+			fmt.Errorf("waiting for Update %s to finish before applying generation %d", u.running, ws.Generation), r.opts.StartInterval)
+	}
+	if len(u.pending) > 0 || !settled {
+		s.requeueAfter = r.opts.Resync
+		if len(u.pending) == 0 {
+			// Once set up, the idle clock starts.
+			s.requeueAfter = min(r.opts.IdleAfter+100*time.Millisecond, r.opts.Resync)
+		}
+		return sreconcile.ResultEmpty, nil
+	}
+	lastUsed := u.lastUsed
+	if c := apimeta.FindStatusCondition(ws.Status.Conditions, ConditionActive); c != nil && c.Status == metav1.ConditionTrue &&
+		c.LastTransitionTime.After(lastUsed) {
+		lastUsed = c.LastTransitionTime.Time
+	}
+	if !lastUsed.IsZero() && activeCondition(ws) {
+		if left := lastUsed.Add(r.opts.IdleAfter).Sub(r.now()); left > 0 {
+			s.requeueAfter = min(left+100*time.Millisecond, r.opts.Resync)
+			return sreconcile.ResultEmpty, nil
+		}
+	}
+	if err := r.idle(ctx, s, fmt.Sprintf("no pending Updates for %s", r.opts.IdleAfter)); err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	return sreconcile.ResultEmpty, errDone
+}
+
+// activeCondition reports whether Active is True (at any generation).
+func activeCondition(ws *autov1alpha1.Workspace) bool {
+	return apimeta.IsStatusConditionTrue(ws.Status.Conditions, ConditionActive)
+}
+
+// idle stops the agent and records it (Active=False, reason Idle, no
+// address), with an event when the agent was active.
+func (r *Reconciler) idle(ctx context.Context, s *session, why string) error {
+	ws := s.ws
+	if err := r.runtime.Idle(ctx, ws); err != nil {
+		return sreconcile.NewGeneric("", fmt.Errorf("idling the agent: %w", err))
+	}
+	if c := apimeta.FindStatusCondition(ws.Status.Conditions, ConditionActive); c == nil || c.Reason != ReasonIdle {
+		log.FromContext(ctx).Info("workspace agent idled", "why", why)
+		if c != nil && c.Status == metav1.ConditionTrue {
+			r.recorder.Eventf(ws, nil, corev1.EventTypeNormal, ReasonIdle, "Idle", "stopped the agent: %s", why)
+		}
+	}
+	setActive(ws, false, ReasonIdle, "the agent is stopped: "+why)
+	ws.Status.Address = ""
+	return nil
+}

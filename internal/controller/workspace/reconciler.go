@@ -1,0 +1,210 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/runtime"
+)
+
+// Finalizer makes the controller release a Workspace's runtime resources
+// (processes, state directory) before the Workspace goes.
+const Finalizer = "stackyard.dev/workspace"
+
+// Defaults of Options.
+const (
+	// DefaultIdleAfter is how long an unused agent keeps running.
+	DefaultIdleAfter = time.Minute
+	// DefaultResync is how often an active Workspace is looked at again.
+	DefaultResync = 30 * time.Second
+	// DefaultStartInterval is how soon a starting agent is looked at again.
+	DefaultStartInterval = 2 * time.Second
+	// DefaultSetupTimeout bounds the agent calls of one setup, `pulumi
+	// install` included.
+	DefaultSetupTimeout = 15 * time.Minute
+)
+
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=workspaces,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=workspaces/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=workspaces/finalizers,verbs=update
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=updates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Options tune the Reconciler; zero values take the defaults.
+type Options struct {
+	// IdleAfter is how long an agent stays up without pending Updates
+	// before it is idled; zero means DefaultIdleAfter.
+	IdleAfter time.Duration
+	// Resync is how often an active Workspace is looked at again even
+	// without events, to notice an agent that died; zero means
+	// DefaultResync.
+	Resync time.Duration
+	// StartInterval is how soon a starting agent is looked at again; zero
+	// means DefaultStartInterval.
+	StartInterval time.Duration
+	// SetupTimeout bounds the agent calls of one setup (install included);
+	// zero means DefaultSetupTimeout.
+	SetupTimeout time.Duration
+	// Owns lists the kinds the runtime creates owned by Workspaces (the
+	// kubernetes runtime's StatefulSets), whose changes wake their owner.
+	Owns []client.Object
+	// RuntimeEvents, when set, delivers Workspaces the runtime wants
+	// reconciled (the local runtime's exited agents; see NotifyChannel).
+	RuntimeEvents <-chan event.GenericEvent
+	// MaxConcurrentReconciles is how many Workspaces are reconciled at
+	// once; zero means 4.
+	MaxConcurrentReconciles int
+}
+
+// Reconciler reconciles Workspaces; see the package doc.
+type Reconciler struct {
+	client   client.Client
+	scheme   *k8sruntime.Scheme
+	runtime  runtime.Runtime
+	recorder events.EventRecorder
+	opts     Options
+	now      func() time.Time
+}
+
+// New returns a Reconciler that runs agents through rt and records events
+// with recorder (mgr.GetEventRecorder("workspace-controller")).
+func New(c client.Client, scheme *k8sruntime.Scheme, rt runtime.Runtime, recorder events.EventRecorder, opts Options) *Reconciler {
+	if opts.IdleAfter <= 0 {
+		opts.IdleAfter = DefaultIdleAfter
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = DefaultResync
+	}
+	if opts.StartInterval <= 0 {
+		opts.StartInterval = DefaultStartInterval
+	}
+	if opts.SetupTimeout <= 0 {
+		opts.SetupTimeout = DefaultSetupTimeout
+	}
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 4
+	}
+	return &Reconciler{client: c, scheme: scheme, runtime: rt, recorder: recorder, opts: opts, now: time.Now}
+}
+
+// session is one reconcile of one Workspace.
+type session struct {
+	ws      *autov1alpha1.Workspace
+	patcher *sreconcile.Patcher
+	// agent is what the runtime's Ensure reported.
+	agent runtime.Status
+	// requeueAfter is when to look again after a successful reconcile;
+	// zero means only on events.
+	requeueAfter time.Duration
+}
+
+// errDone ends the chain of steps early with success (the agent idled, a
+// stalled generation left alone).
+var errDone = sreconcile.NewIgnore("done", nil)
+
+// Reconcile brings one Workspace's agent and stacks to its spec:
+//
+//	reconcileFinalizer → reconcileStalled → reconcileActivity → reconcileAgent → reconcileSetup
+//
+// and writes the status once, in a deferred function, whatever the path.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	ws := &autov1alpha1.Workspace{}
+	if err := r.client.Get(ctx, req.NamespacedName, ws); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &session{ws: ws, patcher: sreconcile.NewPatcher(r.client, ws)}
+	var res sreconcile.Result
+	var err error
+	defer func() {
+		r.finish(ctx, s, err)
+		if perr := s.patcher.Patch(ctx, ws); perr != nil && !apierrors.IsNotFound(perr) {
+			result, retErr = ctrl.Result{}, errors.Join(retErr, perr)
+		}
+	}()
+
+	if !ws.DeletionTimestamp.IsZero() {
+		res, err = r.reconcileDelete(ctx, s)
+	} else {
+		res, err = sreconcile.Steps{
+			{Name: "reconcileFinalizer", Run: func(context.Context) (sreconcile.Result, error) { return r.reconcileFinalizer(s) }},
+			{Name: "reconcileStalled", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileStalled(ctx, s) }},
+			{Name: "reconcileActivity", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileActivity(ctx, s) }},
+			{Name: "reconcileAgent", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileAgent(ctx, s) }},
+			{Name: "reconcileSetup", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileSetup(ctx, s) }},
+		}.Run(ctx)
+		var stalling *sreconcile.Stalling
+		if errors.As(err, &stalling) {
+			// Nothing will run in a stalled generation: release the agent.
+			if ierr := r.idle(ctx, s, "the workspace is stalled"); ierr != nil {
+				log.FromContext(ctx).Error(ierr, "idling a stalled workspace")
+			}
+		}
+	}
+	return sreconcile.ComputeResult(res, err, sreconcile.Schedule{Interval: s.requeueAfter, JitterFraction: 0.05})
+}
+
+// finish turns the reconcile's error into conditions and an event; the
+// steps themselves record success.
+func (r *Reconciler) finish(ctx context.Context, s *session, err error) {
+	ws := s.ws
+	var stalling *sreconcile.Stalling
+	var ignore *sreconcile.Ignore
+	switch {
+	case err == nil, errors.As(err, &ignore), !ws.DeletionTimestamp.IsZero():
+		return
+	case errors.As(err, &stalling):
+		if !stalledAt(ws) {
+			r.recorder.Eventf(ws, nil, corev1.EventTypeWarning, stalling.Reason, "Setup", "%s", err.Error())
+		}
+		markStalled(ws, stalling.Reason, err.Error())
+		log.FromContext(ctx).Info("workspace stalled", "reason", stalling.Reason, "message", err.Error())
+	default:
+		markPending(ws, sreconcile.Reason(err), err.Error())
+	}
+}
+
+// reconcileFinalizer adds the finalizer before anything runs, and
+// requeues so that it is stored first.
+func (r *Reconciler) reconcileFinalizer(s *session) (sreconcile.Result, error) {
+	if sreconcile.AddFinalizer(s.ws, Finalizer) {
+		return sreconcile.ResultRequeue, nil
+	}
+	return sreconcile.ResultEmpty, nil
+}
+
+// reconcileStalled leaves a generation that stalled alone, with its agent
+// idled, until the spec changes.
+func (r *Reconciler) reconcileStalled(ctx context.Context, s *session) (sreconcile.Result, error) {
+	if !stalledAt(s.ws) {
+		return sreconcile.ResultEmpty, nil
+	}
+	if err := r.idle(ctx, s, "the workspace is stalled"); err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	return sreconcile.ResultEmpty, errDone
+}
+
+// reconcileDelete releases the runtime's resources, then the finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *session) (sreconcile.Result, error) {
+	if !sreconcile.HasFinalizer(s.ws, Finalizer) {
+		return sreconcile.ResultEmpty, nil
+	}
+	if err := r.runtime.Delete(ctx, s.ws); err != nil {
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
+	}
+	sreconcile.RemoveFinalizer(s.ws, Finalizer)
+	log.FromContext(ctx).Info("workspace agent deleted", "runtime", r.runtime.Name())
+	return sreconcile.ResultSuccess, nil
+}

@@ -1,0 +1,302 @@
+package workspace_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/controller/workspace"
+	"github.com/stackyard/stackyard/test/gitserver"
+)
+
+// TestLocalWorkspace follows one Workspace through its life: set up with a
+// Secret-backed environment, idled, woken by a pending Update, restarted
+// after its agent dies, idled again when the Update completes, deleted.
+func TestLocalWorkspace(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	createBackendSecret(t, ns)
+	op := startOperator(t, ns, t.TempDir(), workspace.Options{IdleAfter: 3 * time.Second})
+	ws := newWorkspace(t, ns, "app")
+	if err := env.Client.Create(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+
+	ws = waitServing(t, ns, ws.Name)
+	if ws.Status.PulumiVersion != "3.170.0" || !strings.HasPrefix(ws.Status.Address, "127.0.0.1:") ||
+		ws.Annotations[workspace.AnnotationSetup] == "" || ws.Annotations[workspace.AnnotationInstalled] == "" {
+		t.Errorf("status = %s, version %q, annotations %v", describe(ws), ws.Status.PulumiVersion, ws.Annotations)
+	}
+	if !hasFinalizer(ws) {
+		t.Errorf("finalizers = %v", ws.Finalizers)
+	}
+
+	// The stack exists, and its configuration (one value read by the agent
+	// from a Secret-backed env var) reaches the program. The Update stands
+	// for the operation, keeping the agent active while it runs.
+	up := createUpdate(t, ns, "up-1", ws.Name)
+	outputs := upOutputs(t, agentClient(t, op, ws))
+	completeUpdate(t, up)
+	if got := outputs["greeting"].GetValue().GetStringValue(); got != "hello" {
+		t.Errorf("greeting output = %q", got)
+	}
+	if tok := outputs["token"]; !tok.GetSecret() || tok.GetValue().GetStringValue() != secretToken {
+		t.Errorf("token output = %v, want the Secret's value, marked secret", tok)
+	}
+
+	// No Update is pending: the agent is idled after IdleAfter; Ready stays.
+	pid := op.rt.PID(ns, ws.Name)
+	ws = waitCondition(t, ns, ws.Name, workspace.ConditionActive, metav1.ConditionFalse, workspace.ReasonIdle)
+	if !ws.Status.IsReady() || ws.Status.Address != "" || workspace.Serving(ws) {
+		t.Errorf("idle workspace: %s", describe(ws))
+	}
+	eventually(t, 15*time.Second, "the idled agent to exit", func() (bool, string) { return !alive(pid), fmt.Sprint(pid) })
+
+	// A pending Update wakes it up.
+	u := createUpdate(t, ns, "preview-2", ws.Name)
+	ws = waitServing(t, ns, ws.Name)
+	pid = op.rt.PID(ns, ws.Name)
+	if !alive(pid) {
+		t.Fatalf("no agent after waking up: %s", describe(ws))
+	}
+
+	// An agent that dies is noticed and started again.
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	eventually(t, 30*time.Second, "a new agent", func() (bool, string) {
+		p := op.rt.PID(ns, ws.Name)
+		return p != 0 && p != pid && alive(p), fmt.Sprintf("pid %d", p)
+	})
+	waitServing(t, ns, ws.Name)
+
+	// Still active while the Update is pending (well past IdleAfter), idle
+	// again once it completes.
+	time.Sleep(4 * time.Second)
+	if ws = getWS(t, ns, ws.Name); !workspace.Serving(ws) {
+		t.Fatalf("idled with a pending Update: %s", describe(ws))
+	}
+	completeUpdate(t, u)
+	waitCondition(t, ns, ws.Name, workspace.ConditionActive, metav1.ConditionFalse, workspace.ReasonIdle)
+
+	// Secret values appear nowhere a user or an operator sees.
+	checkNoSecrets(t, op, ns, ws.Name)
+
+	// Deleting it stops the agent and removes its state.
+	createUpdate(t, ns, "preview-3", ws.Name)
+	waitServing(t, ns, ws.Name)
+	pid = op.rt.PID(ns, ws.Name)
+	if err := env.Client.Delete(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the workspace to be gone", func() (bool, string) {
+		err := env.Client.Get(ctx(t), client.ObjectKeyFromObject(ws), &autov1alpha1.Workspace{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if alive(pid) {
+		t.Errorf("agent %d survived the deletion", pid)
+	}
+	if _, err := os.Stat(op.rt.StateDir(ns, ws.Name)); !os.IsNotExist(err) {
+		t.Errorf("state directory after deletion: %v", err)
+	}
+}
+
+// hasFinalizer reports whether ws carries the controller's finalizer.
+func hasFinalizer(ws *autov1alpha1.Workspace) bool {
+	for _, f := range ws.Finalizers {
+		if f == workspace.Finalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNoSecrets looks for the Secret's values in the Workspace's status,
+// the namespace's events and the operator's log.
+func checkNoSecrets(t *testing.T, op *operator, ns, name string) {
+	t.Helper()
+	status, _ := json.Marshal(getWS(t, ns, name).Status)
+	mustNotContain(t, "status", string(status), passphrase, secretToken)
+	var evs eventsv1.EventList
+	if err := env.Client.List(ctx(t), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) == 0 {
+		t.Error("no events recorded")
+	}
+	for _, e := range evs.Items {
+		mustNotContain(t, "event "+e.Reason, e.Note, passphrase, secretToken)
+	}
+	mustNotContain(t, "operator log", op.logs.String(), passphrase, secretToken)
+}
+
+// TestGitWorkspace sets up a Workspace from a private git repository, then
+// moves it to another commit: the source is fetched again and the stacks
+// set up on the new revision.
+func TestGitWorkspace(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	createBackendSecret(t, ns)
+	op := startOperator(t, ns, t.TempDir(), workspace.Options{IdleAfter: time.Minute})
+	srv := gitserver.New(t)
+	srv.SetBasicAuth("robot", "git-pa55")
+	repo := srv.CreateRepo("infra")
+	first := repo.Commit("main", map[string]string{"prog/Pulumi.yaml": fmt.Sprintf(program, "first")})
+	second := repo.Commit("main", map[string]string{"prog/Pulumi.yaml": fmt.Sprintf(program, "second")})
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: ns},
+		StringData: map[string]string{"username": "robot", "password": "git-pa55"}}
+	if err := env.Client.Create(ctx(t), creds); err != nil {
+		t.Fatal(err)
+	}
+	sel := func(key string) *corev1.SecretKeySelector {
+		return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "git"}, Key: key}
+	}
+	ws := newWorkspace(t, ns, "fromgit")
+	ws.Spec.Local = nil
+	ws.Spec.Git = &autov1alpha1.GitSource{URL: repo.URL, Ref: first, Dir: "prog",
+		Auth: &autov1alpha1.GitAuth{Username: sel("username"), Password: sel("password")}}
+	if err := env.Client.Create(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+
+	ws = waitServing(t, ns, ws.Name)
+	if got := ws.Annotations[workspace.AnnotationRevision]; got != first {
+		t.Errorf("revision = %s, want %s", got, first)
+	}
+	info, err := agentClient(t, op, ws).Info(ctx(t), &agentpb.InfoRequest{})
+	if err != nil || info.GetProject() != "first" || info.GetStack().GetName() != "dev" {
+		t.Fatalf("Info = %v, %v; want project first with stack dev selected", info, err)
+	}
+
+	ws.Spec.Git.Ref = "main"
+	if err := env.Client.Update(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "the new revision", func() (bool, string) {
+		ws = getWS(t, ns, ws.Name)
+		return workspace.Serving(ws) && ws.Status.ObservedGeneration == ws.Generation &&
+			ws.Annotations[workspace.AnnotationRevision] == second, describe(ws)
+	})
+	info, err = agentClient(t, op, ws).Info(ctx(t), &agentpb.InfoRequest{})
+	if err != nil || info.GetProject() != "second" {
+		t.Fatalf("Info = %v, %v; want project second", info, err)
+	}
+	mustNotContain(t, "operator log", op.logs.String(), "git-pa55", passphrase, secretToken)
+}
+
+// TestStackSetupFailures checks that a bad config key and a missing stack
+// stall the Workspace naming the field, idle its agent, and that fixing the
+// spec recovers it.
+func TestStackSetupFailures(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	createBackendSecret(t, ns)
+	op := startOperator(t, ns, t.TempDir(), workspace.Options{IdleAfter: time.Minute})
+
+	bad := newWorkspace(t, ns, "badkey")
+	bad.Spec.SkipInstall = true
+	bad.Spec.Stacks[0].Config = append(bad.Spec.Stacks[0].Config,
+		autov1alpha1.ConfigItem{Key: "a:b:c", Value: jsonValue(t, "x")})
+	missing := newWorkspace(t, ns, "nostack")
+	missing.Spec.SkipInstall = true
+	missing.Spec.Stacks = append(missing.Spec.Stacks, autov1alpha1.WorkspaceStack{Name: "prod"})
+	for _, ws := range []*autov1alpha1.Workspace{bad, missing} {
+		if err := env.Client.Create(ctx(t), ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, tc := range []struct {
+		ws   *autov1alpha1.Workspace
+		want string
+	}{
+		{bad, `spec.stacks[0].config[2] key "a:b:c"`},
+		{missing, `spec.stacks[1]: selecting stack "prod" (set create: true to create it)`},
+	} {
+		ws := waitCondition(t, ns, tc.ws.Name, "Stalled", metav1.ConditionTrue, autov1alpha1.WorkspaceReasonStackSetupFailed)
+		ready := findCondition(ws, autov1alpha1.WorkspaceReady)
+		stalled := findCondition(ws, "Stalled")
+		if ready.Status != metav1.ConditionFalse || ready.Reason != autov1alpha1.WorkspaceReasonStackSetupFailed ||
+			!strings.Contains(stalled.Message, tc.want) || ws.Status.ObservedGeneration != ws.Generation {
+			t.Errorf("%s: %s; want a stall naming %s", ws.Name, describe(ws), tc.want)
+		}
+		eventually(t, 15*time.Second, tc.ws.Name+" agent idled", func() (bool, string) {
+			return op.rt.PID(ns, tc.ws.Name) == 0, describe(getWS(t, ns, tc.ws.Name))
+		})
+	}
+
+	// Fixing the spec starts over.
+	ws := getWS(t, ns, bad.Name)
+	ws.Spec.Stacks[0].Config = ws.Spec.Stacks[0].Config[:2]
+	if err := env.Client.Update(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	ws = waitServing(t, ns, bad.Name)
+	if findCondition(ws, "Stalled") != nil {
+		t.Errorf("still stalled: %s", describe(ws))
+	}
+}
+
+// findCondition returns the condition t of ws, or nil.
+func findCondition(ws *autov1alpha1.Workspace, t string) *metav1.Condition {
+	for i := range ws.Status.Conditions {
+		if ws.Status.Conditions[i].Type == t {
+			return &ws.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// TestOperatorRestart stops the manager (which stops the agents) and
+// starts a new one with a new runtime over the same state root: no agent
+// of the old operator survives, and the Workspace serves again.
+func TestOperatorRestart(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	createBackendSecret(t, ns)
+	root := t.TempDir()
+	first := startOperator(t, ns, root, workspace.Options{IdleAfter: 10 * time.Minute})
+	ws := newWorkspace(t, ns, "restart")
+	if err := env.Client.Create(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	ws = waitServing(t, ns, ws.Name)
+	oldPID := first.rt.PID(ns, ws.Name)
+	if !alive(oldPID) {
+		t.Fatalf("no agent: %s", describe(ws))
+	}
+	setup := ws.Annotations[workspace.AnnotationSetup]
+
+	first.stop()
+	if alive(oldPID) {
+		t.Fatalf("agent %d outlived its operator", oldPID)
+	}
+
+	second := startOperator(t, ns, root, workspace.Options{IdleAfter: 10 * time.Minute})
+	eventually(t, 60*time.Second, "an agent of the new operator", func() (bool, string) {
+		p := second.rt.PID(ns, ws.Name)
+		return p != 0 && alive(p), describe(getWS(t, ns, ws.Name))
+	})
+	ws = waitServing(t, ns, ws.Name)
+	if second.rt.PID(ns, ws.Name) == oldPID {
+		t.Error("the new operator reports the old agent")
+	}
+	// The state directory survived: the stacks were not set up again.
+	if got := ws.Annotations[workspace.AnnotationSetup]; got != setup {
+		t.Errorf("setup digest changed across the restart: %s -> %s", setup, got)
+	}
+	outputs := upOutputs(t, agentClient(t, second, ws))
+	if outputs["greeting"].GetValue().GetStringValue() != "hello" {
+		t.Errorf("outputs after restart = %v", outputs)
+	}
+}

@@ -1,0 +1,49 @@
+// Package local runs each Workspace's agent as a subprocess of the operator:
+// the runtime of `stackyard dev` and of the integration tests, where no
+// kubelet runs pods.
+//
+// # State directory
+//
+// Everything a Workspace needs lives under <root>/<namespace>/<name>/:
+//
+//	source/          the program, fetched by `stackyard agent init`
+//	                 (absent for a local source, served where it is)
+//	home/            PULUMI_HOME: plugins, credentials, workspace settings;
+//	                 kept when the source is fetched again
+//	source.json      what source/ holds: the source's fingerprint, the
+//	                 revision fetched, and a random instance ID
+//	init-result.json the outcome of the last fetch (see source.Report)
+//	agent.token      the bearer token of the running agent (mode 0600)
+//	agent.pid        the pid of the running agent
+//
+// Ensure fetches the source when source.json is missing or its fingerprint
+// differs from the Workspace's source (git url/ref/dir, flux url/digest/dir,
+// project info; a local directory is never fetched), then starts
+// `stackyard agent serve --workspace <program> --listen 127.0.0.1:0
+// --token-file agent.token` with a fresh random token, and reads the
+// address from the agent's first line of output. A running agent is
+// restarted when its launch settings (environment, program directory,
+// source instance) change. Idle stops the process and keeps the directory;
+// Delete stops it and removes the directory.
+//
+// # Processes
+//
+// Agents run in their own process group with a parent-death signal
+// (SIGKILL, on Linux), so an operator that dies takes its agents with it.
+// The runtime is a manager.Runnable: when the manager stops, every agent is
+// stopped (SIGTERM, then SIGKILL after a grace period), so a restarted
+// operator in the same process starts from a clean slate too. As a last
+// resort, an agent recorded in agent.pid that is still running and serving
+// the same state directory is killed before a new one starts. An agent that
+// exits on its own is noticed (Options.OnExit) and started again by the next
+// Ensure.
+//
+// # Environment
+//
+// An agent sees a few variables inherited from the operator (HOME, proxies,
+// locale; see DefaultInheritEnv), PATH with Options.PathDirs first (pulumi,
+// the language hosts and providers must be found there), PULUMI_HOME in the
+// state directory, PULUMI_SKIP_UPDATE_CHECK, Options.Env, and then the
+// Workspace's envFrom and env, read through the API server (Secrets and
+// ConfigMaps of the Workspace's namespace only). Values are never logged.
+package local

@@ -1,0 +1,255 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/stackyard/stackyard/internal/agent/auth"
+)
+
+// process is one running `stackyard agent serve`.
+type process struct {
+	pid     int
+	addr    string
+	token   string
+	launch  string // digest of what it was started with
+	dir     string // the workspace's state directory
+	done    chan struct{}
+	exitErr error // set before done is closed
+
+	stopping atomic.Bool // set when the runtime asked it to stop
+	out      *agentOutput
+}
+
+// running reports whether the process has not exited.
+func (p *process) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// startSpec is what start needs to launch an agent.
+type startSpec struct {
+	dir        string // state directory
+	projectDir string
+	env        []string
+	launch     string
+	verbose    bool // the agent logs more (spec.pulumiLogLevel > 0)
+	onExit     func(error)
+}
+
+// start launches an agent and waits until it prints its address. The
+// token is fresh for every process and written where only the operator's
+// user can read it.
+func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*process, error) {
+	token, err := auth.GenerateToken()
+	if err != nil {
+		return nil, err
+	}
+	tf := filepath.Join(s.dir, tokenFile)
+	if err := os.WriteFile(tf, []byte(token), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the agent token: %w", err)
+	}
+	args := []string{"agent", "serve", "--workspace", s.projectDir, "--listen", "127.0.0.1:0", "--token-file", tf}
+	if s.verbose {
+		args = append(args, "--verbose")
+	}
+	cmd := exec.Command(r.opts.AgentPath, args...)
+	cmd.Env = s.env
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = sysProcAttr()
+	out := newAgentOutput(log)
+	cmd.Stdout = out.stdout()
+	cmd.Stderr = out.stderr()
+	// Grandchildren holding the pipes must not keep Wait from returning.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the agent %s: %w", r.opts.AgentPath, err)
+	}
+	p := &process{pid: cmd.Process.Pid, token: token, launch: s.launch, dir: s.dir, done: make(chan struct{}), out: out}
+	go func() {
+		err := cmd.Wait()
+		p.exitErr = err
+		close(p.done)
+		if !p.stopping.Load() {
+			log.Info("agent exited unexpectedly", "pid", p.pid, "error", errString(err), "stderr", out.tail())
+			if s.onExit != nil {
+				s.onExit(err)
+			}
+		}
+	}()
+	_ = os.WriteFile(filepath.Join(s.dir, pidFile), []byte(strconv.Itoa(p.pid)), 0o644)
+
+	timer := time.NewTimer(r.opts.StartTimeout)
+	defer timer.Stop()
+	select {
+	case addr := <-out.address:
+		p.addr = addr
+		log.V(1).Info("agent started", "pid", p.pid, "address", addr)
+		return p, nil
+	case <-p.done:
+		return nil, fmt.Errorf("the agent exited before serving (%v): %s", p.exitErr, out.tail())
+	case <-timer.C:
+		r.stop(p, log)
+		return nil, fmt.Errorf("the agent did not report its address within %s: %s", r.opts.StartTimeout, out.tail())
+	case <-ctx.Done():
+		r.stop(p, log)
+		return nil, ctx.Err()
+	}
+}
+
+// stop asks the agent to stop (SIGTERM: it cancels running operations and
+// shuts down), and kills its process group after the grace period.
+func (r *Runtime) stop(p *process, log logr.Logger) {
+	p.stopping.Store(true)
+	if p.running() {
+		_ = syscall.Kill(p.pid, syscall.SIGTERM)
+		timer := time.NewTimer(r.opts.StopGracePeriod)
+		select {
+		case <-p.done:
+		case <-timer.C:
+			log.Info("agent did not stop in time; killing it", "pid", p.pid, "grace", r.opts.StopGracePeriod)
+		}
+		timer.Stop()
+	}
+	// Whatever is left in the group (the agent, or anything it started
+	// in the group) goes now.
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	<-p.done
+	removeIfPid(filepath.Join(p.dir, pidFile), p.pid)
+	_ = os.Remove(filepath.Join(p.dir, tokenFile))
+	log.V(1).Info("agent stopped", "pid", p.pid)
+}
+
+// reapOrphan kills an agent recorded in dir's pid file that this runtime
+// did not start (left by a previous operator in the same process, or one
+// whose parent-death signal could not fire) but that still serves dir.
+func reapOrphan(dir string, log logr.Logger) {
+	b, err := os.ReadFile(filepath.Join(dir, pidFile))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || !alive(pid) || !servesDir(pid, dir) {
+		_ = os.Remove(filepath.Join(dir, pidFile))
+		return
+	}
+	log.Info("stopping an orphaned agent", "pid", pid)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for i := 0; i < 100 && alive(pid); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = os.Remove(filepath.Join(dir, pidFile))
+}
+
+// removeIfPid removes the pid file when it still names pid.
+func removeIfPid(path string, pid int) {
+	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(pid) {
+		_ = os.Remove(path)
+	}
+}
+
+// errString is err's text, or "" for nil.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// agentOutput receives an agent's stdout and stderr. The first stdout line
+// is its address; everything after, and all of stderr, is logged line by
+// line at verbosity 1 (the agent keeps secrets out of its output) and the
+// last lines are kept to explain a failed start.
+type agentOutput struct {
+	log     logr.Logger
+	address chan string
+
+	mu      sync.Mutex
+	gotAddr bool
+	partial [2]bytes.Buffer
+	lines   []string
+}
+
+// tailLines is how many lines of output a failure message quotes.
+const tailLines = 5
+
+func newAgentOutput(log logr.Logger) *agentOutput {
+	return &agentOutput{log: log, address: make(chan string, 1)}
+}
+
+// streamWriter writes one of the agent's streams into its agentOutput.
+type streamWriter struct {
+	o      *agentOutput
+	stream int // 0 stdout, 1 stderr
+}
+
+func (o *agentOutput) stdout() *streamWriter { return &streamWriter{o: o, stream: 0} }
+func (o *agentOutput) stderr() *streamWriter { return &streamWriter{o: o, stream: 1} }
+
+// Write splits p into lines and hands each to line.
+func (w *streamWriter) Write(p []byte) (int, error) {
+	o := w.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	buf := &o.partial[w.stream]
+	buf.Write(p)
+	for {
+		line, err := buf.ReadString('\n')
+		if err != nil {
+			// An incomplete line stays for the next write.
+			rest := line
+			buf.Reset()
+			buf.WriteString(rest)
+			return len(p), nil
+		}
+		o.line(w.stream, strings.TrimRight(line, "\r\n"))
+	}
+}
+
+// line handles one complete line; o.mu is held.
+func (o *agentOutput) line(stream int, text string) {
+	if stream == 0 && !o.gotAddr {
+		o.gotAddr = true
+		o.address <- strings.TrimSpace(text)
+		return
+	}
+	if text == "" {
+		return
+	}
+	o.log.V(1).Info(text, "stream", [2]string{"stdout", "stderr"}[stream])
+	o.lines = append(o.lines, text)
+	if len(o.lines) > tailLines {
+		o.lines = o.lines[len(o.lines)-tailLines:]
+	}
+}
+
+// tail returns the last lines of output, for error messages.
+func (o *agentOutput) tail() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.lines) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(o.lines, " | ")
+}
+
+// errNotRunning says Dial found no agent.
+var errNotRunning = errors.New("the workspace's agent is not running")
