@@ -59,6 +59,12 @@ const (
 	// UpdateReasonConflict says the operation could not start because
 	// another operation holds the stack's lock (HTTP 409 from the backend).
 	UpdateReasonConflict = "UpdateConflict"
+	// UpdateReasonInterrupted says the operator stopped (restart, crash)
+	// while the operation ran; its owner retries it.
+	UpdateReasonInterrupted = "Interrupted"
+	// UpdateReasonCancelled says the Update was deleted while it ran, which
+	// cancelled the operation.
+	UpdateReasonCancelled = "Cancelled"
 )
 
 // IsReady reports whether the workspace's Ready condition is True.

@@ -1,0 +1,292 @@
+package update
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	stackruntime "github.com/stackyard/stackyard/internal/runtime"
+)
+
+// Finalizer holds an Update while its operation may be running, so that
+// deleting it cancels the operation before the object goes. It is removed
+// as soon as the Update is complete.
+const Finalizer = "stackyard.dev/update-operation"
+
+// Event reasons, besides the failure reasons of the Failed condition
+// (UpdateFailed, UpdateConflict, Interrupted, Cancelled), which Warning
+// events use as they are.
+const (
+	// EventStarted: the operation was handed to the workspace's agent.
+	EventStarted = "UpdateStarted"
+	// EventSucceeded: the operation finished without error.
+	EventSucceeded = "UpdateSucceeded"
+	// EventExpired: the Update was deleted once its ttlAfterCompleted had
+	// passed.
+	EventExpired = "UpdateExpired"
+)
+
+// Defaults of Options.
+const (
+	// DefaultConnectTimeout is how long an operation waits for the agent to
+	// accept a connection before it gives up (reason Interrupted).
+	DefaultConnectTimeout = 30 * time.Second
+	// DefaultShutdownTimeout is how long a stopping manager waits for the
+	// running operations' goroutines to return once cancelled.
+	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultWaitInterval is how often a pending Update looks at its
+	// workspace again, besides the watch that wakes it when the workspace
+	// becomes ready.
+	DefaultWaitInterval = 30 * time.Second
+)
+
+// requeueSoon is how soon a reconcile that changed the Update's phase
+// (finalizer added, outcome recorded) comes back for the next phase.
+const requeueSoon = 100 * time.Millisecond
+
+// runningPoll is how often a running Update is looked at, in case the
+// notification that its operation ended was lost.
+const runningPoll = time.Minute
+
+// Options tune the Update reconciler. The zero value is usable.
+type Options struct {
+	// MaxConcurrentReconciles is the number of reconcile workers; zero uses
+	// the manager's default (one). Operations do not hold a worker, so one
+	// is enough for many concurrent operations.
+	MaxConcurrentReconciles int
+	// Metrics receives one observation per finished Update; nil discards.
+	Metrics Metrics
+	// ConnectTimeout bounds the wait for the agent's connection; zero
+	// means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// ShutdownTimeout bounds the wait for cancelled operations when the
+	// manager stops; zero means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// WaitInterval is how often a pending Update is looked at again; zero
+	// means DefaultWaitInterval.
+	WaitInterval time.Duration
+}
+
+// Reconciler runs each Update's operation once through its Workspace's
+// agent and records the outcome in the Update's status. See the package
+// documentation for the life of an Update.
+type Reconciler struct {
+	client   client.Client
+	reader   client.Reader
+	scheme   *runtime.Scheme
+	runtime  stackruntime.Runtime
+	recorder events.EventRecorder
+	opts     Options
+	runs     *runners
+	wake     chan event.TypedGenericEvent[*autov1alpha1.Update]
+	now      func() time.Time
+	// log is the base logger of the operations' goroutines, which outlive
+	// the reconcile that starts them (and so must not log its ID).
+	log logr.Logger
+}
+
+// New returns an Update reconciler that reads and writes through c, reaches
+// agents through rt and emits events with recorder (e.g.
+// mgr.GetEventRecorder("update-controller")). Register it with
+// SetupWithManager, which also makes it read live objects through the
+// manager's API reader where a stale cache could start an operation twice.
+func New(c client.Client, scheme *runtime.Scheme, rt stackruntime.Runtime, recorder events.EventRecorder, opts Options) *Reconciler {
+	if opts.Metrics == nil {
+		opts.Metrics = NopMetrics{}
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.WaitInterval <= 0 {
+		opts.WaitInterval = DefaultWaitInterval
+	}
+	r := &Reconciler{
+		client:   c,
+		reader:   c,
+		scheme:   scheme,
+		runtime:  rt,
+		recorder: recorder,
+		opts:     opts,
+		wake:     make(chan event.TypedGenericEvent[*autov1alpha1.Update], 1024),
+		now:      time.Now,
+		log:      ctrl.Log.WithName("update"),
+	}
+	r.runs = newRunners(opts.ShutdownTimeout, func(run *run) { r.notify(run.key) })
+	return r
+}
+
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=updates,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=updates/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=updates/finalizers,verbs=update
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=workspaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=workspaces/rpc,verbs=use
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// session is one reconcile of one Update.
+type session struct {
+	obj     *autov1alpha1.Update
+	run     *run
+	patcher *sreconcile.Patcher
+	// ws is the ready Workspace, once reconcileWorkspace has found it.
+	ws *autov1alpha1.Workspace
+	// requeueAfter overrides requeueSoon for a ResultRequeue.
+	requeueAfter time.Duration
+	// announce runs once the status has been written: events, metrics and
+	// the release of a finished run.
+	announce []func(ctx context.Context)
+}
+
+// Reconcile moves one Update through its life: wait for the workspace,
+// start the operation, record its outcome, expire. It never waits for an
+// operation: that runs in its own goroutine and wakes the Update when done.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &autov1alpha1.Update{}
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if !isNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		obj = nil
+	}
+	// Look at the runs first: a run leaves the registry only after its
+	// outcome was written, so an Update without a run read after this
+	// point shows that outcome.
+	run := r.runs.get(req.NamespacedName)
+	if run != nil && (obj == nil || obj.UID != run.uid) {
+		if !r.forgetRun(ctx, run) {
+			return ctrl.Result{RequeueAfter: runningPoll}, nil
+		}
+		run = nil
+	}
+	if obj == nil {
+		return ctrl.Result{}, nil
+	}
+	if run != nil && !run.finished() {
+		if !obj.DeletionTimestamp.IsZero() {
+			log.FromContext(ctx).Info("the Update is being deleted: cancelling its operation")
+			r.runs.cancelRun(run, errDeleted)
+		}
+		return ctrl.Result{RequeueAfter: runningPoll}, nil
+	}
+	// Decisions to start an operation or to declare one interrupted are
+	// made on the live object: the cache may not show yet what a run that
+	// just finished wrote.
+	if run != nil || !obj.Status.IsComplete() {
+		if err := r.reader.Get(ctx, req.NamespacedName, obj); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if run != nil && obj.UID != run.uid {
+			r.forgetRun(ctx, run)
+			run = nil
+		}
+	}
+
+	s := &session{obj: obj, run: run, patcher: sreconcile.NewPatcher(r.client, obj)}
+	var (
+		res sreconcile.Result
+		err error
+	)
+	defer func() { result, retErr = r.finish(ctx, s, res, err) }()
+
+	switch {
+	case s.run != nil:
+		res, err = r.recordOutcome(ctx, s)
+	case obj.Status.IsComplete():
+		res, err = r.reconcileCompleted(ctx, s)
+	case !obj.DeletionTimestamp.IsZero():
+		res, err = r.reconcileDelete(s)
+	default:
+		res, err = sreconcile.Steps{
+			{Name: "reconcileFinalizer", Run: func(context.Context) (sreconcile.Result, error) { return r.reconcileFinalizer(s) }},
+			{Name: "reconcileInterrupted", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileInterrupted(ctx, s) }},
+			{Name: "reconcileSpec", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileSpec(ctx, s) }},
+			{Name: "reconcileWorkspace", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileWorkspace(ctx, s) }},
+			{Name: "reconcileStart", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileStart(ctx, s) }},
+		}.Run(ctx)
+	}
+	return ctrl.Result{}, nil
+}
+
+// finish patches the Update once, then announces what the reconcile did
+// (only once it is recorded, so that a failed patch retried later does not
+// announce twice) and maps the outcome to controller-runtime's result.
+func (r *Reconciler) finish(ctx context.Context, s *session, res sreconcile.Result, err error) (ctrl.Result, error) {
+	if perr := s.patcher.Patch(ctx, s.obj); perr != nil {
+		if err != nil {
+			log.FromContext(ctx).Error(err, "reconcile failed before the patch failed")
+		}
+		return ctrl.Result{}, perr
+	}
+	for _, a := range s.announce {
+		a(ctx)
+	}
+	after := s.requeueAfter
+	if after <= 0 {
+		after = requeueSoon
+	}
+	return sreconcile.ComputeResult(res, err, sreconcile.Schedule{RequeueAfter: after})
+}
+
+// forgetRun drops a run whose Update is gone or was replaced by another
+// object of the same name: a finished run is removed (its outcome has
+// nowhere to go), a running one is cancelled and stays until it has
+// stopped. It reports whether the run was removed.
+func (r *Reconciler) forgetRun(ctx context.Context, run *run) bool {
+	if !run.finished() {
+		r.runs.cancelRun(run, errDeleted)
+		return false
+	}
+	r.release(ctx, run)
+	return true
+}
+
+// release unregisters a finished run and wakes the Updates that wait for
+// its workspace.
+func (r *Reconciler) release(ctx context.Context, run *run) {
+	r.runs.remove(run)
+	r.wakeWorkspace(ctx, run.workspace, run.key)
+}
+
+// notify asks for a reconcile of the Update key without blocking: a full
+// queue drops the request, and the Update's periodic requeue covers it.
+func (r *Reconciler) notify(key types.NamespacedName) {
+	obj := &autov1alpha1.Update{}
+	obj.Namespace, obj.Name = key.Namespace, key.Name
+	select {
+	case r.wake <- event.TypedGenericEvent[*autov1alpha1.Update]{Object: obj}:
+	default:
+	}
+}
+
+// maxEventNote is the events API's limit on an event's note, in bytes.
+const maxEventNote = 1024
+
+// event emits an event about obj, its note cut to what the events API
+// accepts.
+func (r *Reconciler) event(obj *autov1alpha1.Update, eventType, reason, action, format string, args ...any) {
+	r.recorder.Eventf(obj, nil, eventType, reason, action, "%s", truncate(fmt.Sprintf(format, args...), maxEventNote))
+}
+
+// isNotFound reports whether err says the object does not exist.
+func isNotFound(err error) bool {
+	return client.IgnoreNotFound(err) == nil && err != nil
+}
+
+// errShuttingDown refuses to start an operation once the registry of runs
+// has stopped.
+var errShuttingDown = errors.New("the operator is shutting down")

@@ -1,0 +1,151 @@
+package update
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/controller/workspace"
+)
+
+// WorkspaceIndex is the field index of Updates by spec.workspaceName. Only
+// Updates that are not complete are indexed: they are the ones a change of
+// their Workspace concerns.
+const WorkspaceIndex = "update.spec.workspaceName.incomplete"
+
+// SetupWithManager registers the reconciler with mgr: the index of Updates
+// by workspace, the registry of running operations (stopped with the
+// manager, which cancels them), and a controller that watches Updates (on
+// creation, a new generation and the start of their deletion), Workspaces
+// (when one is created, gets ready or starts serving, for the Updates
+// waiting on it) and the
+// notifications of finished operations.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	for _, kind := range []string{"Update", "Workspace"} {
+		if !r.scheme.Recognizes(autov1alpha1.GroupVersion.WithKind(kind)) {
+			return fmt.Errorf("the scheme does not know %s %s: add api/auto/v1alpha1 to it", autov1alpha1.GroupVersion, kind)
+		}
+	}
+	r.reader = mgr.GetAPIReader()
+	r.log = mgr.GetLogger().WithValues("controller", "update")
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autov1alpha1.Update{}, WorkspaceIndex, indexByWorkspace); err != nil {
+		return fmt.Errorf("indexing Updates by workspace: %w", err)
+	}
+	if err := mgr.Add(r.runs); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("update").
+		For(&autov1alpha1.Update{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			deletionStarted(),
+		))).
+		Watches(&autov1alpha1.Workspace{},
+			handler.EnqueueRequestsFromMapFunc(r.updatesOfWorkspace),
+			builder.WithPredicates(workspaceStateChanged())).
+		WatchesRawSource(source.Channel(r.wake, &handler.TypedEnqueueRequestForObject[*autov1alpha1.Update]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// indexByWorkspace indexes an Update that is not complete under its
+// workspace's name.
+func indexByWorkspace(obj client.Object) []string {
+	u, ok := obj.(*autov1alpha1.Update)
+	if !ok || u.Spec.WorkspaceName == "" || u.Status.IsComplete() {
+		return nil
+	}
+	return []string{u.Spec.WorkspaceName}
+}
+
+// updatesOfWorkspace maps a Workspace to the Updates that wait for it.
+func (r *Reconciler) updatesOfWorkspace(ctx context.Context, ws client.Object) []reconcile.Request {
+	keys, err := r.incompleteUpdates(ctx, types.NamespacedName{Namespace: ws.GetNamespace(), Name: ws.GetName()})
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing the Updates of a workspace", "workspace", ws.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, reconcile.Request{NamespacedName: k})
+	}
+	return reqs
+}
+
+// wakeWorkspace asks for a reconcile of the Updates of ws that are not
+// complete, except the Update except: the workspace has become free.
+func (r *Reconciler) wakeWorkspace(ctx context.Context, ws, except types.NamespacedName) {
+	keys, err := r.incompleteUpdates(ctx, ws)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing the Updates of a workspace", "workspace", ws.Name)
+		return
+	}
+	for _, k := range keys {
+		if k != except {
+			r.notify(k)
+		}
+	}
+}
+
+// incompleteUpdates lists, from the cache, the Updates of workspace ws that
+// are not complete.
+func (r *Reconciler) incompleteUpdates(ctx context.Context, ws types.NamespacedName) ([]types.NamespacedName, error) {
+	list := &autov1alpha1.UpdateList{}
+	if err := r.client.List(ctx, list, client.InNamespace(ws.Namespace), client.MatchingFields{WorkspaceIndex: ws.Name}); err != nil {
+		return nil, err
+	}
+	keys := make([]types.NamespacedName, 0, len(list.Items))
+	for i := range list.Items {
+		keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
+	}
+	return keys, nil
+}
+
+// deletionStarted passes the update event in which an object's deletion
+// starts, which changes neither its generation nor its spec.
+func deletionStarted() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+	}
+}
+
+// workspaceStateChanged passes a Workspace's creation, and the changes of
+// what its waiting Updates wait for: whether it is ready for its
+// generation, and whether it serves (workspace.Serving). The second is the
+// moment they can run; the first keeps their Pending message true.
+func workspaceStateChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return true },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return waitState(e.ObjectOld) != waitState(e.ObjectNew)
+		},
+	}
+}
+
+// waitState is what an Update waiting for the Workspace obj sees of it.
+func waitState(obj client.Object) [2]bool {
+	ws, ok := obj.(*autov1alpha1.Workspace)
+	if !ok || ws == nil {
+		return [2]bool{}
+	}
+	return [2]bool{readyAtGeneration(ws), workspace.Serving(ws)}
+}

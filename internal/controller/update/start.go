@@ -1,0 +1,150 @@
+package update
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/controller/workspace"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// reconcileFinalizer adds the finalizer and asks for a requeue, so that it
+// is recorded before an operation can start.
+func (r *Reconciler) reconcileFinalizer(s *session) (sreconcile.Result, error) {
+	if sreconcile.AddFinalizer(s.obj, Finalizer) {
+		return sreconcile.ResultRequeue, nil
+	}
+	return sreconcile.ResultEmpty, nil
+}
+
+// reconcileSpec fails an Update whose spec cannot be run: it names no
+// workspace or stack, or no known operation type. The API server's schema
+// accepts these (every field is optional, for templates), the agent would
+// not.
+func (r *Reconciler) reconcileSpec(ctx context.Context, s *session) (sreconcile.Result, error) {
+	spec := &s.obj.Spec
+	var problem string
+	switch {
+	case spec.WorkspaceName == "":
+		problem = "spec.workspaceName is required"
+	case spec.StackName == "":
+		problem = "spec.stackName is required"
+	}
+	switch spec.Type {
+	case autov1alpha1.PreviewType, autov1alpha1.UpType, autov1alpha1.DestroyType, autov1alpha1.RefreshType:
+	default:
+		if problem == "" {
+			problem = fmt.Sprintf("spec.type %q is not one of preview, up, destroy, refresh", spec.Type)
+		}
+	}
+	if problem == "" {
+		return sreconcile.ResultEmpty, nil
+	}
+	now := metav1.NewTime(r.now())
+	st := &s.obj.Status
+	st.MarkFailed(autov1alpha1.UpdateReasonFailed, problem)
+	stampConditions(st, s.obj.Generation)
+	st.Message = problem
+	st.EndTime = now
+	s.announce = append(s.announce, func(context.Context) {
+		r.event(s.obj, corev1.EventTypeWarning, autov1alpha1.UpdateReasonFailed, "Run", "%s", problem)
+		r.opts.Metrics.ObserveUpdate(string(spec.Type), ResultFailed, 0)
+	})
+	log.FromContext(ctx).Info("the Update cannot run", "problem", problem)
+	return sreconcile.ResultRequeue, nil
+}
+
+// reconcileWorkspace waits until the Update's Workspace serves: Ready=True
+// (its stacks are set up) and Active=True (its agent runs), both for its
+// current generation, and not being deleted, as the Workspace controller
+// defines it (workspace.Serving). An idle agent is started by the Workspace
+// controller because this Update is not complete. The Workspace is read
+// live, not from the cache, so that a spec change the Stack controller has
+// just made to it is seen before an operation starts on the previous
+// program.
+func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (sreconcile.Result, error) {
+	name := s.obj.Spec.WorkspaceName
+	ws := &autov1alpha1.Workspace{}
+	err := r.reader.Get(ctx, types.NamespacedName{Namespace: s.obj.Namespace, Name: name}, ws)
+	switch {
+	case isNotFound(err):
+		return r.pending(s, fmt.Sprintf("waiting for workspace %s to exist", name))
+	case err != nil:
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("reading workspace %s: %w", name, err))
+	case !ws.DeletionTimestamp.IsZero():
+		return r.pending(s, fmt.Sprintf("workspace %s is being deleted", name))
+	case !readyAtGeneration(ws):
+		return r.pending(s, fmt.Sprintf("waiting for workspace %s to be ready", name))
+	case !workspace.Serving(ws):
+		return r.pending(s, fmt.Sprintf("waiting for the agent of workspace %s to start", name))
+	}
+	s.ws = ws
+	return sreconcile.ResultEmpty, nil
+}
+
+// readyAtGeneration reports whether ws is Ready for its current generation.
+func readyAtGeneration(ws *autov1alpha1.Workspace) bool {
+	c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == ws.Generation
+}
+
+// pending records that the Update waits (Progressing=True, reason Pending)
+// and stops the reconcile until the wait interval has passed or a watch
+// wakes it.
+func (r *Reconciler) pending(s *session, msg string) (sreconcile.Result, error) {
+	s.obj.Status.MarkProgressing(autov1alpha1.UpdateReasonPending, msg)
+	stampConditions(&s.obj.Status, s.obj.Generation)
+	return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(msg), r.opts.WaitInterval)
+}
+
+// reconcileStart claims the workspace for this Update, records that the
+// operation runs (Progressing=True, reason InProgress, startTime) and only
+// then starts it in its own goroutine, so that an operator that stops
+// between the two leaves an Update the next one recognises as interrupted,
+// never one that runs twice. Another operation of this operator in the same
+// workspace makes the Update wait for it: the agent runs one at a time, and
+// selecting a stack for one operation must not switch it under another.
+func (r *Reconciler) reconcileStart(ctx context.Context, s *session) (sreconcile.Result, error) {
+	key := client.ObjectKeyFromObject(s.obj)
+	wsKey := types.NamespacedName{Namespace: s.obj.Namespace, Name: s.obj.Spec.WorkspaceName}
+	run, other, ok := r.runs.reserve(key, s.obj.UID, wsKey)
+	if !ok {
+		if other == nil {
+			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", errShuttingDown)
+		}
+		return r.pending(s, fmt.Sprintf("waiting for Update %s to finish in workspace %s", other.key.Name, wsKey.Name))
+	}
+
+	spec := &s.obj.Spec
+	st := &s.obj.Status
+	st.MarkProgressing(autov1alpha1.UpdateReasonInProgress,
+		fmt.Sprintf("running %s of stack %s in workspace %s", spec.Type, spec.StackName, spec.WorkspaceName))
+	stampConditions(st, s.obj.Generation)
+	st.StartTime = metav1.NewTime(r.now())
+	st.EndTime = metav1.Time{}
+	st.Message = ""
+	if err := s.patcher.Patch(ctx, s.obj); err != nil {
+		r.runs.remove(run)
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("recording the start: %w", err))
+	}
+
+	obj, ws := s.obj.DeepCopy(), s.ws.DeepCopy()
+	opLog := r.log.WithValues("namespace", obj.Namespace, "name", obj.Name, "workspace", ws.Name,
+		"stack", spec.StackName, "type", spec.Type)
+	r.runs.start(run, func(ctx context.Context) *outcome {
+		return r.operate(ctx, opLog, obj, ws)
+	})
+	log.FromContext(ctx).Info("operation started", "workspace", ws.Name, "stack", spec.StackName, "type", spec.Type)
+	r.event(s.obj, corev1.EventTypeNormal, EventStarted, "Run",
+		"started %s of stack %s in workspace %s", spec.Type, spec.StackName, spec.WorkspaceName)
+	return sreconcile.ResultSuccess, nil
+}
