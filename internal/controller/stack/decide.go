@@ -46,7 +46,14 @@ type Observed struct {
 	Revision string
 	// Now is the time of the decision.
 	Now time.Time
+	// MinResync is the shortest resync interval; zero means
+	// DefaultMinResync. Only tests lower it.
+	MinResync time.Duration
 }
+
+// DefaultMinResync is the shortest interval between polls or resyncs of a
+// stack, whatever resyncFrequencySeconds says (upstream's minimum).
+const DefaultMinResync = time.Minute
 
 // Decision is what Decide concluded.
 type Decision struct {
@@ -67,10 +74,14 @@ type Decision struct {
 
 // ResyncInterval is how often a stack's source is polled and, with
 // continueResyncOnCommitMatch, the stack run again: resyncFrequencySeconds,
-// 60 seconds by default and at the least (smaller values are accepted, as
-// the upstream operator accepts them, and run as 60).
-func ResyncInterval(spec *shared.StackSpec) time.Duration {
-	return sreconcile.Interval(spec.ResyncFrequencySeconds, time.Minute, time.Minute)
+// 60 seconds by default and never less than floor (DefaultMinResync when
+// zero): smaller values are accepted, as the upstream operator accepts them,
+// and run as the floor.
+func ResyncInterval(spec *shared.StackSpec, floor time.Duration) time.Duration {
+	if floor <= 0 {
+		floor = DefaultMinResync
+	}
+	return sreconcile.Interval(spec.ResyncFrequencySeconds, DefaultMinResync, floor)
 }
 
 // Decide says whether a Stack needs an update, given its spec, the state of
@@ -78,7 +89,7 @@ func ResyncInterval(spec *shared.StackSpec) time.Duration {
 // of the upstream operator's triggering, and where stackyard differs, is one
 // table-driven test.
 func Decide(spec *shared.StackSpec, last *shared.StackUpdateState, obs Observed) Decision {
-	interval := ResyncInterval(spec)
+	interval := ResyncInterval(spec, obs.MinResync)
 	switch {
 	case last == nil:
 		return Decision{Due: true, Trigger: TriggerFirstUpdate}

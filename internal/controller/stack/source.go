@@ -94,7 +94,13 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 	}
 	commit := spec.Commit
 	if commit == "" {
-		commit, err = r.Poller.Latest(ctx, spec.ProjectRepo, spec.Branch, pollAuth, ResyncInterval(&stack.Spec))
+		// A new reconcile request means "look now": the branch is queried
+		// afresh instead of answered from the shared poller's cache.
+		maxAge := ResyncInterval(&stack.Spec, r.MinResync)
+		if last := stack.Status.LastUpdate; last == nil || last.ReconcileRequest != reconcileRequest(stack) {
+			maxAge = 0
+		}
+		commit, err = r.Poller.Latest(ctx, spec.ProjectRepo, spec.Branch, pollAuth, maxAge)
 		if err != nil {
 			return Source{}, sourceError("spec.branch", err)
 		}

@@ -45,6 +45,9 @@ type Reconciler struct {
 	Poller GitPoller
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// MinResync is the shortest poll/resync interval; zero means
+	// DefaultMinResync (60 s). Tests lower it.
+	MinResync time.Duration
 }
 
 // session is one reconcile of one Stack: the steps are its methods and

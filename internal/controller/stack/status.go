@@ -27,10 +27,6 @@ const SecretOutputsAnnotation = "pulumi.com/secrets"
 // as upstream shows it.
 var secretOutputValue = apiextensionsv1.JSON{Raw: []byte(`"[secret]"`)}
 
-// interruptedReason is the Update controller's reason for an operation the
-// operator stopped (restart) before it finished.
-const interruptedReason = "Interrupted"
-
 // observeUpdate follows the Stack's current Update: while it runs there is
 // nothing more to do; when it has finished its result becomes lastUpdate,
 // outputs and history, and currentUpdate is cleared. A currentUpdate whose
@@ -90,7 +86,7 @@ func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, fa
 		if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
 			last.Failures = prev.Failures + 1
 		}
-		if reason == interruptedReason && prev != nil && sameAttempt(prev, last) {
+		if reason == autov1alpha1.UpdateReasonInterrupted && prev != nil && sameAttempt(prev, last) {
 			last.Failures = prev.Failures // an interruption is not the program's fault
 		}
 		s.warn(orDefault(reason, pulumiv1.UpdateFailedReason), fmt.Sprintf("%s %s failed: %s", upd.Spec.Type, upd.Name, upd.Status.Message))

@@ -86,6 +86,7 @@ func (s *session) observed() Observed {
 		ReconcileRequest: reconcileRequest(s.stack),
 		Revision:         s.src.Revision,
 		Now:              s.now,
+		MinResync:        s.r.MinResync,
 	}
 }
 

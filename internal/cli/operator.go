@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/stackyard/stackyard/internal/operator"
+)
+
+func init() {
+	subcommands = append(subcommands, newOperatorCommand)
+}
+
+// newOperatorCommand builds `stackyard operator`: the controller manager.
+func newOperatorCommand() *cobra.Command {
+	var opts operator.Options
+	var toolDirs, serviceAccount string
+	zapOpts := zap.Options{}
+	cmd := &cobra.Command{
+		Use:   "operator",
+		Short: "Run the controller manager (Stack, Program, Workspace and Update controllers)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			if toolDirs != "" {
+				opts.ToolDirs = strings.Split(toolDirs, string(os.PathListSeparator))
+			}
+			if ns, name, ok := strings.Cut(serviceAccount, "/"); ok {
+				opts.ServiceAccount = types.NamespacedName{Namespace: ns, Name: name}
+			}
+			ctx := ctrl.SetupSignalHandler()
+			cfg, err := ctrl.GetConfig()
+			if err != nil {
+				return err
+			}
+			op, err := operator.New(ctx, cfg, opts)
+			if err != nil {
+				return err
+			}
+			return op.Start(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Runtime, "runtime", operator.RuntimeKubernetes, "where workspace agents run: kubernetes (pods) or local (subprocesses)")
+	f.StringVar(&opts.StateDir, "state-dir", "/var/lib/stackyard", "directory for artifacts and local workspaces")
+	f.StringVar(&opts.ArtifactListen, "artifact-listen", ":9090", "listen address of the artifact server")
+	f.StringVar(&opts.ArtifactURL, "artifact-url", "", "base URL agents download artifacts from (default: derived from --artifact-listen)")
+	f.StringVar(&opts.InitImage, "agent-image", "ghcr.io/stackyard/stackyard:latest", "image of the workspace pods' init container (holds the stackyard binary)")
+	f.StringVar(&serviceAccount, "service-account", os.Getenv("POD_NAMESPACE")+"/stackyard", "the operator's own service account, namespace/name (kubernetes runtime)")
+	f.StringVar(&toolDirs, "tool-dirs", "", "directories put first on local agents' PATH (pulumi, language hosts, providers)")
+	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `metrics endpoint ("0" disables)`)
+	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", `health and readiness probes ("0" disables)`)
+	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "run only one active replica")
+	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease")
+	f.DurationVar(&opts.IdleAfter, "idle-after", time.Minute, "stop a workspace agent after this long without pending operations")
+	f.IntVar(&opts.StackConcurrency, "stack-concurrency", 4, "Stacks reconciled at once (reconciles never wait for operations)")
+	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
+	zapOpts.BindFlags(logFlags)
+	f.AddGoFlagSet(logFlags)
+	return cmd
+}

@@ -1,0 +1,178 @@
+package stack_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
+	"github.com/stackyard/stackyard/internal/operator"
+	"github.com/stackyard/stackyard/test/testenv"
+)
+
+// The whole operator (Program, Stack, Workspace and Update controllers, the
+// artifact server, the local runtime running the real agent) runs against
+// the real API server, with the real pulumi CLI, YAML host and test
+// provider, and git's own http-backend.
+var (
+	env      *testenv.Env
+	agentBin string
+	stateDir string
+	// stopOperator stops the running operator; tests that restart it call
+	// it and then startOperator.
+	stopOperator func()
+)
+
+const passphrase = "stack-controller-test"
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	required := append([]string{"etcd", "kube-apiserver", "crds/flux/.version"}, testenv.PulumiBinaries...)
+	if err := testenv.RequireBinaries(required...); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	tmp, err := os.MkdirTemp("", "stack-controller-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	stateDir = filepath.Join(tmp, "operator")
+	if err := testenv.IsolatePulumi(tmp, passphrase); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if agentBin, err = testenv.BuildStackyard(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctrl.SetLogger(logr.Discard())
+	env, err = testenv.Start(testenv.Options{
+		AddToScheme:  []func(*k8sruntime.Scheme) error{pulumiv1.AddToScheme, pulumiv1alpha1.AddToScheme, autov1alpha1.AddToScheme},
+		ExtraCRDDirs: []string{filepath.Join(testenv.BinDir(), "crds", "flux")},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	if err := startOperator(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: starting the operator: %v\n", err)
+		return 1
+	}
+	defer func() { stopOperator() }()
+	return m.Run()
+}
+
+// startOperator assembles and starts the operator with the local runtime.
+func startOperator() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	op, err := operator.New(ctx, env.Config, operator.Options{
+		Runtime:   operator.RuntimeLocal,
+		StateDir:  stateDir,
+		AgentPath: agentBin,
+		ToolDirs:  []string{testenv.BinDir()},
+		AgentEnv:  map[string]string{"PULUMI_CONFIG_PASSPHRASE": passphrase},
+		IdleAfter: 5 * time.Second,
+		MinResync: time.Second,
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := op.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped:", err)
+		}
+	}()
+	stopOperator = func() {
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "stack-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// getStack reads a Stack, or nil when it does not exist.
+func getStack(g Gomega, ns, name string) *pulumiv1.Stack {
+	s := &pulumiv1.Stack{}
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s)
+	if client.IgnoreNotFound(err) != nil {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// waitStack polls a Stack until check passes.
+func waitStack(t *testing.T, ns, name string, timeout time.Duration, check func(g Gomega, s *pulumiv1.Stack)) *pulumiv1.Stack {
+	t.Helper()
+	var last *pulumiv1.Stack
+	NewWithT(t).Eventually(func(g Gomega) {
+		last = getStack(g, ns, name)
+		g.Expect(last).NotTo(BeNil(), "the Stack does not exist")
+		check(g, last)
+	}, timeout, 250*time.Millisecond).Should(Succeed(), func() string { return describe(last) })
+	return last
+}
+
+// describe renders a Stack's status for failure messages.
+func describe(s *pulumiv1.Stack) string {
+	if s == nil {
+		return "no stack"
+	}
+	out := fmt.Sprintf("generation %d, observedGeneration %d\n", s.Generation, s.Status.ObservedGeneration)
+	for _, c := range s.Status.Conditions {
+		out += fmt.Sprintf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	if lu := s.Status.LastUpdate; lu != nil {
+		out += fmt.Sprintf("  lastUpdate %s %s %s failures=%d: %s\n", lu.Name, lu.Type, lu.State, lu.Failures, lu.Message)
+	}
+	// What the Stack is waiting for is usually on its Workspace or Update.
+	ctx := context.Background()
+	var ws autov1alpha1.Workspace
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &ws); err == nil {
+		out += fmt.Sprintf("workspace generation %d observed %d address %q\n", ws.Generation, ws.Status.ObservedGeneration, ws.Status.Address)
+		for _, c := range ws.Status.Conditions {
+			out += fmt.Sprintf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
+	}
+	var updates autov1alpha1.UpdateList
+	if err := env.Client.List(ctx, &updates, client.InNamespace(s.Namespace)); err == nil {
+		for _, u := range updates.Items {
+			out += fmt.Sprintf("update %s (%s): %s\n", u.Name, u.Spec.Type, u.Status.Message)
+			for _, c := range u.Status.Conditions {
+				out += fmt.Sprintf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+	}
+	return out
+}

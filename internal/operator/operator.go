@@ -1,0 +1,250 @@
+// Package operator assembles stackyard's controller manager: the Program,
+// Stack, Workspace and Update controllers, the artifact server, the chosen
+// workspace runtime, metrics, probes and leader election. `stackyard
+// operator` runs it in a cluster and `stackyard dev` on a developer's
+// machine; tests start it against a real API server.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
+	"github.com/stackyard/stackyard/internal/artifact"
+	"github.com/stackyard/stackyard/internal/controller/program"
+	"github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/controller/update"
+	"github.com/stackyard/stackyard/internal/controller/workspace"
+	"github.com/stackyard/stackyard/internal/metrics"
+	stackruntime "github.com/stackyard/stackyard/internal/runtime"
+	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
+	"github.com/stackyard/stackyard/internal/runtime/local"
+	"github.com/stackyard/stackyard/internal/source"
+)
+
+// Runtime names.
+const (
+	RuntimeLocal      = "local"
+	RuntimeKubernetes = "kubernetes"
+)
+
+// Options configure the operator.
+type Options struct {
+	// Runtime is where agents run: "kubernetes" (pods) or "local"
+	// (subprocesses of the operator).
+	Runtime string
+	// StateDir holds the local runtime's workspaces and the artifact store.
+	StateDir string
+	// ArtifactListen is the artifact server's listen address
+	// ("127.0.0.1:0" picks a free port).
+	ArtifactListen string
+	// ArtifactURL is the base URL agents use to download artifacts; empty
+	// derives it from the listen address (right for the local runtime).
+	ArtifactURL string
+	// AgentPath is the stackyard binary the local runtime runs as the
+	// agent; empty means this executable.
+	AgentPath string
+	// ToolDirs are put first on local agents' PATH (pulumi, language
+	// hosts, providers).
+	ToolDirs []string
+	// AgentEnv is added to every local agent's environment.
+	AgentEnv map[string]string
+	// InitImage is the image of the kubernetes runtime's init container
+	// (the operator's own image, which holds the stackyard binary).
+	InitImage string
+	// ServiceAccount is the operator's own service account (kubernetes
+	// runtime: tokens to reach agents are minted for it).
+	ServiceAccount types.NamespacedName
+	// MetricsAddr and ProbeAddr are the metrics and health endpoints ("0"
+	// disables).
+	MetricsAddr, ProbeAddr string
+	// LeaderElection makes only one replica reconcile at a time.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the lease.
+	LeaderElectionNamespace string
+	// IdleAfter is how long an agent stays up without pending work.
+	IdleAfter time.Duration
+	// StackConcurrency is how many Stacks are reconciled at once.
+	StackConcurrency int
+	// MinResync lowers the 60 s floor of a Stack's poll/resync interval;
+	// only tests set it.
+	MinResync time.Duration
+}
+
+// Scheme returns a scheme with the built-in kinds and stackyard's API.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, pulumiv1.AddToScheme, pulumiv1alpha1.AddToScheme, autov1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Operator is an assembled manager, ready to Start.
+type Operator struct {
+	// Manager runs the controllers.
+	Manager manager.Manager
+	// ArtifactURL is where the artifact server is reached.
+	ArtifactURL string
+}
+
+// New builds the manager and registers every controller with it.
+func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error) {
+	if opts.StateDir == "" {
+		return nil, errNoStateDir
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: orDefault(opts.MetricsAddr, "0")},
+		HealthProbeBindAddress:  orDefault(opts.ProbeAddr, "0"),
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "stackyard.pulumi.com",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+
+	store, err := addArtifactServer(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+
+	events, notify := workspace.NotifyChannel()
+	rt, owns, err := newRuntime(mgr, opts, notify)
+	if err != nil {
+		return nil, err
+	}
+
+	updates := metrics.NewUpdates()
+	if err := metrics.Register(mgr.GetClient(), updates); err != nil {
+		return nil, err
+	}
+
+	if err := program.NewReconciler(mgr.GetClient(), mgr.GetScheme(), store, mgr.GetEventRecorder("program-controller")).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("program controller: %w", err)
+	}
+	if err := workspace.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("workspace-controller"), workspace.Options{
+		IdleAfter: opts.IdleAfter, Owns: owns, RuntimeEvents: events,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("workspace controller: %w", err)
+	}
+	if err := update.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("update-controller"), update.Options{
+		Metrics: updates,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("update controller: %w", err)
+	}
+	stackReconciler := &stack.Reconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("stack-controller"), Poller: source.NewPoller(),
+		MinResync: opts.MinResync,
+	}
+	if err := stackReconciler.SetupWithManager(ctx, mgr, stack.Options{MaxConcurrentReconciles: opts.StackConcurrency}); err != nil {
+		return nil, fmt.Errorf("stack controller: %w", err)
+	}
+	return &Operator{Manager: mgr, ArtifactURL: store.URL("")}, nil
+}
+
+// Start runs the manager until ctx ends.
+func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }
+
+// newRuntime builds the chosen workspace runtime and the kinds it creates
+// owned by Workspaces.
+func newRuntime(mgr manager.Manager, opts Options, notify func(types.NamespacedName)) (stackruntime.Runtime, []client.Object, error) {
+	switch opts.Runtime {
+	case RuntimeLocal:
+		rt, err := local.New(local.Options{
+			Root:      filepath.Join(opts.StateDir, "workspaces"),
+			Client:    mgr.GetAPIReader(),
+			AgentPath: opts.AgentPath,
+			PathDirs:  opts.ToolDirs,
+			Env:       opts.AgentEnv,
+			OnExit:    notify,
+			Log:       mgr.GetLogger().WithName("local-runtime"),
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := mgr.Add(rt); err != nil {
+			return nil, nil, err
+		}
+		return rt, nil, nil
+	case RuntimeKubernetes, "":
+		rt, err := kubernetes.New(kubernetes.Options{
+			Client:         mgr.GetClient(),
+			Reader:         mgr.GetAPIReader(),
+			Scheme:         mgr.GetScheme(),
+			Build:          kubernetes.BuildOptions{InitImage: opts.InitImage},
+			ServiceAccount: opts.ServiceAccount,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		// The runtime's StatefulSets are owned by their Workspaces; a pod
+		// turning ready wakes the Workspace through them.
+		return rt, []client.Object{&appsv1.StatefulSet{}}, nil
+	default:
+		return nil, nil, fmt.Errorf("unknown runtime %q: use %q or %q", opts.Runtime, RuntimeKubernetes, RuntimeLocal)
+	}
+}
+
+// addArtifactServer opens the artifact store and serves it; the store's
+// URLs are what agents download from.
+func addArtifactServer(mgr manager.Manager, opts Options) (*artifact.Store, error) {
+	ln, err := net.Listen("tcp", orDefault(opts.ArtifactListen, "127.0.0.1:0"))
+	if err != nil {
+		return nil, fmt.Errorf("artifact server: %w", err)
+	}
+	url := opts.ArtifactURL
+	if url == "" {
+		url = artifact.LocalURL(ln.Addr())
+	}
+	store, err := artifact.NewStore(filepath.Join(opts.StateDir, "artifacts"), url)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	if err := mgr.Add(artifact.NewServer(store, ln, mgr.GetLogger().WithName("artifacts"))); err != nil {
+		return nil, err
+	}
+	return store, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+var errNoStateDir = errors.New("operator: a state directory is required (artifacts, local workspaces)")

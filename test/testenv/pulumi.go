@@ -1,0 +1,48 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// PulumiBinaries are what a test running real Pulumi operations needs in
+// BinDir: the CLI, the YAML language host and the test provider.
+var PulumiBinaries = []string{"pulumi", "pulumi-language-yaml", "pulumi-resource-stackyardtest"}
+
+// IsolatePulumi points the Pulumi CLI of this test process (and of the
+// processes it starts) at a private home under dir, with bin/ first on PATH
+// so the pinned tools and the test provider are found, no update checks, no
+// plugin downloads and no Pulumi Cloud token, and sets the passphrase of the
+// passphrase secrets provider.
+func IsolatePulumi(dir, passphrase string) error {
+	for k, v := range map[string]string{
+		"PATH":                     BinDir() + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PULUMI_HOME":              filepath.Join(dir, "pulumi-home"),
+		"PULUMI_CONFIG_PASSPHRASE": passphrase,
+		"PULUMI_SKIP_UPDATE_CHECK": "true",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		"PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK":    "true",
+		"PULUMI_ACCESS_TOKEN":                         "",
+		"GIT_CONFIG_GLOBAL":                           "/dev/null",
+		"GIT_CONFIG_NOSYSTEM":                         "1",
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BuildStackyard builds the stackyard binary into dir and returns its path,
+// for tests that run the agent (or the operator) as a real subprocess.
+func BuildStackyard(dir string) (string, error) {
+	out := filepath.Join(dir, "stackyard")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/stackyard")
+	cmd.Dir = RepoRoot()
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building stackyard: %v\n%s", err, msg)
+	}
+	return out, nil
+}
