@@ -3,60 +3,150 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/stackyard/stackyard/internal/devenv"
+	"github.com/stackyard/stackyard/internal/operator"
 )
 
 func init() {
 	subcommands = append(subcommands, newDevCommand)
 }
 
-// newDevCommand builds `stackyard dev`: everything stackyard needs, on this
-// machine, until interrupted.
+// devPassphrase encrypts the sample stack's secrets; a local, throwaway
+// setup needs no real key.
+const devPassphrase = "stackyard-dev"
+
+// newDevCommand builds `stackyard dev`: a control plane, the operator with
+// the local runtime and a sample Stack tracking a local git repository, on
+// this machine, until interrupted.
 func newDevCommand() *cobra.Command {
 	var opts devenv.Options
+	var logFile string
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run a local control plane with stackyard's CRDs (state survives restarts)",
+		Short: "Run stackyard locally: control plane, operator and a sample Stack (state survives restarts)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return runDev(ctx, cmd, opts)
+			return runDev(ctx, cmd.OutOrStdout(), opts, logFile)
 		},
 	}
-	cmd.Flags().StringVar(&opts.StateDir, "state-dir", ".stackyard", "directory for the control plane's state and the kubeconfig")
-	cmd.Flags().StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding etcd and kube-apiserver (built by `make tools`)")
+	cmd.Flags().StringVar(&opts.StateDir, "state-dir", ".stackyard", "directory for all state: control plane, workspaces, sample repository, Pulumi state")
+	cmd.Flags().StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding etcd, kube-apiserver, pulumi, the YAML host and the test provider (built by `make tools`)")
 	cmd.Flags().StringVar(&opts.CRDDir, "crd-dir", "config/crd/bases", "directory of the CRD manifests to install")
+	cmd.Flags().StringVar(&logFile, "log-file", "", "operator log file (default: <state-dir>/operator.log)")
 	return cmd
 }
 
-func runDev(ctx context.Context, cmd *cobra.Command, opts devenv.Options) error {
-	out := cmd.OutOrStdout()
-	fmt.Fprintln(out, "Starting etcd and kube-apiserver (state in", opts.StateDir+") ...")
+func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile string) error {
+	var err error
+	if opts.StateDir, err = filepath.Abs(opts.StateDir); err != nil {
+		return err
+	}
+	if opts.BinDir, err = filepath.Abs(opts.BinDir); err != nil {
+		return err
+	}
+	if logFile == "" {
+		logFile = filepath.Join(opts.StateDir, "operator.log")
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+		return err
+	}
+	logs, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logs.Close() }()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logs)))
+
+	fmt.Fprintf(out, "Starting etcd and kube-apiserver (state in %s) ...\n", opts.StateDir)
 	cp, err := devenv.StartControlPlane(opts)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		fmt.Fprintln(out, "Stopping the control plane ...")
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), "stopping:", err)
-		}
+		_ = cp.Stop()
 	}()
-	crds, err := cp.ServedCRDs(ctx)
+
+	sample, err := devenv.PrepareSample(opts.StateDir)
+	if err != nil {
+		return fmt.Errorf("preparing the sample repository: %w", err)
+	}
+	git, err := devenv.StartGitServer(filepath.Dir(sample.RepoDir), filepath.Join(opts.StateDir, "git-port"))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "API server: %s\nKubeconfig: %s\n\nCRDs served (* = storage version):\n", cp.Config.Host, cp.KubeconfigPath)
-	for _, line := range crds {
-		fmt.Fprintln(out, "  "+line)
+	defer func() { _ = git.Stop(context.Background()) }()
+
+	opCtx, stopOperator := context.WithCancel(ctx)
+	defer stopOperator()
+	op, err := operator.New(opCtx, cp.Config, operator.Options{
+		Runtime:   operator.RuntimeLocal,
+		StateDir:  filepath.Join(opts.StateDir, "operator"),
+		ToolDirs:  []string{opts.BinDir},
+		AgentEnv:  map[string]string{"PULUMI_CONFIG_PASSPHRASE": devPassphrase},
+		IdleAfter: time.Minute,
+	})
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(out, "\nTry:\n  export KUBECONFIG=%s\n  bin/kubectl get crds\n  bin/kubectl explain stack.spec\n\nPress Ctrl-C to stop.\n", cp.KubeconfigPath)
-	<-ctx.Done()
-	return nil
+	stopped := make(chan error, 1)
+	go func() { stopped <- op.Start(opCtx) }()
+
+	c, err := client.New(cp.Config, client.Options{Scheme: op.Manager.GetScheme()})
+	if err != nil {
+		return err
+	}
+	repoURL := git.URL(devenv.SampleName + "/.git")
+	if err := sample.EnsureStack(ctx, c, repoURL); err != nil {
+		return fmt.Errorf("creating the sample Stack: %w", err)
+	}
+
+	printNextSteps(out, cp, sample, logFile)
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "\nStopping the operator (workspace agents stop with it) ...")
+		stopOperator()
+		return <-stopped
+	case err := <-stopped:
+		return err
+	}
+}
+
+func printNextSteps(out io.Writer, cp *devenv.ControlPlane, s *devenv.Sample, logFile string) {
+	fmt.Fprintf(out, `
+stackyard is running.
+  API server:   %s
+  kubeconfig:   %s
+  operator log: %s
+  sample repo:  %s (branch main)
+
+The Stack "sample" deploys the program in the sample repository; its
+resource is the file %s.
+
+Try:
+  export KUBECONFIG=%s
+  bin/kubectl get stacks,workspaces,updates
+  bin/kubectl get stack sample -o yaml          # status: conditions, lastUpdate, outputs, history
+  bin/kubectl wait stack/sample --for=condition=Ready --timeout=5m
+
+Then change the program and watch the Stack update:
+  cd %s && sed -i 's/length: 6/length: 8/' Pulumi.yaml && git commit -qam "longer suffix"
+  bin/kubectl annotate stack sample pulumi.com/reconciliation-request="$(date +%%s)" --overwrite   # or wait for the next poll (60s)
+
+Press Ctrl-C to stop everything; a later 'make dev' carries on where this one stopped.
+`, cp.Config.Host, cp.KubeconfigPath, logFile, s.RepoDir, s.OutputFile, cp.KubeconfigPath, s.RepoDir)
 }

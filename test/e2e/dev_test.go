@@ -1,0 +1,166 @@
+// Package e2e runs stackyard's binaries the way a person does. TestDev is
+// the README's first command: `stackyard dev` must bring the sample Stack to
+// Ready on its own, shut everything down on Ctrl-C, and pick up where it
+// left off when started again.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/test/testenv"
+)
+
+// devRun is one `stackyard dev` process.
+type devRun struct {
+	cmd    *exec.Cmd
+	output *strings.Builder
+	ready  chan struct{}
+}
+
+// startDev starts `stackyard dev` over stateDir and waits until it says it
+// is running.
+func startDev(t *testing.T, bin, stateDir string) *devRun {
+	t.Helper()
+	cmd := exec.Command(bin, "dev", "--state-dir", stateDir, "--bin-dir", testenv.BinDir(),
+		"--crd-dir", filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"))
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	run := &devRun{cmd: cmd, output: &strings.Builder{}, ready: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := false
+		for sc.Scan() {
+			run.output.WriteString(sc.Text() + "\n")
+			if !once && strings.Contains(sc.Text(), "stackyard is running") {
+				once = true
+				close(run.ready)
+			}
+		}
+	}()
+	select {
+	case <-run.ready:
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("stackyard dev did not come up:\n%s", run.output)
+	}
+	return run
+}
+
+// stop interrupts the process as Ctrl-C does and waits for a clean exit.
+func (r *devRun) stop(t *testing.T) {
+	t.Helper()
+	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("stackyard dev exited with %v:\n%s", err, r.output)
+		}
+	case <-time.After(2 * time.Minute):
+		_ = r.cmd.Process.Kill()
+		t.Fatalf("stackyard dev did not stop on SIGINT:\n%s", r.output)
+	}
+}
+
+// sampleClient reads the dev control plane through the kubeconfig it wrote.
+func sampleClient(t *testing.T, stateDir string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := k8sruntime.NewScheme()
+	if err := pulumiv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// processesUnder lists the running processes whose command line mentions
+// dir: after a clean stop there must be none (etcd, kube-apiserver, agents).
+func processesUnder(dir string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(data), dir) {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if fields := strings.Fields(string(stat)); len(fields) > 2 && fields[2] == "Z" {
+			continue // a zombie is already gone; this sandbox's PID 1 does not reap
+		}
+		found = append(found, strings.ReplaceAll(string(data), "\x00", " "))
+	}
+	return found
+}
+
+func TestDev(t *testing.T) {
+	if err := testenv.RequireBinaries(append([]string{"etcd", "kube-apiserver"}, testenv.PulumiBinaries...)...); err != nil {
+		t.Fatal(err)
+	}
+	g := NewWithT(t)
+	tmp := t.TempDir()
+	if err := testenv.IsolatePulumi(tmp, "unused"); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := testenv.BuildStackyard(tmp)
+	g.Expect(err).NotTo(HaveOccurred())
+	stateDir := filepath.Join(tmp, "state")
+
+	run := startDev(t, bin, stateDir)
+	c := sampleClient(t, stateDir)
+	var stack pulumiv1.Stack
+	key := client.ObjectKey{Namespace: "default", Name: "sample"}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(context.Background(), key, &stack)).To(Succeed())
+		g.Expect(sreconcile.IsReady(stack.Status.Conditions)).To(BeTrue())
+	}, 4*time.Minute, time.Second).Should(Succeed(), func() string { return run.output.String() })
+	greeting, err := os.ReadFile(filepath.Join(stateDir, "sample-output", "greeting.txt"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(greeting)).To(Equal("hello from stackyard dev"))
+	firstUpdate := stack.Status.LastUpdate.Name
+	run.stop(t)
+	g.Eventually(func() []string { return processesUnder(stateDir) }, 30*time.Second, time.Second).Should(BeEmpty())
+
+	// A restart keeps everything: the same Stack, Ready, with no new update
+	// needed for an unchanged program.
+	run = startDev(t, bin, stateDir)
+	c = sampleClient(t, stateDir)
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(context.Background(), key, &stack)).To(Succeed())
+		g.Expect(sreconcile.IsReady(stack.Status.Conditions)).To(BeTrue())
+	}, 2*time.Minute, time.Second).Should(Succeed())
+	g.Expect(stack.Status.LastUpdate.Name).To(Equal(firstUpdate))
+	run.stop(t)
+	g.Eventually(func() []string { return processesUnder(stateDir) }, 30*time.Second, time.Second).Should(BeEmpty())
+}
