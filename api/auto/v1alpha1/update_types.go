@@ -82,6 +82,14 @@ type UpdateSpec struct {
 	// +optional
 	Refresh *bool `json:"refresh,omitempty"`
 
+	// ExpectNoRefreshChanges, for an up, first refreshes the state on its
+	// own and fails before changing anything when that refresh finds
+	// changes (resources changed outside Pulumi). A stackyard extension: it
+	// is how a Stack's expectNoRefreshChanges is honoured (the upstream
+	// operator accepts the field and ignores it).
+	// +optional
+	ExpectNoRefreshChanges *bool `json:"expectNoRefreshChanges,omitempty"`
+
 	// ContinueOnError keeps going after a resource fails, doing as much of
 	// the operation as it can, instead of stopping at the first error.
 	// +optional

@@ -398,6 +398,11 @@ func (in *UpdateSpec) DeepCopyInto(out *UpdateSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.ExpectNoRefreshChanges != nil {
+		in, out := &in.ExpectNoRefreshChanges, &out.ExpectNoRefreshChanges
+		*out = new(bool)
+		**out = **in
+	}
 	if in.ContinueOnError != nil {
 		in, out := &in.ContinueOnError, &out.ContinueOnError
 		*out = new(bool)

@@ -1137,9 +1137,13 @@ type UpRequest struct {
 	// ContinueOnError keeps updating independent resources after one fails.
 	ContinueOnError bool `protobuf:"varint,8,opt,name=continue_on_error,json=continueOnError,proto3" json:"continue_on_error,omitempty"`
 	// ShowSecrets returns secret outputs in plain text.
-	ShowSecrets   bool `protobuf:"varint,9,opt,name=show_secrets,json=showSecrets,proto3" json:"show_secrets,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ShowSecrets bool `protobuf:"varint,9,opt,name=show_secrets,json=showSecrets,proto3" json:"show_secrets,omitempty"`
+	// ExpectNoRefreshChanges first refreshes the state on its own and fails,
+	// before updating anything, when that refresh finds changes (the
+	// resources were changed outside Pulumi). It implies refresh.
+	ExpectNoRefreshChanges bool `protobuf:"varint,10,opt,name=expect_no_refresh_changes,json=expectNoRefreshChanges,proto3" json:"expect_no_refresh_changes,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *UpRequest) Reset() {
@@ -1231,6 +1235,13 @@ func (x *UpRequest) GetContinueOnError() bool {
 func (x *UpRequest) GetShowSecrets() bool {
 	if x != nil {
 		return x.ShowSecrets
+	}
+	return false
+}
+
+func (x *UpRequest) GetExpectNoRefreshChanges() bool {
+	if x != nil {
+		return x.ExpectNoRefreshChanges
 	}
 	return false
 }
@@ -2200,7 +2211,7 @@ const file_agent_proto_rawDesc = "" +
 	"\areplace\x18\x04 \x03(\tR\areplace\x12\x16\n" +
 	"\x06target\x18\x05 \x03(\tR\x06target\x12+\n" +
 	"\x11target_dependents\x18\x06 \x01(\bR\x10targetDependents\x12\x18\n" +
-	"\arefresh\x18\a \x01(\bR\arefresh\"\xb5\x02\n" +
+	"\arefresh\x18\a \x01(\bR\arefresh\"\xf0\x02\n" +
 	"\tUpRequest\x12\x1a\n" +
 	"\bparallel\x18\x01 \x01(\x05R\bparallel\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12*\n" +
@@ -2210,7 +2221,9 @@ const file_agent_proto_rawDesc = "" +
 	"\x11target_dependents\x18\x06 \x01(\bR\x10targetDependents\x12\x18\n" +
 	"\arefresh\x18\a \x01(\bR\arefresh\x12*\n" +
 	"\x11continue_on_error\x18\b \x01(\bR\x0fcontinueOnError\x12!\n" +
-	"\fshow_secrets\x18\t \x01(\bR\vshowSecrets\"\xb1\x02\n" +
+	"\fshow_secrets\x18\t \x01(\bR\vshowSecrets\x129\n" +
+	"\x19expect_no_refresh_changes\x18\n" +
+	" \x01(\bR\x16expectNoRefreshChanges\"\xb1\x02\n" +
 	"\x0eRefreshRequest\x12\x1a\n" +
 	"\bparallel\x18\x01 \x01(\x05R\bparallel\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12*\n" +

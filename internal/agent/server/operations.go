@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -13,6 +14,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"google.golang.org/grpc"
 
+	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 )
 
@@ -102,7 +104,8 @@ func (s *Server) Up(req *agentpb.UpRequest, stream grpc.ServerStreamingServer[ag
 	if req.GetTargetDependents() {
 		opts = append(opts, optup.TargetDependents())
 	}
-	if req.GetRefresh() {
+	strictRefresh := req.GetExpectNoRefreshChanges()
+	if req.GetRefresh() && !strictRefresh {
 		opts = append(opts, optup.Refresh())
 	}
 	if req.GetContinueOnError() {
@@ -114,6 +117,29 @@ func (s *Server) Up(req *agentpb.UpRequest, stream grpc.ServerStreamingServer[ag
 		showSecrets: req.GetShowSecrets(),
 		message:     req.GetMessage(),
 		run: func(ctx context.Context, st auto.Stack, ch chan<- events.EngineEvent) (outcome, error) {
+			if strictRefresh {
+				// The refresh runs on its own, so that changes it finds
+				// stop the update before anything is changed. The
+				// Automation API closes an operation's event channels when
+				// it ends, so the refresh gets its own, forwarded into ch.
+				refreshEvents := make(chan events.EngineEvent)
+				forwarded := make(chan struct{})
+				go func() {
+					defer close(forwarded)
+					for e := range refreshEvents {
+						ch <- e
+					}
+				}()
+				_, err := st.Refresh(ctx, optrefresh.UserAgent(execAgent), optrefresh.ExpectNoChanges(), optrefresh.EventStreams(refreshEvents))
+				<-forwarded
+				if err != nil && strings.Contains(err.Error(), "no changes were expected") {
+					return outcome{}, agenterr.New(agenterr.UnexpectedChanges,
+						"the refresh before the update found changes made outside Pulumi and expectNoRefreshChanges is set, so nothing was updated")
+				}
+				if err != nil {
+					return outcome{}, err
+				}
+			}
 			res, err := st.Up(ctx, append(opts, optup.EventStreams(ch))...)
 			if err != nil {
 				return outcome{}, err

@@ -338,3 +338,42 @@ func programObject(ns, name, target string) *pulumiv1.Program {
 		},
 	}
 }
+
+// TestExpectNoRefreshChanges honours expectNoRefreshChanges (the upstream
+// operator ignores it): after the deployed file is edited by hand, the
+// refresh before the next update finds the change and the update fails
+// without touching anything, so the hand edit is still there.
+func TestExpectNoRefreshChanges(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "page.txt")
+	git := gitserver.New(t)
+	repo := git.CreateRepo("web")
+	repo.Commit("main", map[string]string{"Pulumi.yaml": program(target, false)})
+	stack := &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: "strict", Namespace: ns},
+		Spec: shared.StackSpec{
+			Stack:                          "dev",
+			Backend:                        backendURL(t, dir),
+			Config:                         config("hello"),
+			GitSource:                      &shared.GitSource{ProjectRepo: repo.URL, Branch: "main"},
+			Refresh:                        true,
+			ExpectNoRefreshChanges:         true,
+			RetryMaxBackoffDurationSeconds: 1,
+		},
+	}
+	g.Expect(env.Client.Create(ctx, stack)).To(Succeed())
+	s := waitStack(t, ns, "strict", opTimeout, ready)
+
+	g.Expect(os.WriteFile(target, []byte("edited by hand"), 0o644)).To(Succeed())
+	s.Annotations = map[string]string{shared.ReconcileRequestAnnotation: "after-edit"}
+	g.Expect(env.Client.Update(ctx, s)).To(Succeed())
+	s = waitStack(t, ns, "strict", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		g.Expect(s.Status.LastUpdate.ReconcileRequest).To(Equal("after-edit"))
+		g.Expect(s.Status.LastUpdate.State).To(Equal(shared.FailedStackStateMessage))
+	})
+	g.Expect(s.Status.LastUpdate.Message).To(ContainSubstring("changes made outside Pulumi"))
+	g.Expect(readFile(g, target)).To(Equal("edited by hand"), "nothing may be updated after a refresh found changes")
+}

@@ -98,15 +98,20 @@ func reconcileRequest(stack *pulumiv1.Stack) string {
 
 // BuildUpdate returns the Update that runs typ for the Stack at revision,
 // with the Stack's updateTemplate merged in. Its name is a digest of what it
-// is for (generation, reconcile request, revision, attempt, type), so that
-// it is stable across reconciles.
+// is for (generation, reconcile request, revision, attempt, type, the last
+// finished Update), so that it is stable across reconciles.
 func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.UpdateType, trigger string) *autov1alpha1.Update {
 	spec := &stack.Spec
 	var failures int64
+	var lastName string
 	if last := stack.Status.LastUpdate; last != nil {
-		failures = last.Failures
+		// The last finished Update is part of the key: a retry whose
+		// inputs and failure count are unchanged (an interruption does not
+		// count) must be a new Update, not the finished one found again,
+		// which would be recorded again and never run.
+		failures, lastName = last.Failures, last.Name
 	}
-	key := fmt.Sprintf("%d\x00%s\x00%s\x00%d\x00%s", stack.Generation, reconcileRequest(stack), revision, failures, typ)
+	key := fmt.Sprintf("%d\x00%s\x00%s\x00%d\x00%s\x00%s", stack.Generation, reconcileRequest(stack), revision, failures, typ, lastName)
 	if spec.ContinueResyncOnCommitMatch && trigger == string(TriggerResync) {
 		// Resyncs of the same revision are distinct updates.
 		key += "\x00" + strconv.FormatInt(stack.Status.LastUpdate.LastResyncTime.Unix(), 10)
@@ -128,6 +133,9 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 	}
 	if typ != autov1alpha1.DestroyType {
 		upd.Spec.Refresh = ptr.To(spec.Refresh)
+		if typ == autov1alpha1.UpType && spec.Refresh && spec.ExpectNoRefreshChanges {
+			upd.Spec.ExpectNoRefreshChanges = ptr.To(true)
+		}
 		if len(spec.Targets) > 0 {
 			upd.Spec.Target = spec.Targets
 			upd.Spec.TargetDependents = ptr.To(spec.TargetDependents)

@@ -132,6 +132,7 @@ func startOperation(ctx context.Context, agent agentpb.AutomationServiceClient, 
 			Parallel: parallel, Message: message, ExpectNoChanges: deref(spec.ExpectNoChanges),
 			Replace: spec.Replace, Target: spec.Target, TargetDependents: deref(spec.TargetDependents),
 			Refresh: deref(spec.Refresh), ContinueOnError: deref(spec.ContinueOnError), ShowSecrets: true,
+			ExpectNoRefreshChanges: deref(spec.ExpectNoRefreshChanges),
 		})
 	case autov1alpha1.RefreshType:
 		return agent.Refresh(ctx, &agentpb.RefreshRequest{
