@@ -194,6 +194,15 @@ type StackSpec struct {
 	// +optional
 	Preview bool `json:"preview,omitempty"`
 
+	// DriftDetection, when set, periodically checks whether the stack's
+	// resources still match what was deployed (a preview with refresh,
+	// which changes nothing) and reports the result in the DriftDetected
+	// condition, status.lastDriftCheck and an event. Infrastructure is only
+	// changed when remediate is set. A stackyard extension (asked of the
+	// upstream operator in #1037).
+	// +optional
+	DriftDetection *DriftDetection `json:"driftDetection,omitempty"`
+
 	// ServiceAccountName is the Kubernetes service account the stack's
 	// workspace pod runs as, i.e. the identity the Pulumi program has in
 	// the cluster. It must be allowed to create TokenReviews (bind it to
@@ -404,3 +413,17 @@ const (
 	// date; the next update creates it again.
 	WorkspaceReclaimDelete WorkspaceReclaimPolicy = "Delete"
 )
+
+// DriftDetection configures periodic drift checks of a Stack.
+type DriftDetection struct {
+	// IntervalSeconds is the time between two checks of a Stack that is up
+	// to date, in seconds. Default 3600; the shortest is 60.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	IntervalSeconds int64 `json:"intervalSeconds,omitempty"`
+	// Remediate runs an update when a check finds drift, bringing the
+	// resources back to what the program declares. Off by default: drift
+	// is only reported.
+	// +optional
+	Remediate bool `json:"remediate,omitempty"`
+}

@@ -149,3 +149,23 @@ type UpdateRecord struct {
 	// +optional
 	Permalink Permalink `json:"permalink,omitempty"`
 }
+
+// DriftCheck is the result of the last drift check of a Stack.
+type DriftCheck struct {
+	// Time is when the check finished.
+	Time metav1.Time `json:"time"`
+	// Name is the name of the Update that ran the check.
+	Name string `json:"name"`
+	// Drifted is true when the resources no longer match the deployment.
+	Drifted bool `json:"drifted"`
+	// Changes counts, per operation kind, what an update would do to undo
+	// the drift.
+	// +optional
+	Changes map[string]int64 `json:"changes,omitempty"`
+	// Failed is true when the check itself could not run; Message says why.
+	// +optional
+	Failed bool `json:"failed,omitempty"`
+	// Message describes the result.
+	// +optional
+	Message string `json:"message,omitempty"`
+}

@@ -66,6 +66,11 @@ type StackStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	History []shared.UpdateRecord `json:"history,omitempty"`
+
+	// LastDriftCheck is the result of the last drift check
+	// (spec.driftDetection). A stackyard extension.
+	// +optional
+	LastDriftCheck *shared.DriftCheck `json:"lastDriftCheck,omitempty"`
 }
 
 // MaxHistory is how many entries status.history keeps.

@@ -29,6 +29,9 @@ const (
 	// TriggerRevision: the source has a revision (commit, artifact) the last
 	// update did not run.
 	TriggerRevision Trigger = "NewRevision"
+	// TriggerDrift: a drift check found drift and
+	// spec.driftDetection.remediate is set.
+	TriggerDrift Trigger = "DriftDetected"
 	// TriggerRetry: the last update failed and its cooldown is over.
 	TriggerRetry Trigger = "RetryAfterFailure"
 	// TriggerResync: continueResyncOnCommitMatch is set and
@@ -49,6 +52,9 @@ type Observed struct {
 	// MinResync is the shortest resync interval; zero means
 	// DefaultMinResync. Only tests lower it.
 	MinResync time.Duration
+	// Drifted is true when a drift check found drift that no update has
+	// undone yet, and remediation is asked for.
+	Drifted bool
 }
 
 // DefaultMinResync is the shortest interval between polls or resyncs of a
@@ -99,6 +105,8 @@ func Decide(spec *shared.StackSpec, last *shared.StackUpdateState, obs Observed)
 		return Decision{Due: true, Trigger: TriggerReconcileRequest}
 	case obs.Revision != "" && obs.Revision != last.LastAttemptedCommit:
 		return Decision{Due: true, Trigger: TriggerRevision}
+	case obs.Drifted && last.State == shared.SucceededStackStateMessage:
+		return Decision{Due: true, Trigger: TriggerDrift}
 	}
 
 	if last.State == shared.FailedStackStateMessage {

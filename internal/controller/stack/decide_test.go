@@ -113,6 +113,16 @@ func TestDecide(t *testing.T) {
 		last: func() *shared.StackUpdateState { s := failed(5, 0); s.ReconcileRequest = "r0"; return s }(),
 		want: Decision{Due: true, Trigger: TriggerReconcileRequest},
 	}, {
+		name: "drift to remediate",
+		last: succeeded(),
+		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Revision: "c2", Now: now, Drifted: true},
+		want: Decision{Due: true, Trigger: TriggerDrift},
+	}, {
+		name: "drift on a failed stack is the retry's business",
+		last: failed(1, 10*time.Second),
+		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Revision: "c2", Now: now, Drifted: true},
+		want: Decision{RetryAfter: 20 * time.Second, RequeueAfter: 20 * time.Second},
+	}, {
 		name: "unknown revision (source not resolved) does not trigger",
 		last: succeeded(),
 		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Now: now},

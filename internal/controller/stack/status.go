@@ -48,6 +48,16 @@ func (s *session) observeUpdate(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	done, failed, reason := updateDone(&upd)
+	if isDriftCheck(&upd) {
+		// A drift check deploys nothing: the Stack stays as it was while
+		// it runs, and its result is not a lastUpdate.
+		if !done {
+			return true, nil
+		}
+		s.recordDriftCheck(&upd, failed)
+		s.stack.Status.CurrentUpdate = nil
+		return false, nil
+	}
 	if !done {
 		s.inProgress = pulumiv1.ReconcilingProcessingUpdateMessage
 		if !workspaceReady(ctx, s.r.Client, s.stack) {
@@ -86,14 +96,22 @@ func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, fa
 		if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
 			last.Failures = prev.Failures + 1
 		}
-		if reason == autov1alpha1.UpdateReasonInterrupted && prev != nil && sameAttempt(prev, last) {
-			last.Failures = prev.Failures // an interruption is not the program's fault
+		if reason == autov1alpha1.UpdateReasonInterrupted {
+			// An interruption (operator restart, lost agent) is not the
+			// program's fault: it adds nothing to the failures in a row,
+			// also when it is the first attempt, so it never brings the
+			// stall closer.
+			last.Failures = 0
+			if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
+				last.Failures = prev.Failures
+			}
 		}
 		s.warn(orDefault(reason, pulumiv1.UpdateFailedReason), fmt.Sprintf("%s %s failed: %s", upd.Spec.Type, upd.Name, upd.Status.Message))
 	} else {
 		last.State = shared.SucceededStackStateMessage
 		last.LastSuccessfulCommit = cur.Commit
 		s.event(corev1.EventTypeNormal, "UpdateSucceeded", fmt.Sprintf("%s %s succeeded on revision %s", upd.Spec.Type, upd.Name, cur.Commit))
+		s.clearDriftAfterUpdate(upd)
 		if err := s.readOutputs(ctx, upd); err != nil {
 			return err
 		}

@@ -45,7 +45,7 @@ func (s *session) reconcileUpdate(ctx context.Context) (bool, error) {
 	stack := s.stack
 	s.decision = Decide(&stack.Spec, stack.Status.LastUpdate, s.observed())
 	if !s.decision.Due || (conflictStalled(stack) && s.decision.Trigger == TriggerRetry) {
-		return true, nil
+		return true, s.reconcileDriftCheck(ctx)
 	}
 	if err := s.checkPrerequisites(ctx); err != nil {
 		return true, err
@@ -87,6 +87,7 @@ func (s *session) observed() Observed {
 		Revision:         s.src.Revision,
 		Now:              s.now,
 		MinResync:        s.r.MinResync,
+		Drifted:          driftToRemediate(s.stack),
 	}
 }
 
@@ -112,9 +113,16 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 		failures, lastName = last.Failures, last.Name
 	}
 	key := fmt.Sprintf("%d\x00%s\x00%s\x00%d\x00%s\x00%s", stack.Generation, reconcileRequest(stack), revision, failures, typ, lastName)
-	if spec.ContinueResyncOnCommitMatch && trigger == string(TriggerResync) {
-		// Resyncs of the same revision are distinct updates.
-		key += "\x00" + strconv.FormatInt(stack.Status.LastUpdate.LastResyncTime.Unix(), 10)
+	switch {
+	case trigger == string(TriggerResync) || trigger == string(TriggerDrift):
+		// Resyncs and remediations of the same revision are distinct
+		// updates.
+		key += "\x00" + trigger + strconv.FormatInt(stack.Status.LastUpdate.LastResyncTime.Unix(), 10)
+	case trigger == triggerDriftCheck:
+		key += "\x00" + trigger
+		if c := stack.Status.LastDriftCheck; c != nil {
+			key += strconv.FormatInt(c.Time.Unix(), 10)
+		}
 	}
 	sum := sha256.Sum256([]byte(key))
 	upd := &autov1alpha1.Update{
@@ -132,7 +140,9 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 		},
 	}
 	if typ != autov1alpha1.DestroyType {
-		upd.Spec.Refresh = ptr.To(spec.Refresh)
+		// Undoing drift needs the state refreshed first: without it the
+		// state still matches the program and the up changes nothing.
+		upd.Spec.Refresh = ptr.To(spec.Refresh || trigger == string(TriggerDrift))
 		if typ == autov1alpha1.UpType && spec.Refresh && spec.ExpectNoRefreshChanges {
 			upd.Spec.ExpectNoRefreshChanges = ptr.To(true)
 		}
