@@ -33,9 +33,7 @@ func (s *session) reconcileDelete(ctx context.Context) error {
 			return err
 		}
 	}
-	ws := &autov1alpha1.Workspace{}
-	ws.Name, ws.Namespace = WorkspaceName(s.stack), s.stack.Namespace
-	if err := s.r.Client.Delete(ctx, ws); err != nil && !apierrors.IsNotFound(err) {
+	if err := s.deleteWorkspace(ctx); err != nil {
 		return err
 	}
 	sreconcile.RemoveFinalizer(s.stack, Finalizer)
@@ -69,8 +67,8 @@ func (s *session) destroy(ctx context.Context) (bool, error) {
 	if err := s.destroySource(ctx); err != nil {
 		return false, err
 	}
-	if _, err := s.reconcileWorkspace(ctx); err != nil {
-		return false, terminatingOr(err)
+	if err := s.applyWorkspace(ctx); err != nil {
+		return false, err
 	}
 	upd := BuildUpdate(stack, s.src.Revision, autov1alpha1.DestroyType, triggerFinalize)
 	if last := stack.Status.LastUpdate; last != nil && last.Type == autov1alpha1.DestroyType && last.Name == upd.Name {

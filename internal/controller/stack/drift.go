@@ -88,6 +88,11 @@ func (s *session) reconcileDriftCheck(ctx context.Context) error {
 		}
 		return nil
 	}
+	if reclaimWorkspace(stack) {
+		if err := s.applyWorkspace(ctx); err != nil {
+			return err
+		}
+	}
 	upd := BuildUpdate(stack, s.src.Revision, autov1alpha1.PreviewType, triggerDriftCheck)
 	upd.Spec.Refresh = ptr.To(true)
 	upd.Spec.Target, upd.Spec.TargetDependents = nil, nil

@@ -56,6 +56,9 @@ func (s *session) observeUpdate(ctx context.Context) (bool, error) {
 		}
 		s.recordDriftCheck(&upd, failed)
 		s.stack.Status.CurrentUpdate = nil
+		if reclaimWorkspace(s.stack) {
+			return false, s.deleteWorkspace(ctx)
+		}
 		return false, nil
 	}
 	if !done {
@@ -121,6 +124,9 @@ func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, fa
 	}
 	st.LastUpdate = last
 	s.appendHistory(upd, last, reason)
+	if !failed && reclaimWorkspace(s.stack) {
+		return s.deleteWorkspace(ctx)
+	}
 	return nil
 }
 

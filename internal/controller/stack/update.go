@@ -20,21 +20,42 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 )
 
-// reconcileWorkspace applies the Workspace the Stack needs (server-side
-// apply, so fields others own are left alone), owned by the Stack.
+// reconcileWorkspace keeps the Workspace the Stack needs. With
+// workspaceReclaimPolicy Delete the Workspace exists only while an update
+// runs, so it is applied when one starts instead.
 func (s *session) reconcileWorkspace(ctx context.Context) (bool, error) {
+	if reclaimWorkspace(s.stack) {
+		return false, nil
+	}
+	return false, s.applyWorkspace(ctx)
+}
+
+// applyWorkspace applies the Workspace (server-side apply, so fields others
+// own are left alone), owned by the Stack.
+func (s *session) applyWorkspace(ctx context.Context) error {
 	ws, err := BuildWorkspace(s.stack, s.src)
 	if err != nil {
-		return true, err
+		return err
 	}
 	if err := controllerutil.SetControllerReference(s.stack, ws, s.r.Scheme); err != nil {
-		return true, err
+		return err
 	}
 	ws.ManagedFields = nil
-	if err := s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return true, err
-	}
-	return false, nil
+	return terminatingOr(s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership))
+}
+
+// reclaimWorkspace reports whether the Stack's Workspace is deleted once
+// the Stack is synced (workspaceReclaimPolicy Delete).
+func reclaimWorkspace(stack *pulumiv1.Stack) bool {
+	return stack.Spec.WorkspaceReclaimPolicy == shared.WorkspaceReclaimDelete
+}
+
+// deleteWorkspace removes the Stack's Workspace (its agent and state go
+// with it); a later update makes a new one.
+func (s *session) deleteWorkspace(ctx context.Context) error {
+	ws := &autov1alpha1.Workspace{}
+	ws.Name, ws.Namespace = WorkspaceName(s.stack), s.stack.Namespace
+	return client.IgnoreNotFound(s.r.Client.Delete(ctx, ws))
 }
 
 // reconcileUpdate starts an update when one is due: it checks the
@@ -49,6 +70,11 @@ func (s *session) reconcileUpdate(ctx context.Context) (bool, error) {
 	}
 	if err := s.checkPrerequisites(ctx); err != nil {
 		return true, err
+	}
+	if reclaimWorkspace(stack) {
+		if err := s.applyWorkspace(ctx); err != nil {
+			return true, err
+		}
 	}
 	upd := BuildUpdate(stack, s.src.Revision, s.updateType(), string(s.decision.Trigger))
 	if err := controllerutil.SetControllerReference(stack, upd, s.r.Scheme); err != nil {
