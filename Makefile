@@ -93,6 +93,10 @@ fmt: ## gofmt every Go file.
 vet: ## go vet the main module.
 	go vet ./...
 
+.PHONY: dev
+dev: $(TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
+	go run ./cmd/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases
+
 ##@ Test
 
 .PHONY: test
@@ -101,6 +105,6 @@ test: $(TOOLS) $(TEST_DEPS) ## Build what is missing, then run every test on the
 	@echo ">> go test (real kube-apiserver, etcd, pulumi, git)"
 	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
-.PHONY: dev
-dev: $(TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
-	go run ./cmd/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases
+.PHONY: bench
+bench: $(TOOLS) ## Run the benchmarks (performance targets are measured here, never asserted in tests).
+	go test -run '^$$' -bench . -benchmem ./...
