@@ -100,15 +100,17 @@ func set(conds *[]metav1.Condition, generation int64, typ string, status metav1.
 		Status:             status,
 		ObservedGeneration: generation,
 		Reason:             reason,
-		Message:            truncate(msg, maxMessageBytes),
+		Message:            Truncate(msg, MaxConditionMessage),
 	})
 }
 
-// maxMessageBytes is the API server's limit on a condition message.
-const maxMessageBytes = 32768
+// MaxConditionMessage is the API server's limit on a condition message, in
+// bytes.
+const MaxConditionMessage = 32768
 
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes on a rune boundary, marking the cut,
+// so that a long error still fits a condition message.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -164,15 +164,15 @@ func TestTruncate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := truncate(tt.in, tt.n); got != tt.want {
+			if got := Truncate(tt.in, tt.n); got != tt.want {
 				t.Errorf("truncate = %q, want %q", got, tt.want)
 			}
 		})
 	}
-	long := strings.Repeat("x", maxMessageBytes+1)
+	long := strings.Repeat("x", MaxConditionMessage+1)
 	var conds []metav1.Condition
 	MarkStalled(&conds, 1, "SpecInvalid", long)
-	if got := len(conds[1].Message); got != maxMessageBytes {
-		t.Errorf("message length = %d, want %d", got, maxMessageBytes)
+	if got := len(conds[1].Message); got != MaxConditionMessage {
+		t.Errorf("message length = %d, want %d", got, MaxConditionMessage)
 	}
 }

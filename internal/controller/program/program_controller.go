@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -83,8 +82,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&pulumiv1.Program{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
-			deletionStarted(),
-			reconcileRequested(),
+			sreconcile.DeletionStarted(),
+			sreconcile.AnnotationChanged(ReconcileRequestAnnotation),
 		))).
 		Named("program").
 		Complete(r)
@@ -228,29 +227,4 @@ func (r *Reconciler) reconcileDelete(_ context.Context, obj *pulumiv1.Program) (
 	}
 	sreconcile.RemoveFinalizer(obj, Finalizer)
 	return sreconcile.ResultSuccess, nil
-}
-
-// deletionStarted passes the update that sets a deletion timestamp.
-func deletionStarted() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-		},
-	}
-}
-
-// reconcileRequested passes updates that change the reconcile-request
-// annotation.
-func reconcileRequested() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetAnnotations()[ReconcileRequestAnnotation] != e.ObjectNew.GetAnnotations()[ReconcileRequestAnnotation]
-		},
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -16,6 +15,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/source/flux"
 )
 
@@ -50,7 +50,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		For(&pulumiv1.Stack{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
-			deletionPredicate{},
+			sreconcile.DeletionStarted(),
 		))).
 		Owns(&autov1alpha1.Workspace{}).
 		Owns(&autov1alpha1.Update{}).
@@ -65,14 +65,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(flux.StacksFor(mgr.GetClient())), builder.WithPredicates(flux.ArtifactChanged()))
 	}
 	return b.Complete(r)
-}
-
-// deletionPredicate passes the update that marks a Stack for deletion.
-type deletionPredicate struct{ predicate.Funcs }
-
-// Update passes when the deletion timestamp appears.
-func (deletionPredicate) Update(e event.UpdateEvent) bool {
-	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 }
 
 func indexProgram(obj client.Object) []string {

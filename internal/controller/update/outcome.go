@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -14,6 +13,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // Reasons of an Update's conditions that the API package does not define
@@ -135,9 +135,9 @@ func (o *outcome) apply(st *autov1alpha1.UpdateStatus, generation int64, outputs
 		msg = joinSentences(msg, note)
 	}
 	if o.failed() {
-		st.MarkFailed(o.reason, truncate(msg, maxConditionMessage))
+		st.MarkFailed(o.reason, sreconcile.Truncate(msg, sreconcile.MaxConditionMessage))
 	} else {
-		st.MarkSucceeded(truncate(msg, maxConditionMessage))
+		st.MarkSucceeded(sreconcile.Truncate(msg, sreconcile.MaxConditionMessage))
 	}
 	stampConditions(st, generation)
 	if st.StartTime.IsZero() {
@@ -179,22 +179,6 @@ func joinSentences(a, b string) string {
 	default:
 		return a + "; " + b
 	}
-}
-
-// maxConditionMessage is the API server's limit on a condition message.
-const maxConditionMessage = 32768
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "..."
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
 }
 
 // describeChanges renders change counts for a person: "create=1 same=2",

@@ -3,9 +3,7 @@ package update
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -110,14 +108,3 @@ func TestDescribeChanges(t *testing.T) {
 	}
 }
 
-// TestTruncate cuts long text on a rune boundary within the limit.
-func TestTruncate(t *testing.T) {
-	long := strings.Repeat("é", 600)
-	got := truncate(long, maxEventNote)
-	if len(got) > maxEventNote || !utf8.ValidString(got) || !strings.HasSuffix(got, "...") {
-		t.Errorf("truncate: %d bytes, valid %v", len(got), utf8.ValidString(got))
-	}
-	if truncate("short", 10) != "short" {
-		t.Error("truncate changed a short text")
-	}
-}

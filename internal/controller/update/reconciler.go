@@ -279,7 +279,7 @@ const maxEventNote = 1024
 // event emits an event about obj, its note cut to what the events API
 // accepts.
 func (r *Reconciler) event(obj *autov1alpha1.Update, eventType, reason, action, format string, args ...any) {
-	r.recorder.Eventf(obj, nil, eventType, reason, action, "%s", truncate(fmt.Sprintf(format, args...), maxEventNote))
+	r.recorder.Eventf(obj, nil, eventType, reason, action, "%s", sreconcile.Truncate(fmt.Sprintf(format, args...), maxEventNote))
 }
 
 // isNotFound reports whether err says the object does not exist.

@@ -18,6 +18,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // WorkspaceIndex is the field index of Updates by spec.workspaceName. Only
@@ -50,7 +51,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("update").
 		For(&autov1alpha1.Update{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
-			deletionStarted(),
+			sreconcile.DeletionStarted(),
 		))).
 		Watches(&autov1alpha1.Workspace{},
 			handler.EnqueueRequestsFromMapFunc(r.updatesOfWorkspace),
@@ -111,19 +112,6 @@ func (r *Reconciler) incompleteUpdates(ctx context.Context, ws types.NamespacedN
 		keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
 	}
 	return keys, nil
-}
-
-// deletionStarted passes the update event in which an object's deletion
-// starts, which changes neither its generation nor its spec.
-func deletionStarted() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-		},
-	}
 }
 
 // workspaceStateChanged passes a Workspace's creation, and the changes of
