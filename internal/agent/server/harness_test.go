@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 	"github.com/stackyard/stackyard/internal/agent/auth"
 	"github.com/stackyard/stackyard/internal/agent/server"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // testToken is the bearer token every test client presents.
@@ -79,11 +79,8 @@ func run(m *testing.M) int {
 	}
 	_ = os.MkdirAll(filepath.Join(tmp, "default-backend"), 0o755)
 
-	stackyardBin = filepath.Join(tmp, "stackyard")
-	build := exec.Command("go", "build", "-o", stackyardBin, "./cmd/stackyard")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: build stackyard: %v\n%s", err, out)
+	if stackyardBin, err = testenv.BuildStackyard(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
 	return m.Run()

@@ -107,4 +107,3 @@ func TestDescribeChanges(t *testing.T) {
 		t.Errorf("describeChanges(nil) = %q", got)
 	}
 }
-

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,11 +57,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(scratch)
-	stackyardBin = filepath.Join(scratch, "stackyard")
-	build := exec.Command("go", "build", "-o", stackyardBin, "./cmd/stackyard")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: building stackyard: %v\n%s", err, out)
+	if stackyardBin, err = testenv.BuildStackyard(scratch); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
 	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{autov1alpha1.AddToScheme}})

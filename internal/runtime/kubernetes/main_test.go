@@ -2,10 +2,7 @@ package kubernetes
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -63,12 +60,7 @@ func stackyard(t *testing.T) string {
 		if scratch, binErr = os.MkdirTemp("", "kubernetes-runtime-test-"); binErr != nil {
 			return
 		}
-		binPath = filepath.Join(scratch, "stackyard")
-		build := exec.Command("go", "build", "-o", binPath, "./cmd/stackyard")
-		build.Dir = testenv.RepoRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("building stackyard: %v\n%s", err, out)
-		}
+		binPath, binErr = testenv.BuildStackyard(scratch)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -56,11 +54,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(scratch)
-	stackyardBin = filepath.Join(scratch, "stackyard")
-	build := exec.Command("go", "build", "-o", stackyardBin, "./cmd/stackyard")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: building stackyard: %v\n%s", err, out)
+	if stackyardBin, err = testenv.BuildStackyard(scratch); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
 	code := m.Run()
