@@ -36,9 +36,9 @@ type Options struct {
 }
 
 // Server implements agentpb.AutomationServiceServer over one project
-// directory. It runs one mutating call at a time (a second one fails with
-// UpdateConflict rather than queueing behind a long update); read-only calls
-// run alongside.
+// directory. It runs one mutating call at a time (a second one fails at
+// once with AgentBusy rather than queueing behind a long update); read-only
+// calls run alongside.
 type Server struct {
 	agentpb.UnimplementedAutomationServiceServer
 

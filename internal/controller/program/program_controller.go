@@ -125,10 +125,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // finish summarizes the outcome, patches the Program once and maps the
 // outcome to controller-runtime's result.
 //
-// ProgramStatus has no conditions (PKO's Program API has none), so the
-// kstatus conditions are computed on a scratch list: they decide whether
-// this generation was handled (observedGeneration) and are announced as
-// events, a Warning naming the bad field when the Program is stalled.
+// The kstatus conditions (a stackyard extension of the Program status)
+// decide whether this generation was handled (observedGeneration); a stall
+// is also announced as a Warning event naming the bad field.
 func (r *Reconciler) finish(ctx context.Context, obj *pulumiv1.Program, patcher *sreconcile.Patcher, res sreconcile.Result, err error) (ctrl.Result, error) {
 	if obj.DeletionTimestamp.IsZero() {
 		if sreconcile.Summarize(&obj.Status.Conditions, obj.Generation, res, err, sreconcile.WithReadyMessage(readyMessage)) {

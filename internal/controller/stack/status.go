@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,7 +32,7 @@ var secretOutputValue = apiextensionsv1.JSON{Raw: []byte(`"[secret]"`)}
 // nothing more to do; when it has finished its result becomes lastUpdate,
 // outputs and history, and currentUpdate is cleared. A currentUpdate whose
 // Update is gone is cleared too, so it can never point at nothing for long
-// (upstream #1293).
+// (upstream #1292).
 func (s *session) observeUpdate(ctx context.Context) (bool, error) {
 	cur := s.stack.Status.CurrentUpdate
 	if cur == nil {
@@ -60,6 +61,18 @@ func (s *session) observeUpdate(ctx context.Context) (bool, error) {
 			return false, s.deleteWorkspace(ctx)
 		}
 		return false, nil
+	}
+	if !done && updatePending(&upd) {
+		if _, stalled := s.workspaceStall(ctx); stalled {
+			// The Update never started and its Workspace cannot run it
+			// until its spec changes: drop it, so the chain goes on to
+			// apply a fixed spec, and reconcileUpdate reports the stall.
+			if err := s.r.Client.Delete(ctx, &upd); client.IgnoreNotFound(err) != nil {
+				return true, err
+			}
+			s.stack.Status.CurrentUpdate = nil
+			return false, nil
+		}
 	}
 	if !done {
 		s.inProgress = pulumiv1.ReconcilingProcessingUpdateMessage
@@ -201,6 +214,27 @@ func (s *session) readOutputs(ctx context.Context, upd *autov1alpha1.Update) err
 	return nil
 }
 
+// workspaceStall returns the Stalled message of the Stack's Workspace when
+// it is stalled at its current generation: it cannot run anything until its
+// spec (that is, the Stack's) changes.
+func (s *session) workspaceStall(ctx context.Context) (string, bool) {
+	var ws autov1alpha1.Workspace
+	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil {
+		return "", false
+	}
+	c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ws.Generation {
+		return "", false
+	}
+	return c.Message, true
+}
+
+// updatePending reports whether an Update has not started its operation.
+func updatePending(upd *autov1alpha1.Update) bool {
+	c := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing)
+	return c == nil || c.Reason == autov1alpha1.UpdateReasonPending
+}
+
 // workspaceReady reports whether the Stack's Workspace says it can serve.
 func workspaceReady(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) bool {
 	var ws autov1alpha1.Workspace
@@ -237,7 +271,8 @@ func (s *session) finalizeStatus(ctx context.Context, err error) (ctrl.Result, e
 	case conflictStalled(s.stack):
 		sreconcile.MarkStalled(&st.Conditions, gen, pulumiv1.StalledConflictReason,
 			fmt.Sprintf("%s could not start: another update of the stack was running; set spec.retryOnUpdateConflict to retry such updates", st.LastUpdate.Name))
-		handled = true
+		// Keep polling: a new revision lifts the stall.
+		res.RequeueAfter, handled = ResyncInterval(&s.stack.Spec, s.r.MinResync), true
 	case s.decision.Stalled:
 		reason := pulumiv1.UpdateFailedReason
 		if s.stack.Spec.Preview {

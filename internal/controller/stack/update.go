@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +19,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // reconcileWorkspace keeps the Workspace the Stack needs. With
@@ -70,6 +72,10 @@ func (s *session) reconcileUpdate(ctx context.Context) (bool, error) {
 	}
 	if err := s.checkPrerequisites(ctx); err != nil {
 		return true, err
+	}
+	if msg, stalled := s.workspaceStall(ctx); stalled {
+		return true, sreconcile.NewStalling(pulumiv1.StalledWorkspaceFailedReason,
+			fmt.Errorf("the workspace cannot run the stack until the spec is fixed: %s", msg))
 	}
 	if reclaimWorkspace(stack) {
 		if err := s.applyWorkspace(ctx); err != nil {
@@ -169,7 +175,7 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 		// Undoing drift needs the state refreshed first: without it the
 		// state still matches the program and the up changes nothing.
 		upd.Spec.Refresh = ptr.To(spec.Refresh || trigger == string(TriggerDrift))
-		if typ == autov1alpha1.UpType && spec.Refresh && spec.ExpectNoRefreshChanges {
+		if typ == autov1alpha1.UpType && spec.Refresh && spec.ExpectNoRefreshChanges && trigger != string(TriggerDrift) {
 			upd.Spec.ExpectNoRefreshChanges = ptr.To(true)
 		}
 		if len(spec.Targets) > 0 {
@@ -181,8 +187,17 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 		upd.Spec.RunProgram = ptr.To(true)
 	}
 	applyUpdateTemplate(upd, spec.UpdateTemplate)
+	if upd.Spec.TtlAfterCompleted == nil {
+		upd.Spec.TtlAfterCompleted = &metav1.Duration{Duration: DefaultUpdateTTL}
+	}
 	return upd
 }
+
+// DefaultUpdateTTL is how long a finished Update (and its outputs Secret)
+// is kept when spec.updateTemplate sets no ttlAfterCompleted, upstream's
+// default: resyncs and drift checks would otherwise pile them up. The
+// Stack's status keeps what matters (lastUpdate, outputs, history).
+const DefaultUpdateTTL = 24 * time.Hour
 
 // TriggerAnnotation on an Update records why the Stack controller started
 // it, for the history and the audit trail.

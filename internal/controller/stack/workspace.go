@@ -124,6 +124,24 @@ func (b *workspaceBuilder) environment(spec *shared.StackSpec) {
 			return
 		}
 	}
+	ws.Env = lastByName(ws.Env)
+}
+
+// lastByName keeps, of variables with the same name, the last one: an
+// explicit envRefs entry overrides what backend or the deprecated
+// accessTokenSecret set, and the API server refuses duplicate names.
+func lastByName(env []corev1.EnvVar) []corev1.EnvVar {
+	last := map[string]int{}
+	for i, e := range env {
+		last[e.Name] = i
+	}
+	out := env[:0:0]
+	for i, e := range env {
+		if last[e.Name] == i {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // sameNamespace refuses Secret references into other namespaces: a Stack

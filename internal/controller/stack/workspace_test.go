@@ -175,3 +175,22 @@ func TestEnvSafeNamesDoNotCollide(t *testing.T) {
 		t.Errorf("got %q and %q", a, c)
 	}
 }
+
+// TestBuildWorkspaceEnvRefsOverrideDeprecatedFields keeps one variable per
+// name (the API server refuses duplicates): envRefs wins over backend and
+// accessTokenSecret.
+func TestBuildWorkspaceEnvRefsOverrideDeprecatedFields(t *testing.T) {
+	g := NewWithT(t)
+	ws, err := BuildWorkspace(testStack(func(s *shared.StackSpec) {
+		s.Backend = "file:///old"
+		s.AccessTokenSecret = "old-token"
+		s.EnvRefs = map[string]shared.ResourceRef{
+			"PULUMI_BACKEND_URL":  shared.NewLiteralResourceRef("s3://new"),
+			"PULUMI_ACCESS_TOKEN": shared.NewSecretResourceRef("new-token", "token"),
+		}
+	}), Source{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ws.Spec.Env).To(HaveLen(2))
+	g.Expect(envByName(ws, "PULUMI_BACKEND_URL").Value).To(Equal("s3://new"))
+	g.Expect(envByName(ws, "PULUMI_ACCESS_TOKEN").ValueFrom.SecretKeyRef.Name).To(Equal("new-token"))
+}

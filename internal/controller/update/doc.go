@@ -89,10 +89,10 @@
 // the keys of the secret outputs. Name, keys and annotation are those of the
 // Pulumi Kubernetes Operator v2. status.outputs names the Secret.
 //
-// A preview has no outputs; its ChangeSummary (counts per operation kind and
-// the resources that would change, with URN, type and operation) is written
-// as JSON under the key "stackyard.changes" of the same Secret, since the
-// Update API has no status field for it.
+// A preview has no outputs and no Secret; what it found goes to the status:
+// status.changes (counts per operation kind, for every operation type) and
+// status.resourceChanges (each resource it would change: URN, type and
+// operation, at most 500).
 //
 // # Secrets
 //

@@ -1,0 +1,54 @@
+package stack_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/test/argocd"
+)
+
+// TestWorkspaceStallStallsTheStack: a Workspace that cannot set its stack up
+// (useLocalStackOnly on a stack that does not exist) stalls the Stack with
+// reason WorkspaceFailed (Argo CD: Degraded) instead of leaving it
+// "waiting for workspace readiness" forever; fixing the spec recovers it.
+func TestWorkspaceStallStallsTheStack(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "page.txt")
+	g.Expect(env.Client.Create(ctx, programObject(ns, "site", target))).To(Succeed())
+	s := &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: "local-only", Namespace: ns},
+		Spec: shared.StackSpec{
+			Stack:             "does-not-exist",
+			Backend:           backendURL(t, dir),
+			ProgramRef:        &shared.ProgramReference{Name: "site"},
+			UseLocalStackOnly: true,
+		},
+	}
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	s = waitStack(t, ns, "local-only", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		g.Expect(sreconcile.IsStalled(s.Status.Conditions)).To(BeTrue())
+	})
+	c := findCondition(s, "Stalled")
+	g.Expect(c.Reason).To(Equal(pulumiv1.StalledWorkspaceFailedReason))
+	g.Expect(c.Message).To(ContainSubstring("does-not-exist"))
+	health, err := argocd.StackHealth(s)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(health.Status).To(Equal("Degraded"))
+
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+	s.Spec.UseLocalStackOnly = false
+	g.Expect(env.Client.Update(ctx, s)).To(Succeed())
+	waitStack(t, ns, "local-only", opTimeout, ready)
+	g.Expect(readFile(g, target)).To(Equal("from a Program"))
+}
