@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,10 +120,19 @@ func (u *Updates) Collectors() []prometheus.Collector {
 }
 
 // Register adds the stack collector and the update metrics to
-// controller-runtime's registry.
+// controller-runtime's registry. Collectors left there by an operator
+// assembled earlier in the same process (tests stop the operator and start
+// a new one) are replaced, so that the metrics come from the manager that
+// runs and not from a stopped one.
 func Register(reader client.Reader, updates *Updates) error {
 	for _, c := range append(updates.Collectors(), &StackCollector{Reader: reader}) {
-		if err := ctrlmetrics.Registry.Register(c); err != nil {
+		err := ctrlmetrics.Registry.Register(c)
+		var dup prometheus.AlreadyRegisteredError
+		if errors.As(err, &dup) {
+			ctrlmetrics.Registry.Unregister(dup.ExistingCollector)
+			err = ctrlmetrics.Registry.Register(c)
+		}
+		if err != nil {
 			return err
 		}
 	}

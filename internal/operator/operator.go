@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -86,6 +87,11 @@ type Options struct {
 	// MinResync lowers the 60 s floor of a Stack's poll/resync interval;
 	// only tests set it.
 	MinResync time.Duration
+	// SkipControllerNameValidation lets the operator be assembled again in
+	// a process where an earlier one was stopped: controller-runtime
+	// otherwise refuses controller names it has seen before. Only tests
+	// that restart the operator set it.
+	SkipControllerNameValidation bool
 }
 
 // Scheme returns a scheme with the built-in kinds and stackyard's API.
@@ -125,6 +131,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "stackyard.pulumi.com",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		Controller:              config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, err

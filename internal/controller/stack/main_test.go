@@ -90,6 +90,8 @@ func startOperator() error {
 		AgentEnv:  map[string]string{"PULUMI_CONFIG_PASSPHRASE": passphrase},
 		IdleAfter: 5 * time.Second,
 		MinResync: time.Second,
+		// Tests that restart the operator assemble it again in this process.
+		SkipControllerNameValidation: true,
 	})
 	if err != nil {
 		cancel()

@@ -29,6 +29,15 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 	defer func() { o.end = metav1.NewTime(r.now()) }()
 
 	conn, err := r.runtime.Dial(ctx, ws)
+	if err != nil && contextCause(ctx) == nil {
+		// No agent to talk to (after an operator restart the Workspace's
+		// status can still name the previous process's agent): the
+		// operation never started, which is an interruption to retry, not
+		// a failure of the program.
+		o.reason = ReasonInterrupted
+		o.message = fmt.Sprintf("could not connect to the agent of workspace %s (%v); the operation did not start and will be retried", ws.Name, err)
+		return o
+	}
 	if err != nil {
 		o.failure(fmt.Errorf("connecting to the agent of workspace %s: %w", ws.Name, err), nil, contextCause(ctx))
 		return o

@@ -31,9 +31,10 @@ const (
 
 // Messages of the outcomes the operator, not the agent, decides.
 const (
-	interruptedMessage = "the operator stopped while the operation ran; it will be retried"
-	cancelledMessage   = "the Update was deleted while the operation ran; the operation was cancelled"
-	lostAgentMessage   = "the connection to the workspace agent was lost while the operation ran; it will be retried"
+	interruptedMessage  = "the operator stopped while the operation ran; it will be retried"
+	cancelledMessage    = "the Update was deleted while the operation ran; the operation was cancelled"
+	lostAgentMessage    = "the connection to the workspace agent was lost while the operation ran; it will be retried"
+	stoppedAgentMessage = "the workspace agent stopped while the operation ran; it will be retried"
 )
 
 // outcome is how one operation ended, as the runner saw it. It may hold
@@ -105,6 +106,13 @@ func (o *outcome) failure(err error, res *agentpb.Result, cause error) {
 	switch {
 	case o.agentReason == agenterr.UpdateConflict || o.agentReason == agenterr.StackLocked:
 		o.reason = autov1alpha1.UpdateReasonConflict
+	case o.agentReason == agenterr.Cancelled:
+		// The agent cancelled an operation the operator did not cancel: the
+		// agent itself was stopped under it. At shutdown the local runtime
+		// stops the agents before the controllers stop, so without this an
+		// operator restart was recorded as a failure of the program.
+		o.reason, o.message = ReasonInterrupted, stoppedAgentMessage
+		return
 	case status.Code(err) == codes.Unavailable && o.agentReason == agenterr.Unknown:
 		o.reason, o.message = ReasonInterrupted, lostAgentMessage
 		return

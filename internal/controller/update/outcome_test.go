@@ -37,6 +37,8 @@ func TestFailure(t *testing.T) {
 			autov1alpha1.UpdateReasonFailed, "boom"},
 		{"agent gone", status.Error(codes.Unavailable, "connection reset"), nil, nil,
 			ReasonInterrupted, lostAgentMessage},
+		{"agent stopped", status.Error(codes.Canceled, "x"), &agentpb.Result{Error: &agentpb.OperationError{Reason: "Cancelled", Message: "the operation was cancelled"}}, nil,
+			ReasonInterrupted, stoppedAgentMessage},
 		{"shutdown", status.Error(codes.Canceled, "context canceled"), nil, errShutdown,
 			ReasonInterrupted, interruptedMessage},
 		{"deleted", context.Canceled, nil, errDeleted,
