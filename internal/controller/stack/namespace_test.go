@@ -2,7 +2,6 @@ package stack_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,20 +30,8 @@ import (
 func TestNamespaceTerminating(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-	g.Expect(env.Client.Create(ctx, programObject(ns, "site", target))).To(Succeed())
-	s := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:             "dev",
-			Backend:           backendURL(t, dir),
-			ProgramRef:        &shared.ProgramReference{Name: "site"},
-			DestroyOnFinalize: true,
-		},
-	}
-	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	s, target := programStack(t, "site", func(s *shared.StackSpec) { s.DestroyOnFinalize = true })
+	ns := s.Namespace
 	waitStack(t, ns, "site", opTimeout, ready)
 	g.Expect(readFile(g, target)).To(Equal("from a Program"))
 

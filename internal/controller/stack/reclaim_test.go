@@ -2,13 +2,11 @@ package stack_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -22,20 +20,8 @@ import (
 func TestWorkspaceReclaimDelete(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-	g.Expect(env.Client.Create(ctx, programObject(ns, "site", target))).To(Succeed())
-	s := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "reclaimed", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:                  "dev",
-			Backend:                backendURL(t, dir),
-			ProgramRef:             &shared.ProgramReference{Name: "site"},
-			WorkspaceReclaimPolicy: shared.WorkspaceReclaimDelete,
-		},
-	}
-	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	s, target := programStack(t, "reclaimed", func(s *shared.StackSpec) { s.WorkspaceReclaimPolicy = shared.WorkspaceReclaimDelete })
+	ns := s.Namespace
 	waitStack(t, ns, "reclaimed", opTimeout, ready)
 	g.Expect(readFile(g, target)).To(Equal("from a Program"))
 	workspaceGone := func(g Gomega) {

@@ -3,7 +3,6 @@ package stack_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,21 +21,9 @@ import (
 func TestDestroyWhenSourceIsGone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-	prog := programObject(ns, "site", target)
-	g.Expect(env.Client.Create(ctx, prog)).To(Succeed())
-	stack := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:             "dev",
-			Backend:           backendURL(t, dir),
-			ProgramRef:        &shared.ProgramReference{Name: "site"},
-			DestroyOnFinalize: true,
-		},
-	}
-	g.Expect(env.Client.Create(ctx, stack)).To(Succeed())
+	stack, target := programStack(t, "orphan", func(s *shared.StackSpec) { s.DestroyOnFinalize = true })
+	ns := stack.Namespace
+	prog := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: ns}}
 	s := waitStack(t, ns, "orphan", opTimeout, ready)
 	g.Expect(s.Status.ProjectInfo).NotTo(BeNil())
 	g.Expect(readFile(g, target)).To(Equal("from a Program"))

@@ -198,22 +198,8 @@ func TestFailuresRetryThenStall(t *testing.T) {
 func TestDestroyOnFinalize(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-	prog := programObject(ns, "site", target)
-	g.Expect(env.Client.Create(ctx, prog)).To(Succeed())
-
-	stack := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:             "dev",
-			Backend:           backendURL(t, dir),
-			ProgramRef:        &shared.ProgramReference{Name: "site"},
-			DestroyOnFinalize: true,
-		},
-	}
-	g.Expect(env.Client.Create(ctx, stack)).To(Succeed())
+	stack, target := programStack(t, "site", func(s *shared.StackSpec) { s.DestroyOnFinalize = true })
+	ns := stack.Namespace
 	waitStack(t, ns, "site", opTimeout, ready)
 	g.Expect(readFile(g, target)).To(Equal("from a Program"))
 
@@ -232,21 +218,10 @@ func TestDestroyOnFinalize(t *testing.T) {
 func TestPreviewStack(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-	g.Expect(env.Client.Create(ctx, programObject(ns, "site", target))).To(Succeed())
-	stack := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "preview", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:             "preview",
-			Backend:           backendURL(t, dir),
-			ProgramRef:        &shared.ProgramReference{Name: "site"},
-			Preview:           true,
-			DestroyOnFinalize: true,
-		},
-	}
-	g.Expect(env.Client.Create(ctx, stack)).To(Succeed())
+	stack, target := programStack(t, "preview", func(s *shared.StackSpec) {
+		s.Stack, s.Preview, s.DestroyOnFinalize = "preview", true, true
+	})
+	ns := stack.Namespace
 	s := waitStack(t, ns, "preview", opTimeout, ready)
 	_, err := os.Stat(target)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "a preview deploys nothing")
@@ -318,6 +293,33 @@ func findCondition(s *pulumiv1.Stack, typ string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// programStack creates, in a new namespace, the Program "site" (which
+// writes a file) and a Stack named name deploying it with its own file://
+// backend, its spec adjusted by mutate. It returns the Stack as created and
+// the file the program writes.
+func programStack(t *testing.T, name string, mutate func(*shared.StackSpec)) (*pulumiv1.Stack, string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "page.txt")
+	g.Expect(env.Client.Create(ctx, programObject(ns, "site", target))).To(Succeed())
+	s := &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: shared.StackSpec{
+			Stack:      "dev",
+			Backend:    backendURL(t, dir),
+			ProgramRef: &shared.ProgramReference{Name: "site"},
+		},
+	}
+	if mutate != nil {
+		mutate(&s.Spec)
+	}
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	return s, target
 }
 
 // programObject is a Program that writes a file.

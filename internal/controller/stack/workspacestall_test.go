@@ -2,11 +2,9 @@ package stack_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackyard/stackyard/api/pulumi/shared"
@@ -22,20 +20,10 @@ import (
 func TestWorkspaceStallStallsTheStack(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-	g.Expect(env.Client.Create(ctx, programObject(ns, "site", target))).To(Succeed())
-	s := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "local-only", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:             "does-not-exist",
-			Backend:           backendURL(t, dir),
-			ProgramRef:        &shared.ProgramReference{Name: "site"},
-			UseLocalStackOnly: true,
-		},
-	}
-	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	s, target := programStack(t, "local-only", func(s *shared.StackSpec) {
+		s.Stack, s.UseLocalStackOnly = "does-not-exist", true
+	})
+	ns := s.Namespace
 	s = waitStack(t, ns, "local-only", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
 		g.Expect(sreconcile.IsStalled(s.Status.Conditions)).To(BeTrue())
 	})
