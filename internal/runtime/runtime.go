@@ -70,3 +70,15 @@ type Status struct {
 	// Message says, for a person, why the agent is not ready yet.
 	Message string
 }
+
+// Liveness is implemented by runtimes whose agents do not outlive the
+// operator process (local). After an operator restart a Workspace's status
+// still names the agent the previous process ran; Running lets the Update
+// controller wait for the Workspace controller to start a new one instead of
+// starting an operation that is bound to fail. The kubernetes runtime does
+// not need it: its pods survive the operator.
+type Liveness interface {
+	// Running reports, without a network call, whether the agent the
+	// status of ws names (ws.Status.Address) runs now.
+	Running(ws *autov1alpha1.Workspace) bool
+}

@@ -130,10 +130,18 @@ func workspaceStateChanged() predicate.Funcs {
 }
 
 // waitState is what an Update waiting for the Workspace obj sees of it.
-func waitState(obj client.Object) [2]bool {
+// A new agent address counts: after an operator restart the Workspace can
+// serve throughout while its agent is replaced.
+func waitState(obj client.Object) waitView {
 	ws, ok := obj.(*autov1alpha1.Workspace)
 	if !ok || ws == nil {
-		return [2]bool{}
+		return waitView{}
 	}
-	return [2]bool{readyAtGeneration(ws), workspace.Serving(ws)}
+	return waitView{ready: readyAtGeneration(ws), serving: workspace.Serving(ws), address: ws.Status.Address}
+}
+
+// waitView is the part of a Workspace an Update waiting for it reacts to.
+type waitView struct {
+	ready, serving bool
+	address        string
 }

@@ -15,6 +15,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 )
 
 // reconcileFinalizer adds the finalizer and asks for a requeue, so that it
@@ -84,11 +85,20 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 		return r.pending(s, fmt.Sprintf("workspace %s is being deleted", name))
 	case !readyAtGeneration(ws):
 		return r.pending(s, fmt.Sprintf("waiting for workspace %s to be ready", name))
-	case !workspace.Serving(ws):
+	case !workspace.Serving(ws), !r.agentRunning(ws):
 		return r.pending(s, fmt.Sprintf("waiting for the agent of workspace %s to start", name))
 	}
 	s.ws = ws
 	return sreconcile.ResultEmpty, nil
+}
+
+// agentRunning asks runtimes whose agents die with the operator whether the
+// agent ws's status names still runs: after a restart the status can name
+// the previous process's agent until the Workspace controller has started a
+// new one, and an operation started against it would only be interrupted.
+func (r *Reconciler) agentRunning(ws *autov1alpha1.Workspace) bool {
+	live, ok := r.runtime.(stackruntime.Liveness)
+	return !ok || live.Running(ws)
 }
 
 // readyAtGeneration reports whether ws is Ready for its current generation.

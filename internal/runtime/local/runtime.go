@@ -107,7 +107,10 @@ type slot struct {
 	proc *process
 }
 
-var _ runtime.Runtime = (*Runtime)(nil)
+var (
+	_ runtime.Runtime  = (*Runtime)(nil)
+	_ runtime.Liveness = (*Runtime)(nil)
+)
 
 // New returns a Runtime over opts.Root.
 func New(opts Options) (*Runtime, error) {
@@ -311,6 +314,17 @@ func (r *Runtime) Dial(_ context.Context, ws *autov1alpha1.Workspace) (*grpc.Cli
 	return grpc.NewClient(p.addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(auth.BearerToken(p.token)))
+}
+
+// Running reports whether this runtime runs the agent ws's status names:
+// after an operator restart that status names a process that is gone.
+func (r *Runtime) Running(ws *autov1alpha1.Workspace) bool {
+	s, err := r.slot(types.NamespacedName{Namespace: ws.Namespace, Name: ws.Name})
+	if err != nil {
+		return false
+	}
+	p := s.current()
+	return p != nil && p.addr == ws.Status.Address
 }
 
 // PID returns the pid of ws's running agent, or 0; for tests and

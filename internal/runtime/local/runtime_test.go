@@ -92,6 +92,10 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("Ensure = %+v, %v", st, err)
 	}
 	pid := rt.PID(ns, ws.Name)
+	ws.Status.Address = st.Address
+	if !rt.Running(ws) {
+		t.Error("Running = false for the agent just started")
+	}
 	c := client(t, rt, ws)
 	if v, err := c.PulumiVersion(ctx(t), &agentpb.PulumiVersionRequest{}); err != nil || v.GetVersion() == "" {
 		t.Fatalf("PulumiVersion = %v, %v", v, err)
@@ -116,6 +120,9 @@ func TestLifecycle(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the agent's exit was not reported")
+	}
+	if rt.Running(ws) {
+		t.Error("Running = true for an agent that was killed")
 	}
 	ensureReady(t, rt, ws)
 	if rt.PID(ns, ws.Name) == pid {
