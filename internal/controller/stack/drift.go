@@ -62,6 +62,15 @@ func driftToRemediate(stack *pulumiv1.Stack) bool {
 		(last == nil || check.Time.After(last.LastResyncTime.Time))
 }
 
+// driftPending reports whether remediation is on and drift a check found
+// has not been undone yet (DriftDetected is still True): the remediation
+// failed and is retried, or another change came first. Every update then
+// refreshes, or it would not see the drift it has to undo.
+func driftPending(stack *pulumiv1.Stack) bool {
+	dd := stack.Spec.DriftDetection
+	return dd != nil && dd.Remediate && apimeta.IsStatusConditionTrue(stack.Status.Conditions, pulumiv1.DriftDetectedCondition)
+}
+
 // isDriftCheck reports whether an Update is a drift check.
 func isDriftCheck(upd *autov1alpha1.Update) bool {
 	return upd.Annotations[TriggerAnnotation] == triggerDriftCheck

@@ -145,11 +145,11 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 		failures, lastName = last.Failures, last.Name
 	}
 	key := fmt.Sprintf("%d\x00%s\x00%s\x00%d\x00%s\x00%s", stack.Generation, reconcileRequest(stack), revision, failures, typ, lastName)
-	switch {
-	case trigger == string(TriggerResync) || trigger == string(TriggerDrift):
+	switch last := stack.Status.LastUpdate; {
+	case (trigger == string(TriggerResync) || trigger == string(TriggerDrift)) && last != nil:
 		// Resyncs and remediations of the same revision are distinct
 		// updates.
-		key += "\x00" + trigger + strconv.FormatInt(stack.Status.LastUpdate.LastResyncTime.Unix(), 10)
+		key += "\x00" + trigger + strconv.FormatInt(last.LastResyncTime.Unix(), 10)
 	case trigger == triggerDriftCheck:
 		key += "\x00" + trigger
 		if c := stack.Status.LastDriftCheck; c != nil {
@@ -174,8 +174,9 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 	if typ != autov1alpha1.DestroyType {
 		// Undoing drift needs the state refreshed first: without it the
 		// state still matches the program and the up changes nothing.
-		upd.Spec.Refresh = ptr.To(spec.Refresh || trigger == string(TriggerDrift))
-		if typ == autov1alpha1.UpType && spec.Refresh && spec.ExpectNoRefreshChanges && trigger != string(TriggerDrift) {
+		remediating := trigger == string(TriggerDrift) || driftPending(stack)
+		upd.Spec.Refresh = ptr.To(spec.Refresh || remediating)
+		if typ == autov1alpha1.UpType && spec.Refresh && spec.ExpectNoRefreshChanges && !remediating {
 			upd.Spec.ExpectNoRefreshChanges = ptr.To(true)
 		}
 		if len(spec.Targets) > 0 {
