@@ -37,6 +37,7 @@ func (s *session) reconcileDelete(ctx context.Context) error {
 		return err
 	}
 	sreconcile.RemoveFinalizer(s.stack, Finalizer)
+	s.r.freshPolls.Delete(s.stack.UID)
 	return nil
 }
 

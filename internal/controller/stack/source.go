@@ -95,14 +95,21 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 	commit := spec.Commit
 	if commit == "" {
 		// A new reconcile request means "look now": the branch is queried
-		// afresh instead of answered from the shared poller's cache.
+		// afresh, once, instead of answered from the shared poller's cache.
 		maxAge := ResyncInterval(&stack.Spec, r.MinResync)
-		if last := stack.Status.LastUpdate; last == nil || last.ReconcileRequest != reconcileRequest(stack) {
-			maxAge = 0
+		req := reconcileRequest(stack)
+		fresh := false
+		if last := stack.Status.LastUpdate; last == nil || last.ReconcileRequest != req {
+			if done, ok := r.freshPolls.Load(stack.UID); !ok || done != req {
+				maxAge, fresh = 0, true
+			}
 		}
 		commit, err = r.Poller.Latest(ctx, spec.ProjectRepo, spec.Branch, pollAuth, maxAge)
 		if err != nil {
 			return Source{}, sourceError("spec.branch", err)
+		}
+		if fresh {
+			r.freshPolls.Store(stack.UID, req)
 		}
 	}
 	return Source{

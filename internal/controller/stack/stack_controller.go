@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,13 @@ type Reconciler struct {
 	// MinResync is the shortest poll/resync interval; zero means
 	// DefaultMinResync (60 s). Tests lower it.
 	MinResync time.Duration
+
+	// freshPolls remembers, per Stack UID, the reconcile request whose
+	// fresh poll of the branch is done, so that a Stack that keeps waiting
+	// (on prerequisites, on its Workspace) after a request does not query
+	// the remote afresh on every reconcile. Lost on restart, which costs one
+	// more fresh poll.
+	freshPolls sync.Map
 }
 
 // session is one reconcile of one Stack: the steps are its methods and
