@@ -71,7 +71,7 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 	var first *agentpb.OperationStream
 	var firstErr error
 	err = waitWhileBusy(ctx, func() error {
-		if _, err := agent.SelectStack(ctx, &agentpb.SelectStackRequest{StackName: obj.Spec.StackName, Create: true}); err != nil {
+		if _, err := agent.SelectStack(ctx, selectStack(ws, obj.Spec.StackName)); err != nil {
 			return err
 		}
 		s, err := startOperation(ctx, agent, &obj.Spec)
@@ -224,4 +224,19 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// selectStack is how an operation selects its stack: as the Workspace
+// declares it (create, secrets provider), so that an Update never creates a
+// stack the Workspace was told not to (useLocalStackOnly). A stack the
+// Workspace does not list is selected without creating it.
+func selectStack(ws *autov1alpha1.Workspace, name string) *agentpb.SelectStackRequest {
+	req := &agentpb.SelectStackRequest{StackName: name}
+	for _, st := range ws.Spec.Stacks {
+		if st.Name == name {
+			req.Create = st.Create != nil && *st.Create
+			req.SecretsProvider = st.SecretsProvider
+		}
+	}
+	return req
 }
