@@ -30,6 +30,9 @@ const (
 	// WorkspaceReasonStackSetupFailed says selecting, creating or
 	// configuring one of the stacks failed.
 	WorkspaceReasonStackSetupFailed = "StackSetupFailed"
+	// WorkspaceReasonPulumiVersionTooLow says the workspace's Pulumi CLI
+	// is older than the agent needs (see the Workspace's spec.image).
+	WorkspaceReasonPulumiVersionTooLow = "PulumiVersionTooLow"
 )
 
 // Condition types of an Update. Like a Job, a finished Update has

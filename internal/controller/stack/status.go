@@ -63,7 +63,7 @@ func (s *session) observeUpdate(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	if !done && updatePending(&upd) {
-		if _, stalled := s.workspaceStall(ctx); stalled {
+		if s.workspaceStall(ctx) != nil {
 			// The Update never started and its Workspace cannot run it
 			// until its spec changes: drop it, so the chain goes on to
 			// apply a fixed spec, and reconcileUpdate reports the stall.
@@ -214,19 +214,24 @@ func (s *session) readOutputs(ctx context.Context, upd *autov1alpha1.Update) err
 	return nil
 }
 
-// workspaceStall returns the Stalled message of the Stack's Workspace when
-// it is stalled at its current generation: it cannot run anything until its
-// spec (that is, the Stack's) changes.
-func (s *session) workspaceStall(ctx context.Context) (string, bool) {
+// workspaceStall returns the Stack's stall when its Workspace is stalled at
+// its current generation: it cannot run anything until its spec (that is,
+// the Stack's) changes. The reason is WorkspaceFailed, or upstream's
+// PulumiVersionTooLow when the workspace image's CLI is too old.
+func (s *session) workspaceStall(ctx context.Context) error {
 	var ws autov1alpha1.Workspace
 	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil {
-		return "", false
+		return nil
 	}
 	c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceStalled)
 	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ws.Generation {
-		return "", false
+		return nil
 	}
-	return c.Message, true
+	reason := pulumiv1.StalledWorkspaceFailedReason
+	if c.Reason == autov1alpha1.WorkspaceReasonPulumiVersionTooLow {
+		reason = pulumiv1.StalledPulumiVersionTooLowReason
+	}
+	return sreconcile.NewStalling(reason, fmt.Errorf("the workspace cannot run the stack until the spec is fixed: %s", c.Message))
 }
 
 // updatePending reports whether an Update has not started its operation.

@@ -19,7 +19,6 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // reconcileWorkspace keeps the Workspace the Stack needs. With
@@ -73,9 +72,8 @@ func (s *session) reconcileUpdate(ctx context.Context) (bool, error) {
 	if err := s.checkPrerequisites(ctx); err != nil {
 		return true, err
 	}
-	if msg, stalled := s.workspaceStall(ctx); stalled {
-		return true, sreconcile.NewStalling(pulumiv1.StalledWorkspaceFailedReason,
-			fmt.Errorf("the workspace cannot run the stack until the spec is fixed: %s", msg))
+	if err := s.workspaceStall(ctx); err != nil {
+		return true, err
 	}
 	if reclaimWorkspace(stack) {
 		if err := s.applyWorkspace(ctx); err != nil {

@@ -89,6 +89,9 @@ func (r *Reconciler) reconcileSetup(ctx context.Context, s *session) (sreconcile
 		return sreconcile.ResultEmpty, agentError(autov1alpha1.WorkspaceReasonPending, "connecting to the agent", err)
 	}
 	ws.Status.PulumiVersion = ver.GetVersion()
+	if err := checkPulumiVersion(ver.GetVersion()); err != nil {
+		return sreconcile.ResultEmpty, err
+	}
 
 	installed := installDigest(s.agent)
 	if !ws.Spec.SkipInstall && ws.Annotations[AnnotationInstalled] != installed {
