@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,6 +35,8 @@ var (
 	// stopOperator stops the running operator; tests that restart it call
 	// it and then startOperator.
 	stopOperator func()
+	// metricsAddr is where the operator serves its Prometheus metrics.
+	metricsAddr string
 )
 
 const passphrase = "stack-controller-test"
@@ -61,6 +64,10 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if metricsAddr, err = freeAddr(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctrl.SetLogger(logr.Discard())
 	env, err = testenv.Start(testenv.Options{
 		AddToScheme:  []func(*k8sruntime.Scheme) error{pulumiv1.AddToScheme, pulumiv1alpha1.AddToScheme, autov1alpha1.AddToScheme},
@@ -83,13 +90,14 @@ func runTests(m *testing.M) int {
 func startOperator() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(ctx, env.Config, operator.Options{
-		Runtime:   operator.RuntimeLocal,
-		StateDir:  stateDir,
-		AgentPath: agentBin,
-		ToolDirs:  []string{testenv.BinDir()},
-		AgentEnv:  map[string]string{"PULUMI_CONFIG_PASSPHRASE": passphrase},
-		IdleAfter: 5 * time.Second,
-		MinResync: time.Second,
+		Runtime:     operator.RuntimeLocal,
+		StateDir:    stateDir,
+		AgentPath:   agentBin,
+		ToolDirs:    []string{testenv.BinDir()},
+		AgentEnv:    map[string]string{"PULUMI_CONFIG_PASSPHRASE": passphrase},
+		MetricsAddr: metricsAddr,
+		IdleAfter:   5 * time.Second,
+		MinResync:   time.Second,
 		// Tests that restart the operator assemble it again in this process.
 		SkipControllerNameValidation: true,
 	})
@@ -109,6 +117,17 @@ func startOperator() error {
 		<-done
 	}
 	return nil
+}
+
+// freeAddr returns a loopback address with a port free now, for a server
+// that is started (and restarted) later on the same address.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String(), nil
 }
 
 // newNamespace creates a namespace for one test.
