@@ -14,6 +14,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -39,6 +40,12 @@ import (
 	"github.com/stackyard/stackyard/internal/runtime/local"
 	"github.com/stackyard/stackyard/internal/source"
 )
+
+// The manager itself: leader election takes a Lease (and records events
+// about it). The controllers' and runtimes' needs are declared beside them.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Runtime names.
 const (
@@ -132,6 +139,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		LeaderElectionID:        "stackyard.pulumi.com",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Controller:              config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
+		// Secrets and ConfigMaps are read one at a time when a spec names
+		// them. Caching them would keep every Secret of the cluster in the
+		// operator's memory and need the right to list and watch them all.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 	})
 	if err != nil {
 		return nil, err

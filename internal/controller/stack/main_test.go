@@ -14,8 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -37,6 +39,9 @@ var (
 	stopOperator func()
 	// metricsAddr is where the operator serves its Prometheus metrics.
 	metricsAddr string
+	// operatorConfig acts as the operator's ServiceAccount, bound to the
+	// generated ClusterRole only: every test also checks config/rbac.
+	operatorConfig *rest.Config
 )
 
 const passphrase = "stack-controller-test"
@@ -68,7 +73,13 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctrl.SetLogger(logr.Discard())
+	// STACKYARD_TEST_LOG=1 shows the operator's logs, when a test fails
+	// without saying why.
+	if os.Getenv("STACKYARD_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
 	env, err = testenv.Start(testenv.Options{
 		AddToScheme:  []func(*k8sruntime.Scheme) error{pulumiv1.AddToScheme, pulumiv1alpha1.AddToScheme, autov1alpha1.AddToScheme},
 		ExtraCRDDirs: []string{filepath.Join(testenv.BinDir(), "crds", "flux")},
@@ -78,6 +89,11 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
+	operatorConfig, err = env.ServiceAccountConfig(context.Background(), "stackyard-system", "stackyard", testenv.ManagerRole())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
 	if err := startOperator(); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: starting the operator: %v\n", err)
 		return 1
@@ -89,7 +105,7 @@ func runTests(m *testing.M) int {
 // startOperator assembles and starts the operator with the local runtime.
 func startOperator() error {
 	ctx, cancel := context.WithCancel(context.Background())
-	op, err := operator.New(ctx, env.Config, operator.Options{
+	op, err := operator.New(ctx, operatorConfig, operator.Options{
 		Runtime:     operator.RuntimeLocal,
 		StateDir:    stateDir,
 		AgentPath:   agentBin,

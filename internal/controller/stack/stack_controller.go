@@ -25,16 +25,20 @@ const Finalizer = "finalizer.stack.pulumi.com"
 // FieldManager is the field manager of the objects this controller applies.
 const FieldManager = "stackyard-stack-controller"
 
-// Reconciler reconciles Stacks.
+// What the Stack controller needs of the API (collected into
+// config/rbac/role.yaml by `make generate`). Secrets are read one by one,
+// never cached or listed (internal/operator).
 //
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks/status;stacks/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=pulumi.com,resources=programs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=auto.pulumi.com,resources=workspaces;updates,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets;externalartifacts,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles Stacks.
 type Reconciler struct {
 	// Client reads and writes the API.
 	Client client.Client

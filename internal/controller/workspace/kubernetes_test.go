@@ -20,6 +20,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
 	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // TestKubernetesRuntime runs the controller over the kubernetes runtime.
@@ -31,7 +32,13 @@ import (
 func TestKubernetesRuntime(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	// The controller acts as the operator's ServiceAccount, with only the
+	// generated ClusterRole: the runtime's RBAC rules are checked too.
+	cfg, err := env.ServiceAccountConfig(ctx(t), "stackyard-system", "stackyard", testenv.ManagerRole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
