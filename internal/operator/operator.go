@@ -138,7 +138,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "stackyard.pulumi.com",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Controller:              config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
+		// The process exits when the manager stops (its operations are
+		// cancelled first), so the next replica may lead at once instead
+		// of waiting for the lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
 		// Secrets and ConfigMaps are read one at a time when a spec names
 		// them. Caching them would keep every Secret of the cluster in the
 		// operator's memory and need the right to list and watch them all.
