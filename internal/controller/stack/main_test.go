@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -49,6 +50,11 @@ const passphrase = "stack-controller-test"
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
+	if fuzzing() {
+		// `go test -fuzz` runs TestMain in the coordinator and in every
+		// worker; the fuzz targets are pure and need no control plane.
+		return m.Run()
+	}
 	required := append([]string{"etcd", "kube-apiserver", "crds/flux/.version"}, testenv.PulumiBinaries...)
 	if err := testenv.RequireBinaries(required...); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
@@ -100,6 +106,13 @@ func runTests(m *testing.M) int {
 	}
 	defer func() { stopOperator() }()
 	return m.Run()
+}
+
+// fuzzing reports whether this process runs fuzz targets (go test -fuzz).
+func fuzzing() bool {
+	flag.Parse()
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
 }
 
 // startOperator assembles and starts the operator with the local runtime.

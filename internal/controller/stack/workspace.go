@@ -111,6 +111,9 @@ func (b *workspaceBuilder) environment(spec *shared.StackSpec) {
 	for _, name := range sortedKeys(spec.EnvRefs) {
 		ref := spec.EnvRefs[name]
 		field := fmt.Sprintf("spec.envRefs[%s]", name)
+		if !b.selected(field, &ref) {
+			return
+		}
 		switch ref.SelectorType {
 		case shared.ResourceSelectorLiteral:
 			ws.Env = append(ws.Env, corev1.EnvVar{Name: name, Value: ref.LiteralRef.Value})
@@ -142,6 +145,31 @@ func lastByName(env []corev1.EnvVar) []corev1.EnvVar {
 		}
 	}
 	return out
+}
+
+// selected checks that a ResourceRef sets the selector its type names (the
+// API server's schema says so too, but an object stored under an older
+// schema may not).
+func (b *workspaceBuilder) selected(field string, ref *shared.ResourceRef) bool {
+	var set bool
+	var name string
+	switch ref.SelectorType {
+	case shared.ResourceSelectorLiteral:
+		set, name = ref.LiteralRef != nil, "literal"
+	case shared.ResourceSelectorSecret:
+		set, name = ref.SecretRef != nil, "secret"
+	case shared.ResourceSelectorEnv:
+		set, name = ref.Env != nil, "env"
+	case shared.ResourceSelectorFS:
+		set, name = ref.FileSystem != nil, "filesystem"
+	default:
+		b.fail("%s.type: %q is not one of Literal, Secret, Env, FS", field, ref.SelectorType)
+		return false
+	}
+	if !set {
+		b.fail("%s.%s: required when type is %s", field, name, ref.SelectorType)
+	}
+	return set
 }
 
 // sameNamespace refuses Secret references into other namespaces: a Stack
@@ -183,6 +211,9 @@ func (b *workspaceBuilder) stack(spec *shared.StackSpec) {
 		ref := spec.SecretRefs[key]
 		field := fmt.Sprintf("spec.secretsRef[%s]", key)
 		item := autov1alpha1.ConfigItem{Key: key, Secret: ptr.To(true)}
+		if !b.selected(field, &ref) {
+			return
+		}
 		switch ref.SelectorType {
 		case shared.ResourceSelectorLiteral:
 			item.Value = jsonString(ref.LiteralRef.Value)
