@@ -29,6 +29,7 @@ func TestCloudBackendAccessToken(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	const token = "pul-0123456789abcdef-stackyard"
+	neverLogged(token)
 
 	var mu sync.Mutex
 	seen := map[string]bool{}

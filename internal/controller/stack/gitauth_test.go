@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -64,6 +65,7 @@ func TestGitAuthVariants(t *testing.T) {
 		return ok && ((u == gitUser && p == gitPassword) || p == gitToken)
 	})
 	key, pub := sshKey(t)
+	neverLogged(gitPassword, gitToken, "not-the-password", strings.Split(key, "\n")[1])
 	sshSrv := srv.StartSSH(pub)
 	srv.CreateRepo("private").Commit("main", map[string]string{"Pulumi.yaml": pathProgram})
 	httpURL := srv.RepoURL("private")

@@ -7,11 +7,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -45,7 +46,7 @@ var (
 	operatorConfig *rest.Config
 )
 
-const passphrase = "stack-controller-test"
+const passphrase = "passphrase-of-the-stack-suite-9c1e"
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
@@ -79,13 +80,11 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// STACKYARD_TEST_LOG=1 shows the operator's logs, when a test fails
-	// without saying why.
-	if os.Getenv("STACKYARD_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
+	// The operator logs at every verbosity into operatorLogs, checked for
+	// secrets after the tests; STACKYARD_TEST_LOG=1 also prints them, when
+	// a test fails without saying why.
+	ctrl.SetLogger(zap.New(zap.WriteTo(logWriter()), zap.Level(zapcore.Level(-4))))
+	neverLogged(passphrase)
 	env, err = testenv.Start(testenv.Options{
 		AddToScheme:  []func(*k8sruntime.Scheme) error{pulumiv1.AddToScheme, pulumiv1alpha1.AddToScheme, autov1alpha1.AddToScheme},
 		ExtraCRDDirs: []string{filepath.Join(testenv.BinDir(), "crds", "flux")},
@@ -105,7 +104,12 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer func() { stopOperator() }()
-	return m.Run()
+	code := m.Run()
+	if leaks := leakedSecrets(); len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: secret values reached the operator's logs:\n%s\n", strings.Join(leaks, "\n"))
+		return 1
+	}
+	return code
 }
 
 // fuzzing reports whether this process runs fuzz targets (go test -fuzz).

@@ -31,6 +31,7 @@ func TestS3Backend(t *testing.T) {
 	ns := newNamespace(t)
 	dir := t.TempDir()
 	const keyID, secretKey = "AKIASTACKYARDTEST", "s3-secret-access-key"
+	neverLogged(secretKey)
 
 	store := s3mem.New()
 	g.Expect(store.CreateBucket("pulumi-state")).To(Succeed())

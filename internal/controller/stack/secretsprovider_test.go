@@ -28,6 +28,7 @@ func TestSecretsProviderFromEnvRef(t *testing.T) {
 	ns := newNamespace(t)
 	dir := t.TempDir()
 	const own = "the stack's own passphrase"
+	neverLogged(own)
 
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "passphrase", Namespace: ns},

@@ -144,6 +144,27 @@ func TestGitBranchStack(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(health.Status).To(Equal("Healthy"), health.Message)
 	g.Expect(s.Status.History).To(HaveLen(3))
+
+	// Pinned to the first commit: that commit is deployed, and a new
+	// commit on the branch is not, even on a reconcile request.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+	s.Spec.GitSource.Branch, s.Spec.GitSource.Commit = "", first
+	s.Spec.Config = config("pinned")
+	g.Expect(env.Client.Update(ctx, s)).To(Succeed())
+	waitStack(t, ns, "web", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		ready(g, s)
+		g.Expect(s.Status.LastUpdate.LastSuccessfulCommit).To(Equal(first))
+	})
+	g.Expect(readFile(g, target)).To(Equal("pinned"))
+	repo.Commit("main", map[string]string{"infra/Pulumi.yaml": program(target, true)})
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+	s.Annotations[shared.ReconcileRequestAnnotation] = "r2"
+	g.Expect(env.Client.Update(ctx, s)).To(Succeed())
+	s = waitStack(t, ns, "web", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		ready(g, s)
+		g.Expect(s.Status.LastUpdate.ReconcileRequest).To(Equal("r2"))
+	})
+	g.Expect(s.Status.LastUpdate.LastSuccessfulCommit).To(Equal(first))
 }
 
 // TestFailuresRetryThenStall runs a program that fails: it is retried with
@@ -248,6 +269,7 @@ func TestSecretsNeverReachStatus(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "page.txt")
 	const value = "very-secret-message-4711"
+	neverLogged(value)
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "msg", Namespace: ns},
 		StringData: map[string]string{"text": value},
