@@ -96,7 +96,7 @@ type harness struct {
 	client  agentpb.AutomationServiceClient
 	address string
 	// logs holds everything the agent logged, at every verbosity.
-	logs *syncBuffer
+	logs *testenv.SyncBuffer
 }
 
 // addr is the address the agent listens on.
@@ -106,7 +106,7 @@ func (h *harness) addr() string { return h.address }
 // and starts an agent over it.
 func newHarness(t *testing.T, program string) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), backend: t.TempDir(), logs: &syncBuffer{}}
+	h := &harness{t: t, dir: t.TempDir(), backend: t.TempDir(), logs: &testenv.SyncBuffer{}}
 	if program != "" {
 		writeFile(t, filepath.Join(h.dir, "Pulumi.yaml"), program)
 	}

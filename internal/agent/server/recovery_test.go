@@ -10,47 +10,29 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // agentProcess is `stackyard agent serve` running as a subprocess.
 type agentProcess struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *syncBuffer
+	stderr *testenv.SyncBuffer
 	exited chan struct{}
 	err    error
-}
-
-// syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startAgent starts the agent binary over dir and reads the address it
 // prints as its first line.
 func startAgent(t *testing.T, dir, backend, tokenFile string) *agentProcess {
 	t.Helper()
-	a := &agentProcess{stderr: &syncBuffer{}, exited: make(chan struct{})}
+	a := &agentProcess{stderr: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	a.cmd = exec.Command(stackyardBin, "agent", "serve", "--workspace", dir, "--token-file", tokenFile, "--grace-period", "3s")
 	a.cmd.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+backend)
 	a.cmd.Stderr = a.stderr

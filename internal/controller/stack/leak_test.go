@@ -1,8 +1,8 @@
 package stack_test
 
 import (
-	"bytes"
 	"fmt"
+	"github.com/stackyard/stackyard/test/testenv"
 	"io"
 	"os"
 	"strings"
@@ -14,7 +14,7 @@ import (
 // registered with neverLogged, and the suite fails after its tests if any of
 // them was logged.
 var (
-	operatorLogs = &lockedBuffer{}
+	operatorLogs = &testenv.SyncBuffer{}
 	secretsMu    sync.Mutex
 	secretValues []string
 )
@@ -53,22 +53,4 @@ func logWriter() io.Writer {
 		return io.MultiWriter(operatorLogs, os.Stderr)
 	}
 	return operatorLogs
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

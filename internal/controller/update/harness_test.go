@@ -1,7 +1,6 @@
 package update
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // fixture is one test's namespace, agents, operator logs and metrics.
@@ -34,7 +34,7 @@ type fixture struct {
 	t       *testing.T
 	ns      string
 	rt      *testRuntime
-	logs    *syncBuffer
+	logs    *testenv.SyncBuffer
 	metrics *recordingMetrics
 }
 
@@ -50,7 +50,7 @@ func newFixture(t *testing.T) *fixture {
 		t:       t,
 		ns:      ns.Name,
 		rt:      &testRuntime{agents: map[types.NamespacedName]*testAgent{}},
-		logs:    &syncBuffer{},
+		logs:    &testenv.SyncBuffer{},
 		metrics: &recordingMetrics{},
 	}
 	t.Cleanup(func() {
@@ -71,7 +71,7 @@ func (f *fixture) startManager(opts Options) (stop func()) {
 	t := f.t
 	t.Helper()
 	logger := funcr.New(func(prefix, args string) {
-		f.logs.WriteString(prefix + " " + args + "\n")
+		_, _ = f.logs.Write([]byte(prefix + " " + args + "\n"))
 	}, funcr.Options{Verbosity: 1})
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
@@ -313,24 +313,6 @@ func (f *fixture) secret(name string) *corev1.Secret {
 		f.t.Fatalf("reading Secret %s: %v", name, err)
 	}
 	return s
-}
-
-// syncBuffer is a buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) WriteString(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(s)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // observation is one call of Metrics.ObserveUpdate.

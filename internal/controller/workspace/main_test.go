@@ -70,29 +70,11 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // operator is a running manager with the Workspace controller over a local
 // runtime, watching one namespace.
 type operator struct {
 	rt   *local.Runtime
-	logs *syncBuffer
+	logs *testenv.SyncBuffer
 	stop func()
 }
 
@@ -100,7 +82,7 @@ type operator struct {
 // over root. It is stopped when the test ends, or earlier by stop.
 func startOperator(t *testing.T, ns, root string, opts workspace.Options) *operator {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logs, prefix, args) }, funcr.Options{Verbosity: 1})
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
