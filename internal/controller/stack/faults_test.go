@@ -1,0 +1,123 @@
+package stack_test
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+)
+
+// TestAgentKilledMidUpdate kills a Workspace's agent with SIGKILL while its
+// update runs, the way a node failure or an OOM kill ends it: the pulumi
+// CLI dies with it and leaves the stack's lock and a pending create in the
+// state. The Update ends Failed/Interrupted without counting as a failure;
+// the Workspace starts a new agent; the retry clears the dead holder's lock
+// and the pending operation, and the Stack ends Ready with the program
+// deployed and no lock left.
+func TestAgentKilledMidUpdate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "page.txt")
+	s := &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: ns},
+		Spec: shared.StackSpec{
+			Stack:                          "dev",
+			Backend:                        backendURL(t, dir),
+			GitSource:                      programSource(t, "victim", slowProgram(target, 8)),
+			RetryMaxBackoffDurationSeconds: 1,
+		},
+	}
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+
+	running := waitRunningUpdate(t, ns, "victim", nil)
+	// The CLI holds the lock from the start of the update to its end.
+	g.Eventually(func() []string { return stateLocks(t, dir) }, opTimeout, 100*time.Millisecond).ShouldNot(BeEmpty())
+	pid := agentPID(t, ns, "victim")
+	g.Expect(pid).NotTo(BeZero(), "no agent process found")
+	g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+
+	var upd autov1alpha1.Update
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: running}, &upd)).To(Succeed())
+		g.Expect(upd.Status.IsComplete()).To(BeTrue())
+	}, opTimeout, 250*time.Millisecond).Should(Succeed())
+	failed := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed)
+	g.Expect(failed).NotTo(BeNil())
+	g.Expect(failed.Reason).To(Equal(autov1alpha1.UpdateReasonInterrupted), upd.Status.Message)
+	g.Expect(stateLocks(t, dir)).NotTo(BeEmpty(), "the killed CLI left its lock")
+
+	s = waitStack(t, ns, "victim", 2*opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		currentUpdateExists(g, s)
+		ready(g, s)
+	})
+	g.Expect(readFile(g, target)).To(Equal("after the wait"))
+	g.Expect(s.Status.LastUpdate.Failures).To(BeZero())
+	g.Expect(s.Status.LastUpdate.Name).NotTo(Equal(running))
+	g.Expect(stateLocks(t, dir)).To(BeEmpty(), "the dead holder's lock was not cleared")
+}
+
+// stateLocks lists the lock files of the file:// backend under dir.
+func stateLocks(t *testing.T, dir string) []string {
+	t.Helper()
+	var locks []string
+	root := filepath.Join(dir, "state", ".pulumi", "locks")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".json") {
+			locks = append(locks, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return locks
+}
+
+// agentPID finds the local runtime's agent process of the Workspace
+// ns/name by its command line, which names the workspace's directory.
+func agentPID(t *testing.T, ns, name string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := []byte(string(filepath.Separator) + filepath.Join("workspaces", ns, name) + string(filepath.Separator))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := bytes.Split(cmdline, []byte{0})
+		if len(args) > 2 && string(args[1]) == "agent" && string(args[2]) == "serve" && bytes.Contains(cmdline, marker) {
+			return pid
+		}
+	}
+	return 0
+}
