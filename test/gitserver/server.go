@@ -36,6 +36,7 @@ type Server struct {
 	httpSrv *httptest.Server
 	mu      sync.Mutex
 	auth    AuthFunc
+	outage  bool
 }
 
 // New starts a server on a loopback port with no authentication and
@@ -78,6 +79,15 @@ func (s *Server) SetAuthFunc(f AuthFunc) {
 	s.auth = f
 }
 
+// SetOutage makes the server answer every request with 503 Service
+// Unavailable while on, as a git host in an outage does: a transient
+// failure, unlike a refused credential.
+func (s *Server) SetOutage(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outage = on
+}
+
 // RepoURL returns the HTTP clone URL of the named repository.
 func (s *Server) RepoURL(name string) string {
 	return s.URL + "/" + name + ".git"
@@ -89,8 +99,12 @@ func (s *Server) RepoURL(name string) string {
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		auth := s.auth
+		auth, outage := s.auth, s.outage
 		s.mu.Unlock()
+		if outage {
+			http.Error(w, "the git host is unavailable", http.StatusServiceUnavailable)
+			return
+		}
 		if auth != nil {
 			u, p, ok := r.BasicAuth()
 			if !auth(u, p, ok) {

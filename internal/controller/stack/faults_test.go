@@ -20,6 +20,9 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/test/argocd"
+	"github.com/stackyard/stackyard/test/gitserver"
 )
 
 // TestAgentKilledMidUpdate kills a Workspace's agent with SIGKILL while its
@@ -120,4 +123,50 @@ func agentPID(t *testing.T, ns, name string) int {
 		}
 	}
 	return 0
+}
+
+// TestGitHostOutage makes the git host answer 503 while a Stack has a new
+// commit to pick up: the Stack says it is retrying (Reconciling, not
+// Stalled; Argo CD sees Progressing, not Degraded) and deploys the commit
+// once the host is back, without anyone touching it.
+func TestGitHostOutage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "page.txt")
+	srv := gitserver.New(t)
+	repo := srv.CreateRepo("flaky")
+	repo.Commit("main", map[string]string{"Pulumi.yaml": fileProgram("flaky", target, "one", 0)})
+	s := &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: "flaky", Namespace: ns},
+		Spec: shared.StackSpec{
+			Stack:     "dev",
+			Backend:   backendURL(t, dir),
+			GitSource: &shared.GitSource{ProjectRepo: repo.URL, Branch: "main"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	s = waitStack(t, ns, "flaky", opTimeout, ready)
+
+	srv.SetOutage(true)
+	second := repo.Commit("main", map[string]string{"Pulumi.yaml": fileProgram("flaky", target, "two", 0)})
+	s.Annotations = map[string]string{shared.ReconcileRequestAnnotation: "during-outage"}
+	g.Expect(env.Client.Update(ctx, s)).To(Succeed())
+	s = waitStack(t, ns, "flaky", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		c := findCondition(s, sreconcile.ReconcilingCondition)
+		g.Expect(c).NotTo(BeNil(), "not reconciling")
+		g.Expect(c.Message).To(ContainSubstring("503"))
+	})
+	g.Expect(findCondition(s, sreconcile.StalledCondition)).To(BeNil(), "an outage is not a reason to stall")
+	health, err := argocd.StackHealth(s)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(health.Status).To(Equal("Progressing"), health.Message)
+
+	srv.SetOutage(false)
+	s = waitStack(t, ns, "flaky", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		ready(g, s)
+		g.Expect(s.Status.LastUpdate.LastSuccessfulCommit).To(Equal(second))
+	})
+	g.Expect(readFile(g, target)).To(Equal("two"))
 }
