@@ -261,8 +261,17 @@ func (s *session) finalizeStatus(ctx context.Context, err error) (ctrl.Result, e
 	var wait *sreconcile.Waiting
 	switch {
 	case errors.As(err, &stall):
+		if c := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition); c == nil ||
+			c.Status != metav1.ConditionTrue || c.Reason != stall.Reason || c.Message != err.Error() {
+			s.warn(stall.Reason, err.Error())
+		}
 		sreconcile.MarkStalled(&st.Conditions, gen, stall.Reason, err.Error())
-		s.warn(stall.Reason, err.Error())
+		if stall.Reason == pulumiv1.StalledSourceUnavailableReason {
+			// Refused credentials or a missing repository are mostly fixed
+			// outside the Stack (its Secret, the git host), which wakes
+			// nothing: look again every resync interval.
+			res.RequeueAfter = ResyncInterval(&s.stack.Spec, s.r.MinResync)
+		}
 		handled, err = true, nil
 	case errors.As(err, &wait):
 		sreconcile.MarkReconciling(&st.Conditions, gen, wait.Reason, err.Error())
