@@ -41,10 +41,11 @@ import (
 	"github.com/stackyard/stackyard/internal/source"
 )
 
-// The manager itself: leader election takes a Lease (and records events
-// about it). The controllers' and runtimes' needs are declared beside them.
+// The manager itself records events (leader election among them). Its Lease
+// needs rights in its own namespace only, which a ClusterRole cannot
+// express: they are in config/rbac/leader_election_role.yaml. The
+// controllers' and runtimes' needs are declared beside them.
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Runtime names.

@@ -79,7 +79,7 @@ func startReplica(t *testing.T, cfg *rest.Config) *replica {
 // the other takes the Lease over.
 func TestLeaderElectionAndProbes(t *testing.T) {
 	g := NewWithT(t)
-	cfg, err := env.ServiceAccountConfig(context.Background(), "stackyard-system", "stackyard", testenv.ManagerRole())
+	cfg, err := env.ServiceAccountConfig(context.Background(), "stackyard-system", "stackyard", testenv.OperatorRoles()...)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	first := startReplica(t, cfg)

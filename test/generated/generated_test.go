@@ -23,7 +23,7 @@ var skipDirs = map[string]bool{".git": true, "bin": true, ".stackyard": true, "n
 func isGenerated(rel string) bool {
 	return strings.HasSuffix(rel, "zz_generated.deepcopy.go") ||
 		strings.HasPrefix(rel, filepath.Join("config", "crd", "bases")+string(filepath.Separator)) ||
-		strings.HasPrefix(rel, filepath.Join("config", "rbac")+string(filepath.Separator))
+		rel == filepath.Join("config", "rbac", "role.yaml")
 }
 
 // copyTree copies the sources needed to regenerate, leaving generated files

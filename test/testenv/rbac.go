@@ -15,33 +15,60 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ManagerRole is the operator's generated ClusterRole (make generate).
-func ManagerRole() string { return filepath.Join(RepoRoot(), "config", "rbac", "role.yaml") }
+// OperatorRoles are the operator's roles as packaged in config/rbac: the
+// ClusterRole `make generate` writes and the namespaced leader-election Role.
+func OperatorRoles() []string {
+	dir := filepath.Join(RepoRoot(), "config", "rbac")
+	return []string{filepath.Join(dir, "role.yaml"), filepath.Join(dir, "leader_election_role.yaml")}
+}
 
 // ServiceAccountConfig returns a config that acts as the ServiceAccount
-// namespace/name, created here with its namespace and bound to the
-// ClusterRole read from roleFile, and to nothing else. An operator started
-// with it has exactly the rights its packaged RBAC grants, so a missing
-// rule fails the tests the way it would fail in a cluster.
-func (e *Env) ServiceAccountConfig(ctx context.Context, namespace, name, roleFile string) (*rest.Config, error) {
-	data, err := os.ReadFile(roleFile)
-	if err != nil {
-		return nil, err
-	}
-	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict(data, &role); err != nil {
-		return nil, fmt.Errorf("%s: %w", roleFile, err)
-	}
-	role.Name = namespace + ":" + name
+// namespace/name, created here with its namespace and bound to the roles
+// read from roleFiles (a ClusterRole cluster-wide, a Role in namespace) and
+// to nothing else. An operator started with it has exactly the rights its
+// packaged RBAC grants, so a missing rule fails the tests the way it would
+// fail in a cluster.
+func (e *Env) ServiceAccountConfig(ctx context.Context, namespace, name string, roleFiles ...string) (*rest.Config, error) {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}},
-		&role,
-		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
-		},
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}}
+	for _, file := range roleFiles {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(data, &meta); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		switch meta.Kind {
+		case "ClusterRole":
+			var role rbacv1.ClusterRole
+			if err := yaml.UnmarshalStrict(data, &role); err != nil {
+				return nil, fmt.Errorf("%s: %w", file, err)
+			}
+			role.Name = namespace + ":" + name + ":" + role.Name
+			objs = append(objs, &role, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+				Subjects:   subjects,
+			})
+		case "Role":
+			var role rbacv1.Role
+			if err := yaml.UnmarshalStrict(data, &role); err != nil {
+				return nil, fmt.Errorf("%s: %w", file, err)
+			}
+			role.Namespace = namespace
+			objs = append(objs, &role, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: role.Name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+				Subjects:   subjects,
+			})
+		default:
+			return nil, fmt.Errorf("%s: kind %q is neither ClusterRole nor Role", file, meta.Kind)
+		}
 	}
 	for _, obj := range objs {
 		if err := e.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {

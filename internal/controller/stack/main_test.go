@@ -94,7 +94,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	operatorConfig, err = env.ServiceAccountConfig(context.Background(), "stackyard-system", "stackyard", testenv.ManagerRole())
+	operatorConfig, err = env.ServiceAccountConfig(context.Background(), "stackyard-system", "stackyard", testenv.OperatorRoles()...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1

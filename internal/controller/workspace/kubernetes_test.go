@@ -34,7 +34,7 @@ func TestKubernetesRuntime(t *testing.T) {
 	ns := newNamespace(t)
 	// The controller acts as the operator's ServiceAccount, with only the
 	// generated ClusterRole: the runtime's RBAC rules are checked too.
-	cfg, err := env.ServiceAccountConfig(ctx(t), "stackyard-system", "stackyard", testenv.ManagerRole())
+	cfg, err := env.ServiceAccountConfig(ctx(t), "stackyard-system", "stackyard", testenv.OperatorRoles()...)
 	if err != nil {
 		t.Fatal(err)
 	}
