@@ -101,7 +101,11 @@ func TestLeaderElectionAndProbes(t *testing.T) {
 	g.Expect(env.Client.Get(context.Background(), key, lease)).To(Succeed())
 	g.Expect(*lease.Spec.HolderIdentity).To(Equal(leader), "the second replica must not take a held lease")
 
+	// A stopping leader releases the Lease: it is free at once, not after
+	// the 15 s lease duration, and the second replica takes it.
 	first.stop()
+	g.Expect(env.Client.Get(context.Background(), key, lease)).To(Succeed())
+	g.Expect(lease.Spec.HolderIdentity).To(Or(BeNil(), HaveValue(Not(Equal(leader)))), "the stopped leader did not release the Lease")
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(context.Background(), key, lease)).To(Succeed())
 		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())

@@ -115,4 +115,3 @@ func TestDefaultKustomization(t *testing.T) {
 		}
 	}
 }
-

@@ -51,9 +51,9 @@ const passphrase = "passphrase-of-the-stack-suite-9c1e"
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
-	if fuzzing() {
-		// `go test -fuzz` runs TestMain in the coordinator and in every
-		// worker; the fuzz targets are pure and need no control plane.
+	if fuzzWorker() {
+		// `go test -fuzz` runs TestMain again in every fuzzing worker,
+		// which runs only the (pure) fuzz target: no control plane.
 		return m.Run()
 	}
 	required := append([]string{"etcd", "kube-apiserver", "crds/flux/.version"}, testenv.PulumiBinaries...)
@@ -112,11 +112,12 @@ func runTests(m *testing.M) int {
 	return code
 }
 
-// fuzzing reports whether this process runs fuzz targets (go test -fuzz).
-func fuzzing() bool {
+// fuzzWorker reports whether this process is a fuzzing worker of
+// `go test -fuzz`.
+func fuzzWorker() bool {
 	flag.Parse()
-	f := flag.Lookup("test.fuzz")
-	return f != nil && f.Value.String() != ""
+	f := flag.Lookup("test.fuzzworker")
+	return f != nil && f.Value.String() == "true"
 }
 
 // startOperator assembles and starts the operator with the local runtime.

@@ -54,11 +54,11 @@ func TestResyncOnCommitMatchWithUpdateTTL(t *testing.T) {
 	})
 	h := s.Status.History
 	g.Expect(h[len(h)-1].Trigger).To(Equal(string(stack.TriggerFirstUpdate)))
-	for _, r := range h[:len(h)-1] {
+	for i, r := range h[:len(h)-1] {
 		g.Expect(r.Trigger).To(Equal(string(stack.TriggerResync)), "%s", r.Name)
 		g.Expect(r.Commit).To(Equal(h[len(h)-1].Commit), "the branch did not move")
 		g.Expect(r.State).To(Equal(shared.SucceededStackStateMessage))
-		g.Expect(r.StartTime.Sub(h[len(h)-1].EndTime.Time)).To(BeNumerically(">=", time.Second), "resyncs are spaced by the interval")
+		g.Expect(r.StartTime.Sub(h[i+1].EndTime.Time)).To(BeNumerically(">=", time.Second), "resyncs are spaced by the interval")
 	}
 	g.Expect(readFile(g, target)).To(Equal("synced"))
 

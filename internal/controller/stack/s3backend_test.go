@@ -23,8 +23,10 @@ import (
 // TestS3Backend keeps a Stack's state in an S3 bucket rather than on a file
 // system: a self-managed backend URL with its credentials given through
 // envRefs Secrets. The S3 server (an in-process S3 implementation on
-// loopback) refuses requests not signed with those credentials, and holds
-// the stack's state afterwards.
+// loopback) refuses requests whose signature does not name the Stack's
+// access key ID (it does not verify signatures, so the secret key's way is
+// shown only by the CLI signing at all), and holds the stack's state
+// afterwards.
 func TestS3Backend(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -104,6 +106,11 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 				maxAge, fresh = 0, true
 			}
 		}
+		if stalledOnSource(stack) {
+			// A stall on the source is retried every resync interval;
+			// the poller's cached failure would answer half of those.
+			maxAge = 0
+		}
 		commit, err = r.Poller.Latest(ctx, spec.ProjectRepo, spec.Branch, pollAuth, maxAge)
 		if err != nil {
 			return Source{}, sourceError("spec.branch", err)
@@ -122,6 +129,13 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 		},
 		Revision: commit,
 	}, nil
+}
+
+// stalledOnSource reports whether the Stack is stalled because its source
+// was unavailable for a reason a person must fix.
+func stalledOnSource(stack *pulumiv1.Stack) bool {
+	c := apimeta.FindStatusCondition(stack.Status.Conditions, sreconcile.StalledCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == pulumiv1.StalledSourceUnavailableReason
 }
 
 // sourceError types a fetch error by what happens next: a permanent one

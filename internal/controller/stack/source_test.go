@@ -55,8 +55,9 @@ func TestResolveGitFreshPollOncePerRequest(t *testing.T) {
 
 	// Once the update for r1 ran, the cache serves; r2 is fresh again.
 	s.Status.LastUpdate.ReconcileRequest = "r1"
-	s.Annotations[shared.ReconcileRequestAnnotation] = "r2"
 	poller.maxAges = nil
 	resolve()
-	g.Expect(poller.maxAges).To(Equal([]time.Duration{0}))
+	s.Annotations[shared.ReconcileRequestAnnotation] = "r2"
+	resolve()
+	g.Expect(poller.maxAges).To(Equal([]time.Duration{2 * time.Minute, 0}))
 }

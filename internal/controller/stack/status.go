@@ -261,11 +261,17 @@ func (s *session) finalizeStatus(ctx context.Context, err error) (ctrl.Result, e
 	var wait *sreconcile.Waiting
 	switch {
 	case errors.As(err, &stall):
-		if c := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition); c == nil ||
-			c.Status != metav1.ConditionTrue || c.Reason != stall.Reason || c.Message != err.Error() {
-			s.warn(stall.Reason, err.Error())
+		var before metav1.Condition
+		if c := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition); c != nil {
+			before = *c
 		}
 		sreconcile.MarkStalled(&st.Conditions, gen, stall.Reason, err.Error())
+		// Warn once per stall, not on every retry of the same one (compared
+		// as stored: reasons defaulted, messages truncated).
+		if after := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition); after == nil ||
+			before.Status != metav1.ConditionTrue || before.Reason != after.Reason || before.Message != after.Message {
+			s.warn(stall.Reason, err.Error())
+		}
 		if stall.Reason == pulumiv1.StalledSourceUnavailableReason {
 			// Refused credentials or a missing repository are mostly fixed
 			// outside the Stack (its Secret, the git host), which wakes

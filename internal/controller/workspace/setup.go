@@ -89,7 +89,7 @@ func (r *Reconciler) reconcileSetup(ctx context.Context, s *session) (sreconcile
 		return sreconcile.ResultEmpty, agentError(autov1alpha1.WorkspaceReasonPending, "connecting to the agent", err)
 	}
 	ws.Status.PulumiVersion = ver.GetVersion()
-	if err := checkPulumiVersion(ver.GetVersion()); err != nil {
+	if err := checkPulumiVersion(ver.GetVersion(), ws.Spec.SkipInstall); err != nil {
 		return sreconcile.ResultEmpty, err
 	}
 

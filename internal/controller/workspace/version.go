@@ -16,14 +16,16 @@ import (
 var MinimumPulumiVersion = version.MustParseGeneric("3.91.0")
 
 // checkPulumiVersion stalls a Workspace whose CLI is older than
-// MinimumPulumiVersion: no retry helps until spec.image changes. A version
-// that does not parse (a development build) is let through: the calls that
-// need newer features say so themselves.
-func checkPulumiVersion(v string) error {
+// MinimumPulumiVersion, unless it skips the install (spec.skipInstall): no
+// retry helps until the Workspace's spec changes (a newer spec.image). A
+// version that does not parse (a development build) is let through: the
+// calls that need newer features say so themselves.
+func checkPulumiVersion(v string, skipInstall bool) error {
 	got, err := version.ParseGeneric(v)
-	if err != nil || got.AtLeast(MinimumPulumiVersion) {
+	if skipInstall || err != nil || got.AtLeast(MinimumPulumiVersion) {
 		return nil
 	}
 	return sreconcile.NewStalling(autov1alpha1.WorkspaceReasonPulumiVersionTooLow,
-		fmt.Errorf("spec.image: the workspace's Pulumi CLI is %s; stackyard needs %s or newer", v, MinimumPulumiVersion))
+		fmt.Errorf("spec.image: the workspace's Pulumi CLI (from its image, or the operator's tools for the local runtime) is %s; "+
+			"stackyard needs %s or newer to install the program's dependencies (or set spec.skipInstall)", v, MinimumPulumiVersion))
 }

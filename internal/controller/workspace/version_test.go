@@ -24,7 +24,10 @@ func TestCheckPulumiVersion(t *testing.T) {
 		{"", false},
 		{"not a version", false},
 	} {
-		err := checkPulumiVersion(tt.version)
+		if err := checkPulumiVersion(tt.version, true); err != nil {
+			t.Errorf("%q with skipInstall: %v, want no error", tt.version, err)
+		}
+		err := checkPulumiVersion(tt.version, false)
 		var stalling *sreconcile.Stalling
 		switch {
 		case !tt.stalls && err != nil:
