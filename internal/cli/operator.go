@@ -51,7 +51,7 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&opts.Runtime, "runtime", operator.RuntimeKubernetes, "where workspace agents run: kubernetes (pods) or local (subprocesses)")
 	f.StringVar(&opts.StateDir, "state-dir", "/var/lib/stackyard", "directory for artifacts and local workspaces")
 	f.StringVar(&opts.ArtifactListen, "artifact-listen", ":9090", "listen address of the artifact server")
-	f.StringVar(&opts.ArtifactURL, "artifact-url", "", "base URL agents download artifacts from (default: derived from --artifact-listen)")
+	f.StringVar(&opts.ArtifactURL, "artifact-url", "", "base URL agents download artifacts from; required with --runtime=kubernetes (the local runtime derives it from --artifact-listen)")
 	f.StringVar(&opts.InitImage, "agent-image", "ghcr.io/stackyard/stackyard:latest", "image of the workspace pods' init container (holds the stackyard binary)")
 	f.StringVar(&serviceAccount, "service-account", os.Getenv("POD_NAMESPACE")+"/stackyard", "the operator's own service account, namespace/name (kubernetes runtime)")
 	f.StringVar(&toolDirs, "tool-dirs", "", "directories put first on local agents' PATH (pulumi, language hosts, providers)")

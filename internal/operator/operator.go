@@ -65,7 +65,8 @@ type Options struct {
 	// ("127.0.0.1:0" picks a free port).
 	ArtifactListen string
 	// ArtifactURL is the base URL agents use to download artifacts; empty
-	// derives it from the listen address (right for the local runtime).
+	// derives it from the listen address, which only the local runtime can
+	// use: the kubernetes runtime requires it.
 	ArtifactURL string
 	// AgentPath is the stackyard binary the local runtime runs as the
 	// agent; empty means this executable.
@@ -127,6 +128,11 @@ type Operator struct {
 func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error) {
 	if opts.StateDir == "" {
 		return nil, errNoStateDir
+	}
+	if opts.ArtifactURL == "" && (opts.Runtime == RuntimeKubernetes || opts.Runtime == "") {
+		// Derived from the listen address it would name this host's
+		// loopback, which no workspace pod can reach.
+		return nil, errNoArtifactURL
 	}
 	scheme, err := Scheme()
 	if err != nil {
@@ -270,4 +276,8 @@ func orDefault(s, def string) string {
 	return s
 }
 
-var errNoStateDir = errors.New("operator: a state directory is required (artifacts, local workspaces)")
+var (
+	errNoStateDir    = errors.New("operator: a state directory is required (artifacts, local workspaces)")
+	errNoArtifactURL = errors.New("operator: the kubernetes runtime needs the artifact server's URL as workspace pods reach it " +
+		"(--artifact-url, e.g. http://stackyard-artifacts.<namespace>.svc:9090)")
+)

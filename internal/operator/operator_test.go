@@ -132,3 +132,13 @@ func freeAddr(t *testing.T) string {
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().String()
 }
+
+// TestNewRefusesIncompleteOptions checks the settings without which the
+// operator would start and then fail in ways that are hard to trace.
+func TestNewRefusesIncompleteOptions(t *testing.T) {
+	g := NewWithT(t)
+	_, err := operator.New(context.Background(), env.Config, operator.Options{Runtime: operator.RuntimeLocal})
+	g.Expect(err).To(MatchError(ContainSubstring("state directory")))
+	_, err = operator.New(context.Background(), env.Config, operator.Options{Runtime: operator.RuntimeKubernetes, StateDir: t.TempDir()})
+	g.Expect(err).To(MatchError(ContainSubstring("--artifact-url")))
+}
