@@ -73,9 +73,6 @@ func NewServer(store *Store, ln net.Listener, log logr.Logger) *Server {
 	return &Server{store: store, ln: ln, log: log}
 }
 
-// Addr returns the address the server listens on.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
-
 // NeedLeaderElection returns false: every replica serves the artifacts it
 // has, whether or not it leads.
 func (s *Server) NeedLeaderElection() bool { return false }

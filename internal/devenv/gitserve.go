@@ -23,9 +23,8 @@ var httpBackendCandidates = []string{"/usr/lib/git-core/git-http-backend", "/usr
 // HTTP on loopback, with git's own http-backend: what a Stack's projectRepo
 // points at in `stackyard dev`.
 type GitServer struct {
-	root string
-	srv  *http.Server
-	ln   net.Listener
+	srv *http.Server
+	ln  net.Listener
 }
 
 // StartGitServer serves root's repositories on 127.0.0.1, on the port saved
@@ -50,7 +49,7 @@ func StartGitServer(root, portFile string) (*GitServer, error) {
 		Path: backend,
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"},
 	}
-	s := &GitServer{root: root, ln: ln, srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}}
+	s := &GitServer{ln: ln, srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }

@@ -120,8 +120,6 @@ func Scheme() (*runtime.Scheme, error) {
 type Operator struct {
 	// Manager runs the controllers.
 	Manager manager.Manager
-	// ArtifactURL is where the artifact server is reached.
-	ArtifactURL string
 }
 
 // New builds the manager and registers every controller with it.
@@ -201,7 +199,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := stackReconciler.SetupWithManager(ctx, mgr, stack.Options{MaxConcurrentReconciles: opts.StackConcurrency}); err != nil {
 		return nil, fmt.Errorf("stack controller: %w", err)
 	}
-	return &Operator{Manager: mgr, ArtifactURL: store.URL("")}, nil
+	return &Operator{Manager: mgr}, nil
 }
 
 // Start runs the manager until ctx ends.

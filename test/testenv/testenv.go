@@ -6,13 +6,17 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -123,3 +127,16 @@ func Start(opts Options) (*Env, error) {
 
 // Stop shuts the control plane down.
 func (e *Env) Stop() error { return e.Environment.Stop() }
+
+// NewNamespace creates a namespace with a generated name starting with
+// prefix, for one test, and returns its name. It is not deleted afterwards:
+// without a namespace controller a deleted namespace only turns
+// Terminating, which changes how controllers treat what is in it.
+func (e *Env) NewNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
+}

@@ -29,11 +29,6 @@ const Finalizer = "pulumi.com/finalizer"
 // ArtifactKind is the kind segment of a Program's artifact path and URL.
 const ArtifactKind = "program"
 
-// ReconcileRequestAnnotation asks for a reconcile without a spec change, as
-// in the Pulumi Kubernetes Operator; a change of its value passes the
-// controller's predicate.
-const ReconcileRequestAnnotation = "pulumi.com/reconciliation-request"
-
 // readyMessage is the Ready message of a packaged Program.
 const readyMessage = "the program has been packaged"
 
@@ -83,7 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&pulumiv1.Program{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			sreconcile.DeletionStarted(),
-			sreconcile.AnnotationChanged(ReconcileRequestAnnotation),
+			sreconcile.AnnotationChanged(pulumiv1.ReconcileRequestAnnotation),
 		))).
 		Named("program").
 		Complete(r)

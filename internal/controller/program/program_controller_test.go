@@ -2,12 +2,10 @@ package program
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,16 +26,10 @@ import (
 
 const timeout = 20 * time.Second
 
-var nsCounter atomic.Int64
-
 // newNamespace creates a namespace of its own for one test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := fmt.Sprintf("program-%d-%d", time.Now().UnixNano()%100000, nsCounter.Add(1))
-	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return env.NewNamespace(t, "program-")
 }
 
 // seedProgram reads the Program of PKO's documentation from the seed
@@ -141,7 +133,7 @@ func TestProgramLifecycle(t *testing.T) {
 	// status does not move.
 	g.Expect(os.Remove(filepath.Join(store.Dir(), filepath.FromSlash(a1.Path)))).To(Succeed())
 	patch := client.MergeFrom(p.DeepCopy())
-	p.Annotations = map[string]string{ReconcileRequestAnnotation: "now"}
+	p.Annotations = map[string]string{pulumiv1.ReconcileRequestAnnotation: "now"}
 	g.Expect(env.Client.Patch(ctx, p, patch)).To(Succeed())
 	g.Eventually(func() int { return httpStatus(t, a1.URL) }, timeout, 50*time.Millisecond).Should(Equal(http.StatusOK))
 	fetchProject(t, a1) // same digest as published

@@ -13,7 +13,6 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
-	"github.com/stackyard/stackyard/test/gitserver"
 )
 
 // driftStack deploys the test program with drift detection every second
@@ -25,15 +24,13 @@ func driftStack(t *testing.T, name string, remediate bool) (ns, target string) {
 	ns = newNamespace(t)
 	dir := t.TempDir()
 	target = filepath.Join(dir, "page.txt")
-	repo := gitserver.New(t).CreateRepo("web")
-	repo.Commit("main", map[string]string{"Pulumi.yaml": program(target, false)})
 	g.Expect(env.Client.Create(context.Background(), &pulumiv1.Stack{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: shared.StackSpec{
 			Stack:          "dev",
 			Backend:        backendURL(t, dir),
 			Config:         config("hello"),
-			GitSource:      &shared.GitSource{ProjectRepo: repo.URL, Branch: "main"},
+			GitSource:      programSource(t, "web", program(target, false)),
 			DriftDetection: &shared.DriftDetection{IntervalSeconds: 1, Remediate: remediate},
 		},
 	})).To(Succeed())

@@ -13,8 +13,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,9 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/operator"
+	"github.com/stackyard/stackyard/test/gitserver"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -164,14 +164,19 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// programSource serves a Pulumi YAML project from a new git repository,
+// on branch main, and returns the Stack's git source for it.
+func programSource(t *testing.T, name, project string) *shared.GitSource {
+	t.Helper()
+	repo := gitserver.New(t).CreateRepo(name)
+	repo.Commit("main", map[string]string{"Pulumi.yaml": project})
+	return &shared.GitSource{ProjectRepo: repo.URL, Branch: "main"}
+}
+
 // newNamespace creates a namespace for one test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "stack-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
+	return env.NewNamespace(t, "stack-")
 }
 
 // getStack reads a Stack, or nil when it does not exist.

@@ -17,7 +17,6 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/test/gitserver"
 )
 
 // slowProgram is a Pulumi YAML project that sleeps for seconds and only
@@ -119,15 +118,6 @@ func TestOperatorRestartMidUpdate(t *testing.T) {
 		g.Expect(h.Reason).To(Equal(autov1alpha1.UpdateReasonInterrupted), "%s: %s", h.Name, h.Message)
 		g.Expect(h.State).To(Equal(shared.FailedStackStateMessage))
 	}
-}
-
-// programSource serves a Pulumi YAML project from a new git repository,
-// on branch main, and returns the Stack's git source for it.
-func programSource(t *testing.T, name, project string) *shared.GitSource {
-	t.Helper()
-	repo := gitserver.New(t).CreateRepo(name)
-	repo.Commit("main", map[string]string{"Pulumi.yaml": project})
-	return &shared.GitSource{ProjectRepo: repo.URL, Branch: "main"}
 }
 
 // operatorRestarter returns a function that stops the shared operator and

@@ -274,15 +274,12 @@ func TestSecretsNeverReachStatus(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "msg", Namespace: ns},
 		StringData: map[string]string{"text": value},
 	})).To(Succeed())
-	git := gitserver.New(t)
-	repo := git.CreateRepo("web")
-	repo.Commit("main", map[string]string{"Pulumi.yaml": program(target, false)})
 	stack := &pulumiv1.Stack{
 		ObjectMeta: metav1.ObjectMeta{Name: "secretive", Namespace: ns},
 		Spec: shared.StackSpec{
 			Stack:      "dev",
 			Backend:    backendURL(t, dir),
-			GitSource:  &shared.GitSource{ProjectRepo: repo.URL, Branch: "main"},
+			GitSource:  programSource(t, "web", program(target, false)),
 			SecretRefs: map[string]shared.ResourceRef{"web:message": shared.NewSecretResourceRef("msg", "text")},
 		},
 	}
@@ -373,16 +370,13 @@ func TestExpectNoRefreshChanges(t *testing.T) {
 	ns := newNamespace(t)
 	dir := t.TempDir()
 	target := filepath.Join(dir, "page.txt")
-	git := gitserver.New(t)
-	repo := git.CreateRepo("web")
-	repo.Commit("main", map[string]string{"Pulumi.yaml": program(target, false)})
 	stack := &pulumiv1.Stack{
 		ObjectMeta: metav1.ObjectMeta{Name: "strict", Namespace: ns},
 		Spec: shared.StackSpec{
 			Stack:                          "dev",
 			Backend:                        backendURL(t, dir),
 			Config:                         config("hello"),
-			GitSource:                      &shared.GitSource{ProjectRepo: repo.URL, Branch: "main"},
+			GitSource:                      programSource(t, "web", program(target, false)),
 			Refresh:                        true,
 			ExpectNoRefreshChanges:         true,
 			RetryMaxBackoffDurationSeconds: 1,

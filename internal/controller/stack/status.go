@@ -17,12 +17,9 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/update"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
-
-// SecretOutputsAnnotation on an Update's outputs Secret lists, as a JSON
-// array, the outputs that are secret (upstream's annotation).
-const SecretOutputsAnnotation = "pulumi.com/secrets"
 
 // secretOutputValue replaces a secret output's value in the Stack's status,
 // as upstream shows it.
@@ -190,7 +187,7 @@ func (s *session) readOutputs(ctx context.Context, upd *autov1alpha1.Update) err
 		return err
 	}
 	secretKeys := map[string]bool{}
-	if list := secret.Annotations[SecretOutputsAnnotation]; list != "" {
+	if list := secret.Annotations[update.SecretOutputsAnnotation]; list != "" {
 		var keys []string
 		if err := json.Unmarshal([]byte(list), &keys); err == nil {
 			for _, k := range keys {

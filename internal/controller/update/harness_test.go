@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -215,7 +216,7 @@ func (f *fixture) get(name string) *autov1alpha1.Update {
 	f.t.Helper()
 	u := &autov1alpha1.Update{}
 	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: f.ns, Name: name}, u)
-	if isNotFound(err) {
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {

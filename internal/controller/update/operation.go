@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
@@ -127,32 +128,32 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 // outputs are asked for in clear text: they go into the outputs Secret,
 // and nowhere else.
 func startOperation(ctx context.Context, agent agentpb.AutomationServiceClient, spec *autov1alpha1.UpdateSpec) (grpc.ServerStreamingClient[agentpb.OperationStream], error) {
-	parallel := deref(spec.Parallel)
-	message := deref(spec.Message)
+	parallel := ptr.Deref(spec.Parallel, 0)
+	message := ptr.Deref(spec.Message, "")
 	switch spec.Type {
 	case autov1alpha1.PreviewType:
 		return agent.Preview(ctx, &agentpb.PreviewRequest{
-			Parallel: parallel, Message: message, ExpectNoChanges: deref(spec.ExpectNoChanges),
-			Replace: spec.Replace, Target: spec.Target, TargetDependents: deref(spec.TargetDependents),
-			Refresh: deref(spec.Refresh),
+			Parallel: parallel, Message: message, ExpectNoChanges: ptr.Deref(spec.ExpectNoChanges, false),
+			Replace: spec.Replace, Target: spec.Target, TargetDependents: ptr.Deref(spec.TargetDependents, false),
+			Refresh: ptr.Deref(spec.Refresh, false),
 		})
 	case autov1alpha1.UpType:
 		return agent.Up(ctx, &agentpb.UpRequest{
-			Parallel: parallel, Message: message, ExpectNoChanges: deref(spec.ExpectNoChanges),
-			Replace: spec.Replace, Target: spec.Target, TargetDependents: deref(spec.TargetDependents),
-			Refresh: deref(spec.Refresh), ContinueOnError: deref(spec.ContinueOnError), ShowSecrets: true,
-			ExpectNoRefreshChanges: deref(spec.ExpectNoRefreshChanges),
+			Parallel: parallel, Message: message, ExpectNoChanges: ptr.Deref(spec.ExpectNoChanges, false),
+			Replace: spec.Replace, Target: spec.Target, TargetDependents: ptr.Deref(spec.TargetDependents, false),
+			Refresh: ptr.Deref(spec.Refresh, false), ContinueOnError: ptr.Deref(spec.ContinueOnError, false), ShowSecrets: true,
+			ExpectNoRefreshChanges: ptr.Deref(spec.ExpectNoRefreshChanges, false),
 		})
 	case autov1alpha1.RefreshType:
 		return agent.Refresh(ctx, &agentpb.RefreshRequest{
-			Parallel: parallel, Message: message, ExpectNoChanges: deref(spec.ExpectNoChanges),
-			Target: spec.Target, TargetDependents: deref(spec.TargetDependents), ShowSecrets: true,
+			Parallel: parallel, Message: message, ExpectNoChanges: ptr.Deref(spec.ExpectNoChanges, false),
+			Target: spec.Target, TargetDependents: ptr.Deref(spec.TargetDependents, false), ShowSecrets: true,
 		})
 	case autov1alpha1.DestroyType:
 		return agent.Destroy(ctx, &agentpb.DestroyRequest{
 			Parallel: parallel, Message: message, Target: spec.Target,
-			TargetDependents: deref(spec.TargetDependents), Refresh: deref(spec.Refresh),
-			ContinueOnError: deref(spec.ContinueOnError), Remove: deref(spec.Remove), ShowSecrets: true,
+			TargetDependents: ptr.Deref(spec.TargetDependents, false), Refresh: ptr.Deref(spec.Refresh, false),
+			ContinueOnError: ptr.Deref(spec.ContinueOnError, false), Remove: ptr.Deref(spec.Remove, false), ShowSecrets: true,
 		})
 	default:
 		return nil, fmt.Errorf("unsupported update type %q", spec.Type)
@@ -217,15 +218,6 @@ func waitWhileBusy(ctx context.Context, call func() error) error {
 	}
 }
 
-// deref returns *p, or the zero value when p is nil.
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 // selectStack is how an operation selects its stack: as the Workspace
 // declares it (create, secrets provider), so that an Update never creates a
 // stack the Workspace was told not to (useLocalStackOnly). A stack the
@@ -234,7 +226,7 @@ func selectStack(ws *autov1alpha1.Workspace, name string) *agentpb.SelectStackRe
 	req := &agentpb.SelectStackRequest{StackName: name}
 	for _, st := range ws.Spec.Stacks {
 		if st.Name == name {
-			req.Create = st.Create != nil && *st.Create
+			req.Create = ptr.Deref(st.Create, false)
 			req.SecretsProvider = st.SecretsProvider
 		}
 	}

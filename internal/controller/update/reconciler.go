@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -158,7 +159,7 @@ type session struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &autov1alpha1.Update{}
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if !isNotFound(err) {
+		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
 		obj = nil
@@ -280,11 +281,6 @@ const maxEventNote = 1024
 // accepts.
 func (r *Reconciler) event(obj *autov1alpha1.Update, eventType, reason, action, format string, args ...any) {
 	r.recorder.Eventf(obj, nil, eventType, reason, action, "%s", sreconcile.Truncate(fmt.Sprintf(format, args...), maxEventNote))
-}
-
-// isNotFound reports whether err says the object does not exist.
-func isNotFound(err error) bool {
-	return client.IgnoreNotFound(err) == nil && err != nil
 }
 
 // errShuttingDown refuses to start an operation once the registry of runs

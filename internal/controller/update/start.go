@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,7 +78,7 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 	ws := &autov1alpha1.Workspace{}
 	err := r.reader.Get(ctx, types.NamespacedName{Namespace: s.obj.Namespace, Name: name}, ws)
 	switch {
-	case isNotFound(err):
+	case apierrors.IsNotFound(err):
 		return r.pending(s, fmt.Sprintf("waiting for workspace %s to exist", name))
 	case err != nil:
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("reading workspace %s: %w", name, err))

@@ -71,11 +71,9 @@ func stackyard(t *testing.T) string {
 // newNamespace creates a namespace for one test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	e := testEnv(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "k8srt-"}}
-	if err := e.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
-	return ns.Name
+	ns := testEnv(t).NewNamespace(t, "k8srt-")
+	t.Cleanup(func() {
+		_ = testEnv(t).Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	return ns
 }

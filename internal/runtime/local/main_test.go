@@ -80,13 +80,11 @@ func testEnv(t *testing.T) *testenv.Env {
 // newNamespace creates a namespace for one test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	e := testEnv(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "local-"}}
-	if err := e.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
-	return ns.Name
+	ns := testEnv(t).NewNamespace(t, "local-")
+	t.Cleanup(func() {
+		_ = testEnv(t).Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	return ns
 }
 
 // newRuntime returns a runtime over root (a fresh directory when empty)

@@ -3,17 +3,14 @@ package flux
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -23,16 +20,10 @@ import (
 	"github.com/stackyard/stackyard/internal/source"
 )
 
-var nsCounter atomic.Int64
-
 // newNamespace creates a namespace of its own for one test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := fmt.Sprintf("flux-%d-%d", time.Now().UnixNano()%100000, nsCounter.Add(1))
-	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return env.NewNamespace(t, "flux-")
 }
 
 // minimalSpecs are the smallest specs the real CRDs accept, per kind.
