@@ -13,10 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/artifact"
@@ -60,28 +58,6 @@ type Reconciler struct {
 // mgr.GetEventRecorder("program-controller")).
 func NewReconciler(c client.Client, scheme *runtime.Scheme, store *artifact.Store, recorder events.EventRecorder) *Reconciler {
 	return &Reconciler{client: c, scheme: scheme, store: store, recorder: recorder, now: time.Now}
-}
-
-// +kubebuilder:rbac:groups=pulumi.com,resources=programs,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=pulumi.com,resources=programs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=pulumi.com,resources=programs/finalizers,verbs=update
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-
-// SetupWithManager registers the reconciler with mgr. Programs are
-// reconciled on creation, on a new generation, when their deletion starts
-// and on a reconcile request; status-only updates (our own) are ignored.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if !r.scheme.Recognizes(pulumiv1.GroupVersion.WithKind("Program")) {
-		return fmt.Errorf("the scheme does not know %s Program: add api/pulumi/v1 to it", pulumiv1.GroupVersion)
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&pulumiv1.Program{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{},
-			sreconcile.DeletionStarted(),
-			sreconcile.AnnotationChanged(pulumiv1.ReconcileRequestAnnotation),
-		))).
-		Named("program").
-		Complete(r)
 }
 
 // Reconcile brings one Program's artifact in line with its generation.

@@ -5,8 +5,8 @@
 // left Progressing forever after a restart, a reconcile worker held for the
 // length of an operation).
 //
-// The package is split by concern: reconciler.go holds the Reconciler, its
-// options and Reconcile; start.go the steps up to the start of an
+// The package is split by concern: update_controller.go holds the Reconciler,
+// its options and Reconcile; start.go the steps up to the start of an
 // operation; operation.go the operation itself, talking to the agent;
 // finish.go the recording of an outcome, interruption, expiry and deletion;
 // outcome.go how an operation's end becomes a status; outputs.go the outputs

@@ -4,11 +4,11 @@
 // environments, `pulumi install` once per source revision), and idles the
 // agent when nobody needs it.
 //
-// The package is split by concern: reconciler.go holds the Reconciler, its
-// options, Reconcile and the deferred status write; activity.go decides
-// whether the agent should run; setup.go starts the agent and sets the
-// stacks up; config.go maps the API's configuration to the agent's;
-// status.go writes the conditions; manager.go the watches.
+// The package is split by concern: workspace_controller.go holds the
+// Reconciler, its options, Reconcile and the deferred status write;
+// activity.go decides whether the agent should run; agentsetup.go starts the
+// agent and sets the stacks up in it; config.go maps the API's configuration
+// to the agent's; status.go writes the conditions; setup.go the watches.
 //
 // # Conditions: Ready, Active, Stalled, Reconciling
 //

@@ -1,0 +1,232 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/agent/agenterr"
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/runtime"
+)
+
+// Annotations recording what was applied (see the package doc).
+const (
+	// AnnotationSetup is the digest of the stacks, revision and agent
+	// instance last set up.
+	AnnotationSetup = "workspace.stackyard.dev/setup"
+	// AnnotationInstalled is the digest of the revision and agent instance
+	// `pulumi install` last ran for.
+	AnnotationInstalled = "workspace.stackyard.dev/installed"
+	// AnnotationRevision is the source revision last set up.
+	AnnotationRevision = "workspace.stackyard.dev/revision"
+)
+
+// ReasonAgentBusy is the Reconciling reason while the agent or a stack is
+// busy with another operation.
+const ReasonAgentBusy = "AgentBusy"
+
+// connectTimeout bounds the wait for a freshly started agent to answer.
+const connectTimeout = 30 * time.Second
+
+// reconcileAgent has the runtime run the agent with the current spec and
+// waits until it serves.
+func (r *Reconciler) reconcileAgent(ctx context.Context, s *session) (sreconcile.Result, error) {
+	ws := s.ws
+	st, err := r.runtime.Ensure(ctx, ws)
+	if err != nil {
+		setActive(ws, false, ReasonStarting, "the agent cannot start: "+err.Error())
+		return sreconcile.ResultEmpty, err
+	}
+	if !st.Ready {
+		msg := orDefault(st.Message, "waiting for the agent to start")
+		setActive(ws, false, ReasonStarting, msg)
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.WorkspaceReasonPending, errors.New(msg), r.opts.StartInterval)
+	}
+	s.agent = st
+	return sreconcile.ResultEmpty, nil
+}
+
+// reconcileSetup sets the stacks up on the running agent unless what the
+// annotations record matches: version, install, then for each stack
+// SelectStack, SetAllConfig and AddEnvironments, in spec order.
+func (r *Reconciler) reconcileSetup(ctx context.Context, s *session) (sreconcile.Result, error) {
+	ws := s.ws
+	want := setupDigest(ws, s.agent)
+	if ws.Annotations[AnnotationSetup] == want && ws.Status.PulumiVersion != "" {
+		r.markServing(ws, s)
+		return sreconcile.ResultSuccess, nil
+	}
+	// Active goes False here and True when done, so its transition time
+	// says when the agent was last set up (the idle clock starts there).
+	setActive(ws, false, ReasonStarting, "setting the stacks up")
+
+	ctx, cancel := context.WithTimeout(ctx, r.opts.SetupTimeout)
+	defer cancel()
+	conn, err := r.runtime.Dial(ctx, ws)
+	if err != nil {
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("connecting to the agent: %w", err))
+	}
+	defer func() { _ = conn.Close() }()
+	agent := agentpb.NewAutomationServiceClient(conn)
+
+	connectCtx, cancelConnect := context.WithTimeout(ctx, connectTimeout)
+	ver, err := agent.PulumiVersion(connectCtx, &agentpb.PulumiVersionRequest{}, grpc.WaitForReady(true))
+	cancelConnect()
+	if err != nil {
+		return sreconcile.ResultEmpty, agentError(autov1alpha1.WorkspaceReasonPending, "connecting to the agent", err)
+	}
+	ws.Status.PulumiVersion = ver.GetVersion()
+	if err := checkPulumiVersion(ver.GetVersion(), ws.Spec.SkipInstall); err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+
+	installed := installDigest(s.agent)
+	if !ws.Spec.SkipInstall && ws.Annotations[AnnotationInstalled] != installed {
+		if _, err := agent.Install(ctx, &agentpb.InstallRequest{}); err != nil {
+			return sreconcile.ResultEmpty, agentError(autov1alpha1.WorkspaceReasonInstallFailed, "installing the program's dependencies", err)
+		}
+		setAnnotation(ws, AnnotationInstalled, installed)
+	}
+	for i := range ws.Spec.Stacks {
+		if err := setUpStack(ctx, agent, i, &ws.Spec.Stacks[i]); err != nil {
+			return sreconcile.ResultEmpty, err
+		}
+	}
+	setAnnotation(ws, AnnotationSetup, want)
+	setAnnotation(ws, AnnotationRevision, s.agent.Revision)
+	log.FromContext(ctx).Info("workspace set up", "stacks", len(ws.Spec.Stacks), "revision", s.agent.Revision)
+	r.recorder.Eventf(ws, nil, corev1.EventTypeNormal, autov1alpha1.WorkspaceReasonSucceeded, "Setup", "%s", readyMessage(ws, s))
+	r.markServing(ws, s)
+	return sreconcile.ResultSuccess, nil
+}
+
+// markServing records a set-up, running agent.
+func (r *Reconciler) markServing(ws *autov1alpha1.Workspace, s *session) {
+	ws.Status.Address = s.agent.Address
+	markReady(ws, readyMessage(ws, s))
+	setActive(ws, true, ReasonRunning, "the agent serves at "+s.agent.Address)
+}
+
+// readyMessage describes a set-up workspace.
+func readyMessage(ws *autov1alpha1.Workspace, s *session) string {
+	msg := fmt.Sprintf("%d stack(s) set up", len(ws.Spec.Stacks))
+	if s.agent.Revision != "" {
+		msg += " at revision " + s.agent.Revision
+	}
+	return msg
+}
+
+// setUpStack selects (or creates) one stack and applies its configuration
+// and environments.
+func setUpStack(ctx context.Context, agent agentpb.AutomationServiceClient, i int, stack *autov1alpha1.WorkspaceStack) error {
+	field := fmt.Sprintf("spec.stacks[%d]", i)
+	req := &agentpb.SelectStackRequest{StackName: stack.Name, Create: stack.Create != nil && *stack.Create, SecretsProvider: stack.SecretsProvider}
+	if _, err := agent.SelectStack(ctx, req); err != nil {
+		what := fmt.Sprintf("%s: selecting stack %q", field, stack.Name)
+		if agenterr.ReasonOf(err) == agenterr.StackNotFound {
+			what += " (set create: true to create it)"
+		}
+		return agentError(autov1alpha1.WorkspaceReasonStackSetupFailed, what, err)
+	}
+	if len(stack.Config) > 0 {
+		items, err := configItems(field, stack.Config)
+		if err != nil {
+			return err
+		}
+		if _, err := agent.SetAllConfig(ctx, &agentpb.SetAllConfigRequest{Config: items}); err != nil {
+			return agentError(autov1alpha1.WorkspaceReasonStackSetupFailed, configField(field, stack.Config, err), err)
+		}
+	}
+	if len(stack.Environment) > 0 {
+		if _, err := agent.AddEnvironments(ctx, &agentpb.AddEnvironmentsRequest{Environment: stack.Environment}); err != nil {
+			return agentError(autov1alpha1.WorkspaceReasonStackSetupFailed, field+".environment", err)
+		}
+	}
+	return nil
+}
+
+// configField names the config item an agent error is about, from the key
+// in its metadata: `spec.stacks[0].config[2] key "x"`.
+func configField(field string, items []autov1alpha1.ConfigItem, err error) string {
+	md := agenterr.MetadataOf(err)
+	key := md["key"]
+	if key == "" {
+		key, _, _ = strings.Cut(md["keys"], ",")
+	}
+	for j, it := range items {
+		if key != "" && (key == it.Key || (!strings.Contains(it.Key, ":") && strings.HasSuffix(key, ":"+it.Key))) {
+			return fmt.Sprintf("%s.config[%d] key %q", field, j, it.Key)
+		}
+	}
+	return field + ".config"
+}
+
+// agentError types an agent call's failure by what happens next: a busy
+// agent or stack is waited for, failures a retry cannot fix (bad config,
+// missing stack or project, program errors, unsupported features, refused
+// credentials) stall with reason, and the rest (the agent unreachable, an
+// unknown failure) are retried with backoff. The message is the agent's,
+// which holds no secret.
+func agentError(reason, what string, err error) error {
+	msg := err.Error()
+	if st, ok := status.FromError(err); ok {
+		msg = st.Message()
+	}
+	wrapped := fmt.Errorf("%s: %s", what, msg)
+	switch agenterr.ReasonOf(err) {
+	case agenterr.AgentBusy, agenterr.UpdateConflict, agenterr.StackLocked:
+		return sreconcile.NewWaiting(ReasonAgentBusy, wrapped, 0)
+	case agenterr.InvalidConfig, agenterr.InvalidArgument, agenterr.StackNotFound, agenterr.StackAlreadyExists,
+		agenterr.ProjectNotFound, agenterr.ProgramError, agenterr.Unsupported, agenterr.InvalidAccessToken, agenterr.MissingPlugin:
+		if reason == autov1alpha1.WorkspaceReasonPending {
+			reason = autov1alpha1.WorkspaceReasonStackSetupFailed
+		}
+		return sreconcile.NewStalling(reason, wrapped)
+	default:
+		return sreconcile.NewGeneric(reason, wrapped)
+	}
+}
+
+// setupDigest digests what a setup applies to which agent: the instance,
+// the revision, the stacks and whether install is skipped.
+func setupDigest(ws *autov1alpha1.Workspace, agent runtime.Status) string {
+	stacks, _ := json.Marshal(ws.Spec.Stacks)
+	return digest([]string{agent.Instance, agent.Revision, string(stacks), fmt.Sprint(ws.Spec.SkipInstall)})
+}
+
+// installDigest digests what an install depends on: the agent instance
+// and the source revision.
+func installDigest(agent runtime.Status) string {
+	return digest([]string{agent.Instance, agent.Revision})
+}
+
+// digest is a short hex SHA-256 of parts.
+func digest(parts []string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:20]
+}
+
+// setAnnotation sets one annotation of ws.
+func setAnnotation(ws *autov1alpha1.Workspace, key, value string) {
+	if ws.Annotations == nil {
+		ws.Annotations = map[string]string{}
+	}
+	ws.Annotations[key] = value
+}
