@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"unicode/utf8"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -48,10 +49,18 @@ const (
 // the metadata.generation the conditions were computed from. An empty reason
 // becomes ReconcilingProcessingReason (the API server rejects an empty one);
 // a message longer than the API allows is cut.
+//
+// Reconciling's lastTransitionTime is when it last became True or changed
+// its reason, so that it says how long the current activity or failure has
+// lasted (Escalate reads it).
 func MarkReconciling(conds *[]metav1.Condition, generation int64, reason, msg string) {
+	reason = cmp.Or(reason, ReconcilingProcessingReason)
 	apimeta.RemoveStatusCondition(conds, StalledCondition)
 	set(conds, generation, ReadyCondition, metav1.ConditionFalse, NotReadyInProgressReason, InProgressMessage)
-	set(conds, generation, ReconcilingCondition, metav1.ConditionTrue, orDefault(reason, ReconcilingProcessingReason), msg)
+	if c := apimeta.FindStatusCondition(*conds, ReconcilingCondition); c != nil && c.Reason != reason {
+		apimeta.RemoveStatusCondition(conds, ReconcilingCondition)
+	}
+	set(conds, generation, ReconcilingCondition, metav1.ConditionTrue, reason, msg)
 }
 
 // MarkStalled records that the object cannot progress until a human changes
@@ -61,7 +70,7 @@ func MarkReconciling(conds *[]metav1.Condition, generation int64, reason, msg st
 func MarkStalled(conds *[]metav1.Condition, generation int64, reason, msg string) {
 	apimeta.RemoveStatusCondition(conds, ReconcilingCondition)
 	set(conds, generation, ReadyCondition, metav1.ConditionFalse, NotReadyStalledReason, StalledMessage)
-	set(conds, generation, StalledCondition, metav1.ConditionTrue, orDefault(reason, StalledSpecInvalidReason), msg)
+	set(conds, generation, StalledCondition, metav1.ConditionTrue, cmp.Or(reason, StalledSpecInvalidReason), msg)
 }
 
 // MarkReady records that the object is up to date: Ready=True
@@ -120,12 +129,4 @@ func Truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + mark
-}
-
-// orDefault returns s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

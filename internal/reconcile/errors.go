@@ -28,18 +28,30 @@ const DefaultWaitInterval = 10 * time.Second
 
 // Stalling reports that the reconcile cannot progress until a human changes
 // something (the spec, a referenced object, credentials). It leads to
-// Stalled=True, no retry and a Warning event; a change to the object (a new
-// generation or a reconcile request) starts over.
+// Stalled=True and a Warning event; a change to the object (a new generation
+// or a reconcile request) starts over. Without RequeueAfter nothing else
+// retries it; with it, the object is also looked at again after that long,
+// for stalls whose cause is usually fixed outside the object (a Secret, a
+// git host, another update holding the stack's lock).
 type Stalling struct {
 	// Reason is the Stalled condition's reason, e.g. "SpecInvalid".
 	Reason string
 	// Err is what went wrong; its text is the condition message.
 	Err error
+	// RequeueAfter, when positive, is when to look again although stalled.
+	RequeueAfter time.Duration
 }
 
-// NewStalling returns a Stalling error with the given condition reason.
+// NewStalling returns a Stalling error with the given condition reason,
+// retried only when the object changes.
 func NewStalling(reason string, err error) *Stalling {
 	return &Stalling{Reason: reason, Err: err}
+}
+
+// NewStallingRequeue returns a Stalling error that is also looked at again
+// after requeueAfter, so that a fix made outside the object lifts it.
+func NewStallingRequeue(reason string, err error, requeueAfter time.Duration) *Stalling {
+	return &Stalling{Reason: reason, Err: err, RequeueAfter: requeueAfter}
 }
 
 // Error returns the underlying error's text, or the reason when there is none.
@@ -51,6 +63,12 @@ func (e *Stalling) Unwrap() error { return e.Err }
 // Waiting reports that a dependency is not ready yet (a prerequisite stack,
 // a workspace, a source artifact). It leads to Reconciling=True, a requeue
 // after a fixed interval without backoff, and a Normal event.
+//
+// A wait for something that takes its time (an update, a prerequisite) may
+// last as long as it lasts. A wait for something that should simply be
+// there (a referenced Secret or Program) is Bounded: once the same wait has
+// lasted longer than the controller's stall bound, Escalate turns it into a
+// stall, so that it shows as Stalled instead of in progress forever.
 type Waiting struct {
 	// Reason is the Reconciling condition's reason, e.g.
 	// "PrerequisiteNotSatisfied".
@@ -59,12 +77,21 @@ type Waiting struct {
 	Err error
 	// RequeueAfter is when to look again; zero means DefaultWaitInterval.
 	RequeueAfter time.Duration
+	// Bounded makes a wait that lasts longer than the stall bound a stall.
+	Bounded bool
 }
 
 // NewWaiting returns a Waiting error that requeues after requeueAfter, or
 // after DefaultWaitInterval when requeueAfter is not positive.
 func NewWaiting(reason string, err error, requeueAfter time.Duration) *Waiting {
 	return &Waiting{Reason: reason, Err: err, RequeueAfter: requeueAfter}
+}
+
+// NewMissing returns a Bounded Waiting error for a referenced object that
+// does not exist (yet): it is looked for again every DefaultWaitInterval,
+// and stalls once it has been missing for longer than the stall bound.
+func NewMissing(reason string, err error) *Waiting {
+	return &Waiting{Reason: reason, Err: err, Bounded: true}
 }
 
 // Error returns the underlying error's text, or the reason when there is none.
@@ -81,11 +108,12 @@ func (e *Waiting) Interval() time.Duration {
 	return e.RequeueAfter
 }
 
-// Generic reports a transient failure (an API call failed, a pod was
+// Generic reports a failure that may pass (an API call failed, a pod was
 // evicted). It is returned to controller-runtime, whose rate limiter retries
 // with exponential backoff; it leads to Reconciling=True and a Warning event.
 // An error of no type of this package is treated the same way, with the
-// reason ReconcilingRetryReason.
+// reason ReconcilingRetryReason. Once the same failure has lasted longer
+// than the stall bound, Escalate turns it into a stall (see escalate.go).
 type Generic struct {
 	// Reason is the Reconciling condition's reason; empty means
 	// ReconcilingRetryReason.

@@ -63,8 +63,9 @@ type Schedule struct {
 // ComputeResult maps a reconcile's outcome to what Reconcile returns to
 // controller-runtime. It is the one place these decisions are made:
 //
-//   - Stalling: no error and no requeue; the Stalled condition and a
-//     Warning event tell the human, and a change to the object restarts.
+//   - Stalling: no error; the Stalled condition and a Warning event tell
+//     the human, and a change to the object restarts. No requeue, unless
+//     the stall asks to be looked at again after its RequeueAfter.
 //   - Waiting: no error, requeue after the error's fixed interval (no
 //     backoff).
 //   - Generic or any other error: the error itself, so controller-runtime
@@ -79,7 +80,7 @@ func ComputeResult(res Result, err error, s Schedule) (ctrl.Result, error) {
 		errors.As(err, &t) // t stays nil for an untyped error
 		switch e := t.(type) {
 		case *Stalling:
-			return ctrl.Result{}, nil
+			return ctrl.Result{RequeueAfter: max(e.RequeueAfter, 0)}, nil
 		case *Waiting:
 			return ctrl.Result{RequeueAfter: e.Interval()}, nil
 		case *Ignore:

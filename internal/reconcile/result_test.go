@@ -30,6 +30,7 @@ func TestComputeResult(t *testing.T) {
 		{name: "success polls with jitter", res: ResultSuccess, sched: poll, want: ctrl.Result{RequeueAfter: 102500 * time.Millisecond}},
 		{name: "success polls without jitter", res: ResultSuccess, sched: Schedule{Interval: time.Minute, JitterFraction: -1}, want: ctrl.Result{RequeueAfter: time.Minute}},
 		{name: "stalling: no error, no requeue", res: ResultSuccess, err: NewStalling("SpecInvalid", errCause), sched: poll, want: ctrl.Result{}},
+		{name: "stalling with requeue: no error, looked at again", err: NewStallingRequeue("SourceUnavailable", errCause, time.Minute), want: ctrl.Result{RequeueAfter: time.Minute}},
 		{name: "waiting: fixed requeue", res: ResultEmpty, err: NewWaiting("PrerequisiteNotSatisfied", errCause, 30*time.Second), want: ctrl.Result{RequeueAfter: 30 * time.Second}},
 		{name: "waiting: default interval", err: NewWaiting("PrerequisiteNotSatisfied", errCause, 0), want: ctrl.Result{RequeueAfter: DefaultWaitInterval}},
 		{name: "generic: returned", res: ResultRequeue, err: wrappedGeneric, want: ctrl.Result{}, wantErr: wrappedGeneric},

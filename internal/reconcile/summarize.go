@@ -70,3 +70,16 @@ func Summarize(conds *[]metav1.Condition, generation int64, res Result, err erro
 	MarkReady(conds, generation, o.readyMessage)
 	return true
 }
+
+// NewlyStalled reports whether conds hold a Stalled=True condition that
+// before (the Stalled condition as the reconcile found it, or nil) did not:
+// a stall that began, or whose reason or message changed, as stored
+// (reasons defaulted, messages truncated). Controllers announce such a
+// stall once, as a Warning event, not on every retry of the same one.
+func NewlyStalled(before *metav1.Condition, conds []metav1.Condition) bool {
+	after := apimeta.FindStatusCondition(conds, StalledCondition)
+	if after == nil || after.Status != metav1.ConditionTrue {
+		return false
+	}
+	return before == nil || before.Status != metav1.ConditionTrue || before.Reason != after.Reason || before.Message != after.Message
+}
