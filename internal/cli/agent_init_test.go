@@ -71,19 +71,21 @@ func TestAgentInitGit(t *testing.T) {
 	pass := writeSecret(t, secrets, "password", "s3cret-password")
 
 	cases := []struct {
-		name, ref, want, project string
-		shallow                  bool
+		name, want, project string
+		ref                 []string
+		shallow             bool
 	}{
-		{name: "branch", ref: "main", want: second, project: "second"},
-		{name: "default branch, shallow", ref: "", want: second, project: "second", shallow: true},
-		{name: "commit", ref: first, want: first, project: "first"},
+		{name: "branch", ref: []string{"--git-branch", "main"}, want: second, project: "second"},
+		{name: "default branch, shallow", want: second, project: "second", shallow: true},
+		{name: "commit", ref: []string{"--git-commit", first}, want: first, project: "first"},
+		{name: "commit, shallow", ref: []string{"--git-commit=" + first}, want: first, project: "first", shallow: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "source")
 			result := filepath.Join(t.TempDir(), "result.json")
-			args := []string{"--target", target, "--result-file", result, "--git-url", repo.URL, "--git-ref", tc.ref,
-				"--git-dir", "infra", "--git-username-file", user, "--git-password-file", pass}
+			args := append([]string{"--target", target, "--result-file", result, "--git-url", repo.URL,
+				"--git-dir", "infra", "--git-username-file", user, "--git-password-file", pass}, tc.ref...)
 			if tc.shallow {
 				args = append(args, "--git-shallow")
 			}
@@ -220,5 +222,37 @@ func TestAgentInitProjectAndBinary(t *testing.T) {
 	_, _, err = runInit(t, "--target", target, "--result-file", result, "--project-name", "bare", "--git-url", "https://example.invalid/x.git")
 	if r := readReport(t, result); err == nil || r.Reason != source.ReasonInvalidSpec || !r.Permanent {
 		t.Errorf("two sources: err %v, report %+v; want a permanent InvalidSpec", err, r)
+	}
+}
+
+// TestAgentInitRefusesURL checks that a URL no fetch supports, remote
+// helpers such as ext:: (which run a program) included, is a permanent
+// failure of the url field, whatever credentials come with it.
+func TestAgentInitRefusesURL(t *testing.T) {
+	key := writeSecret(t, t.TempDir(), "key", "not a key")
+	for _, url := range []string{"ext::sh -c touch% /tmp/pwned", "fd::3", "file:///etc", "/etc"} {
+		t.Run(url, func(t *testing.T) {
+			result := filepath.Join(t.TempDir(), "result.json")
+			_, _, err := runInit(t, "--target", filepath.Join(t.TempDir(), "source"), "--result-file", result,
+				"--git-url", url, "--git-ssh-key-file", key)
+			r := readReport(t, result)
+			if err == nil || r.Reason != source.ReasonInvalidSpec || r.Field != source.FieldURL || !r.Permanent {
+				t.Errorf("err %v, report %+v; want a permanent InvalidSpec of the url", err, r)
+			}
+		})
+	}
+}
+
+// TestAgentInitFlags checks that commit and branch have flags of their
+// own and that the old combined --git-ref is gone.
+func TestAgentInitFlags(t *testing.T) {
+	if _, _, err := runInit(t, "--target", t.TempDir(), "--git-url", "https://example.invalid/x.git", "--git-ref", "main"); err == nil ||
+		!strings.Contains(err.Error(), "unknown flag: --git-ref") {
+		t.Errorf("--git-ref: %v, want an unknown flag", err)
+	}
+	result := filepath.Join(t.TempDir(), "result.json")
+	_, _, err := runInit(t, "--target", t.TempDir(), "--result-file", result, "--git-url", "https://example.invalid/x.git", "--git-commit", "main")
+	if r := readReport(t, result); err == nil || r.Reason != source.ReasonInvalidSpec || r.Field != source.FieldCommit {
+		t.Errorf("--git-commit main: err %v, report %+v; want InvalidSpec of the commit", err, r)
 	}
 }

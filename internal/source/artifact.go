@@ -77,14 +77,14 @@ var artifactHTTPClient = &http.Client{Timeout: 15 * time.Minute}
 func FetchArtifact(ctx context.Context, target string, spec ArtifactSpec) (*Result, error) {
 	u, err := neturl.Parse(spec.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, newError(ReasonInvalidSpec, "url", nil, "url %q: must be an http or https URL", redactURL(spec.URL))
+		return nil, newError(ReasonInvalidSpec, FieldURL, nil, "%q: must be an http or https URL", redactURL(spec.URL))
 	}
 	safeURL := u.Redacted()
 	want, err := parseDigest(spec.Digest)
 	if err != nil {
 		return nil, err
 	}
-	sub, err := cleanSubdir("dir", spec.Dir)
+	sub, err := cleanSubdir(spec.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -99,12 +99,12 @@ func FetchArtifact(ctx context.Context, target string, spec ArtifactSpec) (*Resu
 		if err := extractTarGz(archive, dir, lim); err != nil {
 			return err
 		}
-		return checkProgramDir(dir, "dir", sub, "artifact "+want.String())
+		return checkProgramDir(dir, sub, "artifact "+want.String())
 	})
 	if err != nil {
 		return nil, err
 	}
-	logr.FromContextOrDiscard(ctx).V(1).Info("fetched artifact", "url", safeURL, "digest", want.String())
+	logr.FromContextOrDiscard(ctx).V(1).Info("fetched artifact", FieldURL, safeURL, "digest", want.String())
 	return &Result{Digest: want.String(), Dir: programPath(target, sub)}, nil
 }
 
@@ -122,7 +122,7 @@ func (d digest) String() string { return d.algo + ":" + d.hex }
 // hex for sha256.
 func parseDigest(s string) (digest, error) {
 	if s == "" {
-		return digest{}, newError(ReasonInvalidSpec, "digest", nil, "digest: required")
+		return digest{}, newError(ReasonInvalidSpec, FieldDigest, nil, "required")
 	}
 	algo, hexPart, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), ":")
 	if !ok {
@@ -137,10 +137,10 @@ func parseDigest(s string) (digest, error) {
 	case "sha512":
 		d.new = sha512.New
 	default:
-		return digest{}, newError(ReasonInvalidSpec, "digest", nil, "digest %q: unsupported algorithm %q (use sha256, sha384 or sha512)", s, algo)
+		return digest{}, newError(ReasonInvalidSpec, FieldDigest, nil, "%q: unsupported algorithm %q (use sha256, sha384 or sha512)", s, algo)
 	}
 	if b, err := hex.DecodeString(hexPart); err != nil || len(b) != d.new().Size() {
-		return digest{}, newError(ReasonInvalidSpec, "digest", nil, "digest %q: not a valid %s hex digest", s, algo)
+		return digest{}, newError(ReasonInvalidSpec, FieldDigest, nil, "%q: not a valid %s hex digest", s, algo)
 	}
 	return d, nil
 }
@@ -150,22 +150,22 @@ func parseDigest(s string) (digest, error) {
 func download(ctx context.Context, url, safeURL string, want digest, lim Limits, tmpDir string) (*os.File, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, newError(ReasonInvalidSpec, "url", nil, "url %q: not a valid URL", safeURL)
+		return nil, newError(ReasonInvalidSpec, FieldURL, nil, "%q: not a valid URL", safeURL)
 	}
 	resp, err := artifactHTTPClient.Do(req)
 	if err != nil {
-		return nil, newError(ReasonUnreachable, "url", err, "downloading %s: %v", safeURL, stripURLError(err))
+		return nil, newError(ReasonUnreachable, FieldURL, err, "downloading %s: %v", safeURL, stripURLError(err))
 	}
 	defer resp.Body.Close()
 	if err := statusError(resp.StatusCode, safeURL); err != nil {
 		return nil, err
 	}
 	if resp.ContentLength > lim.MaxDownloadBytes {
-		return nil, newError(ReasonTooLarge, "url", nil, "artifact %s is %d bytes, over the %d-byte download limit", safeURL, resp.ContentLength, lim.MaxDownloadBytes)
+		return nil, newError(ReasonTooLarge, FieldURL, nil, "artifact %s is %d bytes, over the %d-byte download limit", safeURL, resp.ContentLength, lim.MaxDownloadBytes)
 	}
 	f, err := os.CreateTemp(tmpDir, ".artifact-*.tar.gz")
 	if err != nil {
-		return nil, newError(ReasonInternal, "", err, "creating download file: %v", err)
+		return nil, newError(ReasonInternal, FieldNone, err, "creating download file: %v", err)
 	}
 	ok := false
 	defer func() {
@@ -177,16 +177,16 @@ func download(ctx context.Context, url, safeURL string, want digest, lim Limits,
 	h := want.new()
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(resp.Body, lim.MaxDownloadBytes+1))
 	if err != nil {
-		return nil, newError(ReasonUnreachable, "url", err, "downloading %s: %v", safeURL, err)
+		return nil, newError(ReasonUnreachable, FieldURL, err, "downloading %s: %v", safeURL, err)
 	}
 	if n > lim.MaxDownloadBytes {
-		return nil, newError(ReasonTooLarge, "url", nil, "artifact %s exceeds the %d-byte download limit", safeURL, lim.MaxDownloadBytes)
+		return nil, newError(ReasonTooLarge, FieldURL, nil, "artifact %s exceeds the %d-byte download limit", safeURL, lim.MaxDownloadBytes)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want.hex {
-		return nil, newError(ReasonDigestMismatch, "digest", nil, "digest: artifact %s has %s:%s, want %s", safeURL, want.algo, got, want)
+		return nil, newError(ReasonDigestMismatch, FieldDigest, nil, "artifact %s has %s:%s, want %s", safeURL, want.algo, got, want)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, newError(ReasonInternal, "", err, "rewinding download: %v", err)
+		return nil, newError(ReasonInternal, FieldNone, err, "rewinding download: %v", err)
 	}
 	ok = true
 	return f, nil
@@ -198,15 +198,15 @@ func statusError(status int, safeURL string) error {
 	case status == http.StatusOK:
 		return nil
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return newError(ReasonAuthFailed, "url", nil, "downloading %s: HTTP %d", safeURL, status)
+		return newError(ReasonAuthFailed, FieldURL, nil, "downloading %s: HTTP %d", safeURL, status)
 	case status == http.StatusNotFound || status == http.StatusGone:
 		// Transient: a source controller may have replaced the artifact
 		// and will publish the new URL shortly.
-		return newError(ReasonNotFound, "url", nil, "downloading %s: HTTP %d, no such artifact", safeURL, status)
+		return newError(ReasonNotFound, FieldURL, nil, "downloading %s: HTTP %d, no such artifact", safeURL, status)
 	case status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout:
-		return newError(ReasonUnreachable, "url", nil, "downloading %s: HTTP %d", safeURL, status)
+		return newError(ReasonUnreachable, FieldURL, nil, "downloading %s: HTTP %d", safeURL, status)
 	}
-	return newError(ReasonUnreachable, "url", nil, "downloading %s: unexpected HTTP %d", safeURL, status)
+	return newError(ReasonUnreachable, FieldURL, nil, "downloading %s: unexpected HTTP %d", safeURL, status)
 }
 
 // stripURLError returns the text of err without the URL *url.Error puts in

@@ -104,7 +104,7 @@ func TestFetchArtifactErrors(t *testing.T) {
 		dir    string
 		lim    Limits
 		reason Reason
-		field  string
+		field  Field
 		text   string
 	}
 	tests := []tc{
@@ -117,7 +117,7 @@ func TestFetchArtifactErrors(t *testing.T) {
 		{name: "zip bomb", path: bombPath, digest: bombDigest, lim: Limits{MaxExtractedBytes: 1 << 20}, reason: ReasonTooLarge, text: "extracts to more than"},
 		{name: "too many files", path: manyPath, digest: manyDigest, lim: Limits{MaxFiles: 6}, reason: ReasonTooLarge, text: "more than 6 entries"},
 		{name: "not gzip", path: notGzPath, digest: notGzDigest, reason: ReasonUnsafeArchive, text: "not a valid tar.gz"},
-		{name: "missing dir", path: goodPath, digest: goodDigest, dir: "nope", reason: ReasonNotFound, field: "dir", text: `dir "nope": no such directory in artifact sha256:` + goodDigest},
+		{name: "missing dir", path: goodPath, digest: goodDigest, dir: "nope", reason: ReasonNotFound, field: "dir", text: `dir: "nope": no such directory in artifact sha256:` + goodDigest},
 		{name: "dir escapes", path: goodPath, digest: goodDigest, dir: "../x", reason: ReasonInvalidSpec, field: "dir"},
 		{name: "not found", path: "/missing.tar.gz", digest: goodDigest, reason: ReasonNotFound, field: "url"},
 		{name: "server error", path: "/fail/503", digest: goodDigest, reason: ReasonUnreachable, field: "url"},

@@ -37,15 +37,17 @@ const (
 	ReasonInternal Reason = "Internal"
 )
 
-// Error is the error every fetch returns. Its message names the field at
-// fault and never contains credentials; Permanent tells a controller
-// whether to stall (a human must act) or to retry with backoff.
+// Error is the error every fetch returns. Field names the part of the
+// source at fault, which a controller restates as its own object's field
+// with Locate; the message does not repeat it and never contains
+// credentials. Permanent tells a controller whether to stall (a human must
+// act) or to retry with backoff.
 type Error struct {
 	// Reason classifies the failure.
 	Reason Reason
-	// Field is the spec field at fault, e.g. "repoDir" or "digest", or ""
-	// when no single field is to blame.
-	Field string
+	// Field is the part of the source at fault, e.g. FieldDir or
+	// FieldDigest, or FieldNone when no single one is to blame.
+	Field Field
 	// Permanent is true when retrying the same spec cannot succeed.
 	Permanent bool
 	// Message is the human-readable explanation, free of secrets.
@@ -54,9 +56,13 @@ type Error struct {
 	cause error
 }
 
-// Error returns the message, prefixed by the reason.
+// Error returns the message, prefixed by the reason and the field at
+// fault, if any.
 func (e *Error) Error() string {
-	return string(e.Reason) + ": " + e.Message
+	if e.Field == FieldNone {
+		return string(e.Reason) + ": " + e.Message
+	}
+	return string(e.Reason) + ": " + string(e.Field) + ": " + e.Message
 }
 
 // Unwrap returns the underlying cause, so callers can still match sentinel
@@ -95,7 +101,7 @@ var permanentByDefault = map[Reason]bool{
 
 // newError builds an *Error with the default permanence for reason; the
 // message is formatted with format and args.
-func newError(reason Reason, field string, cause error, format string, args ...any) *Error {
+func newError(reason Reason, field Field, cause error, format string, args ...any) *Error {
 	return &Error{
 		Reason:    reason,
 		Field:     field,
@@ -139,7 +145,7 @@ func (r redactor) clean(text string) string {
 
 // wrap turns cause into an *Error whose message is context followed by the
 // redacted cause.
-func (r redactor) wrap(reason Reason, field string, cause error, context string) *Error {
+func (r redactor) wrap(reason Reason, field Field, cause error, context string) *Error {
 	msg := context
 	if cause != nil {
 		msg += ": " + r.clean(cause.Error())

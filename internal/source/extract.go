@@ -23,7 +23,7 @@ const maxLinkHops = 40
 func extractTarGz(r io.Reader, dir string, lim Limits) error {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
-		return newError(ReasonUnsafeArchive, "url", err, "artifact is not a valid tar.gz: %v", err)
+		return newError(ReasonUnsafeArchive, FieldURL, err, "artifact is not a valid tar.gz: %v", err)
 	}
 	defer gz.Close()
 	return extractTar(gz, dir, lim)
@@ -40,7 +40,7 @@ func extractTar(r io.Reader, dir string, lim Limits) error {
 	lim = lim.withDefaults()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return newError(ReasonInternal, "", err, "opening extraction directory: %v", err)
+		return newError(ReasonInternal, FieldNone, err, "opening extraction directory: %v", err)
 	}
 	defer root.Close()
 	x := &extractor{root: root, dir: dir, lim: lim}
@@ -51,7 +51,7 @@ func extractTar(r io.Reader, dir string, lim Limits) error {
 			break
 		}
 		if err != nil {
-			return newError(ReasonUnsafeArchive, "url", err, "artifact is not a valid tar archive: %v", err)
+			return newError(ReasonUnsafeArchive, FieldURL, err, "artifact is not a valid tar archive: %v", err)
 		}
 		if err := x.entry(hdr, tr); err != nil {
 			return err
@@ -77,14 +77,14 @@ type extractor struct {
 
 // unsafe builds the error for a refused entry.
 func unsafe(name, format string, args ...any) *Error {
-	return newError(ReasonUnsafeArchive, "url", nil, "archive entry %q: %s", name, fmt.Sprintf(format, args...))
+	return newError(ReasonUnsafeArchive, FieldURL, nil, "archive entry %q: %s", name, fmt.Sprintf(format, args...))
 }
 
 // entry writes one archive entry.
 func (x *extractor) entry(hdr *tar.Header, content io.Reader) error {
 	x.files++
 	if x.files > x.lim.MaxFiles {
-		return newError(ReasonTooLarge, "url", nil, "artifact has more than %d entries", x.lim.MaxFiles)
+		return newError(ReasonTooLarge, FieldURL, nil, "artifact has more than %d entries", x.lim.MaxFiles)
 	}
 	if hdr.Typeflag == tar.TypeXGlobalHeader {
 		return nil
@@ -145,7 +145,7 @@ func (x *extractor) prepare(name string) error {
 // file writes a regular file, counting its bytes against the limit.
 func (x *extractor) file(name string, hdr *tar.Header, content io.Reader) error {
 	if hdr.Size > x.lim.MaxExtractedBytes-x.bytes {
-		return newError(ReasonTooLarge, "url", nil, "artifact extracts to more than %d bytes", x.lim.MaxExtractedBytes)
+		return newError(ReasonTooLarge, FieldURL, nil, "artifact extracts to more than %d bytes", x.lim.MaxExtractedBytes)
 	}
 	if err := x.prepare(name); err != nil {
 		return err
@@ -165,7 +165,7 @@ func (x *extractor) file(name string, hdr *tar.Header, content io.Reader) error 
 	}
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return newError(ReasonUnsafeArchive, "url", err, "artifact is truncated at entry %q", name)
+			return newError(ReasonUnsafeArchive, FieldURL, err, "artifact is truncated at entry %q", name)
 		}
 		return x.write(name, err)
 	}
@@ -218,9 +218,9 @@ func (x *extractor) write(name string, err error) error {
 		return nil
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO) {
-		return newError(ReasonInternal, "", err, "writing archive entry %q: %v", name, err)
+		return newError(ReasonInternal, FieldNone, err, "writing archive entry %q: %v", name, err)
 	}
-	return newError(ReasonUnsafeArchive, "url", err, "archive entry %q: cannot be written inside the tree: %v", name, pathErrText(err))
+	return newError(ReasonUnsafeArchive, FieldURL, err, "archive entry %q: cannot be written inside the tree: %v", name, pathErrText(err))
 }
 
 // pathErrText returns err's text without the absolute staging path that

@@ -30,8 +30,8 @@ func Fetch(ctx context.Context, target string, spec Spec) (*Result, error) {
 		}
 	}
 	if kinds != 1 {
-		return nil, newError(ReasonInvalidSpec, "source", nil,
-			"source: set exactly one of a git repository, an artifact or a project (got %d)", kinds)
+		return nil, newError(ReasonInvalidSpec, FieldNone, nil,
+			"set exactly one of a git repository, an artifact or a project (got %d)", kinds)
 	}
 	switch {
 	case spec.Git != nil:
@@ -65,8 +65,8 @@ type Report struct {
 	Revision string `json:"revision,omitempty"`
 	// Reason classifies a failure; empty on success.
 	Reason Reason `json:"reason,omitempty"`
-	// Field is the source field at fault, when one is.
-	Field string `json:"field,omitempty"`
+	// Field is the part of the source at fault, when one is.
+	Field Field `json:"field,omitempty"`
 	// Permanent is true when retrying the same source cannot succeed.
 	Permanent bool `json:"permanent,omitempty"`
 	// Message explains a failure for a person.

@@ -32,9 +32,9 @@ func TestReport(t *testing.T) {
 	if r := NewReport(&Result{Commit: "abc"}, nil); r.Failed() || r.Revision != "abc" || r.Err() != nil {
 		t.Errorf("success report = %+v", r)
 	}
-	failure := NewReport(nil, newError(ReasonAuthFailed, "auth", nil, "refused"))
+	failure := NewReport(nil, newError(ReasonAuthFailed, FieldAuth, nil, "refused"))
 	var e *Error
-	if !failure.Failed() || !errors.As(failure.Err(), &e) || e.Reason != ReasonAuthFailed || !e.Permanent || e.Field != "auth" {
+	if !failure.Failed() || !errors.As(failure.Err(), &e) || e.Reason != ReasonAuthFailed || !e.Permanent || e.Field != FieldAuth {
 		t.Errorf("failure report = %+v", failure)
 	}
 	if r := NewReport(nil, errors.New("disk full")); r.Reason != ReasonInternal || r.Permanent {

@@ -22,7 +22,7 @@ type GitSpec struct {
 	// "refs/tags/v1"). Empty, with no Commit, means the remote's default
 	// branch. Mutually exclusive with Commit.
 	Branch string
-	// Commit is an exact 40-hex commit SHA to check out.
+	// Commit is an exact commit SHA to check out, as IsCommit accepts.
 	Commit string
 	// Shallow fetches only the one commit (depth 1) instead of history.
 	Shallow bool
@@ -45,8 +45,14 @@ type Result struct {
 	Warnings []string
 }
 
-// shaPattern matches a full SHA-1 commit ID.
-var shaPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
+// commitPattern matches a full SHA-1 commit ID in lower case.
+var commitPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// IsCommit reports whether s is a commit SHA as a git source takes it: the
+// full 40 lower-case hex digits, never an abbreviation, which could name a
+// different commit once the repository grows. Everything that tells a
+// commit from a branch or tag goes through it.
+func IsCommit(s string) bool { return commitPattern.MatchString(s) }
 
 // fetchedRef is where the wanted commit lands in the fresh repository.
 const fetchedRef = plumbing.ReferenceName("refs/stackyard/fetched")
@@ -77,7 +83,7 @@ func FetchGit(ctx context.Context, target string, spec GitSpec) (*Result, error)
 			return err
 		}
 		res.Commit = sha
-		return checkProgramDir(dir, "repoDir", sub, "commit "+sha)
+		return checkProgramDir(dir, sub, "commit "+sha)
 	})
 	ra.settle(err)
 	if err != nil {
@@ -124,36 +130,51 @@ func validateGitSpec(spec GitSpec) (*transport.Endpoint, string, error) {
 		return nil, "", err
 	}
 	if spec.Branch != "" && spec.Commit != "" {
-		return nil, "", newError(ReasonInvalidSpec, "commit", nil, "commit %q: set either branch or commit, not both", spec.Commit)
+		return nil, "", newError(ReasonInvalidSpec, FieldCommit, nil, "%q: set either a branch or a commit, not both", spec.Commit)
 	}
-	if spec.Commit != "" && !shaPattern.MatchString(spec.Commit) {
-		return nil, "", newError(ReasonInvalidSpec, "commit", nil, "commit %q: must be a full 40-character lowercase hex SHA", spec.Commit)
+	if spec.Commit != "" && !IsCommit(spec.Commit) {
+		return nil, "", newError(ReasonInvalidSpec, FieldCommit, nil, "%q is not a commit: give its full 40-character lower-case hex SHA", spec.Commit)
 	}
 	if _, err := refName(spec.Branch); err != nil {
 		return nil, "", err
 	}
-	sub, err := cleanSubdir("repoDir", spec.Dir)
+	sub, err := cleanSubdir(spec.Dir)
 	if err != nil {
 		return nil, "", err
 	}
 	return ep, sub, nil
 }
 
-// parseGitURL accepts http, https, ssh and git URLs; local paths and
-// file:// are refused because they would read the fetcher's own disk.
+// remoteHelperPattern matches git's "<transport>::<address>" syntax, which
+// hands the address to a helper program (ext:: runs any command). go-git
+// would read such a URL as an scp-style SSH address of host <transport>.
+var remoteHelperPattern = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)::`)
+
+// parseGitURL accepts http, https, ssh and git URLs. Local paths and
+// file:// are refused because they would read the fetcher's own disk, and
+// remote helpers (ext::, fd::, ...) because they run programs.
 func parseGitURL(url string) (*transport.Endpoint, error) {
 	if url == "" {
-		return nil, newError(ReasonInvalidSpec, "projectRepo", nil, "projectRepo: must not be empty")
+		return nil, newError(ReasonInvalidSpec, FieldURL, nil, "required")
+	}
+	if m := remoteHelperPattern.FindStringSubmatch(url); m != nil {
+		return nil, unsupportedScheme(url, m[1])
 	}
 	ep, err := transport.NewEndpoint(url)
 	if err != nil {
-		return nil, newError(ReasonInvalidSpec, "projectRepo", nil, "projectRepo %q: not a valid git URL", redactURL(url))
+		return nil, newError(ReasonInvalidSpec, FieldURL, nil, "%q is not a valid git URL", redactURL(url))
 	}
 	switch ep.Protocol {
 	case "http", "https", "ssh", "git":
 		return ep, nil
 	}
-	return nil, newError(ReasonInvalidSpec, "projectRepo", nil, "projectRepo %q: protocol %q is not supported (use https or ssh)", redactURL(url), ep.Protocol)
+	return nil, unsupportedScheme(url, ep.Protocol)
+}
+
+// unsupportedScheme is the error for a URL whose scheme (or transport)
+// no fetch supports.
+func unsupportedScheme(url, scheme string) *Error {
+	return newError(ReasonInvalidSpec, FieldURL, nil, "%q: unsupported URL scheme %q (use https or ssh)", redactURL(url), scheme)
 }
 
 // refName turns a branch field into a full reference name; "" means HEAD.
@@ -166,7 +187,7 @@ func refName(ref string) (plumbing.ReferenceName, error) {
 		name = plumbing.NewBranchReferenceName(ref)
 	}
 	if err := name.Validate(); err != nil || strings.HasPrefix(ref, "-") {
-		return "", newError(ReasonInvalidSpec, "branch", nil, "branch %q: not a valid ref name", ref)
+		return "", newError(ReasonInvalidSpec, FieldBranch, nil, "%q is not a valid branch or ref name", ref)
 	}
 	return name, nil
 }
@@ -180,10 +201,10 @@ func cloneInto(ctx context.Context, dir string, spec GitSpec, ra *resolvedAuth) 
 	}
 	repo, err := git.PlainInit(dir, false)
 	if err != nil {
-		return "", newError(ReasonInternal, "", err, "initialising repository: %v", err)
+		return "", newError(ReasonInternal, FieldNone, err, "initialising repository: %v", err)
 	}
 	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{spec.URL}}); err != nil {
-		return "", newError(ReasonInternal, "", err, "configuring remote: %v", err)
+		return "", newError(ReasonInternal, FieldNone, err, "configuring remote: %v", err)
 	}
 	depth := 0
 	if spec.Shallow {
@@ -227,7 +248,7 @@ func cloneInto(ctx context.Context, dir string, spec GitSpec, ra *resolvedAuth) 
 	}
 	if err != nil && err != git.NoErrAlreadyUpToDate {
 		if spec.Commit != "" && !isTransportFailure(err) {
-			return "", newError(ReasonNotFound, "commit", err, "commit %s: not found in %s", spec.Commit, redactURL(spec.URL))
+			return "", newError(ReasonNotFound, FieldCommit, err, "commit %s not found in %s", spec.Commit, redactURL(spec.URL))
 		}
 		return "", classifyGitError(err, ra.secrets, "fetching "+redactURL(spec.URL))
 	}
@@ -240,22 +261,22 @@ func cloneInto(ctx context.Context, dir string, spec GitSpec, ra *resolvedAuth) 
 func checkout(repo *git.Repository, spec GitSpec, branch plumbing.ReferenceName) (string, error) {
 	ref, err := repo.Reference(fetchedRef, false)
 	if err != nil {
-		return "", newError(ReasonNotFound, "commit", err, "commit %s: not found in %s", spec.Commit, redactURL(spec.URL))
+		return "", newError(ReasonNotFound, FieldCommit, err, "commit %s not found in %s", spec.Commit, redactURL(spec.URL))
 	}
 	hash := ref.Hash()
 	if tag, err := repo.TagObject(hash); err == nil {
 		c, err := tag.Commit()
 		if err != nil {
-			return "", newError(ReasonInvalidSpec, "branch", err, "branch %q: tag does not point to a commit", spec.Branch)
+			return "", newError(ReasonInvalidSpec, FieldBranch, err, "%q: the tag does not point to a commit", spec.Branch)
 		}
 		hash = c.Hash
 	}
 	if _, err := repo.CommitObject(hash); err != nil {
-		return "", newError(ReasonNotFound, "commit", err, "commit %s: not found in %s", hash, redactURL(spec.URL))
+		return "", newError(ReasonNotFound, FieldCommit, err, "commit %s not found in %s", hash, redactURL(spec.URL))
 	}
 	wt, err := repo.Worktree()
 	if err != nil {
-		return "", newError(ReasonInternal, "", err, "opening work tree: %v", err)
+		return "", newError(ReasonInternal, FieldNone, err, "opening work tree: %v", err)
 	}
 	opts := &git.CheckoutOptions{Hash: hash, Force: true}
 	if branch != "" {
@@ -263,7 +284,7 @@ func checkout(repo *git.Repository, spec GitSpec, branch plumbing.ReferenceName)
 		opts.Create = true
 	}
 	if err := wt.Checkout(opts); err != nil {
-		return "", newError(ReasonInternal, "", err, "checking out %s: %v", hash, err)
+		return "", newError(ReasonInternal, FieldNone, err, "checking out %s: %v", hash, err)
 	}
 	_ = repo.Storer.RemoveReference(fetchedRef)
 	return hash.String(), nil
@@ -295,11 +316,11 @@ func findRef(refs []*plumbing.Reference, want plumbing.ReferenceName, url string
 		r, ok = byName[name]
 	}
 	if !ok {
-		field, what := "branch", fmt.Sprintf("branch %q", want.Short())
+		what := fmt.Sprintf("branch %q", want.Short())
 		if want == plumbing.HEAD {
-			what = "default branch"
+			what = "the default branch"
 		}
-		return "", "", newError(ReasonNotFound, field, nil, "%s: not found in %s", what, redactURL(url))
+		return "", "", newError(ReasonNotFound, FieldBranch, nil, "%s not found in %s", what, redactURL(url))
 	}
 	if name == plumbing.HEAD {
 		// No symref advertised: HEAD is only a hash; fetch it by name.

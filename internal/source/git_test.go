@@ -57,7 +57,7 @@ func TestFetchGit(t *testing.T) {
 		{name: "shallow branch", spec: GitSpec{Branch: "feature", Shallow: true}, wantCommit: p.feature, wantVersion: "feature", wantShallow: true},
 		{name: "shallow commit", spec: GitSpec{Commit: p.first, Shallow: true}, wantCommit: p.first, wantVersion: "v1", wantShallow: true},
 		{name: "repoDir", spec: GitSpec{Branch: "main", Dir: "infra"}, wantCommit: p.main, wantVersion: "v2", wantDir: "infra"},
-		{name: "repoDir with dot and slash", spec: GitSpec{Branch: "main", Dir: "./infra/"}, wantCommit: p.main, wantVersion: "v2", wantDir: "infra"},
+		{name: "dir with dot and slash", spec: GitSpec{Branch: "main", Dir: "./infra/"}, wantCommit: p.main, wantVersion: "v2", wantDir: "infra"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,28 +98,34 @@ func TestFetchGitErrors(t *testing.T) {
 		spec      GitSpec
 		reason    Reason
 		permanent bool
-		field     string
+		field     Field
 		contains  string
 	}{
-		{name: "missing branch", spec: GitSpec{URL: p.repo.URL, Branch: "nope"}, reason: ReasonNotFound, field: "branch", contains: `branch "nope": not found`},
-		{name: "missing commit", spec: GitSpec{URL: p.repo.URL, Commit: missingSHA}, reason: ReasonNotFound, field: "commit", contains: "commit " + missingSHA},
-		{name: "missing commit shallow", spec: GitSpec{URL: p.repo.URL, Commit: missingSHA, Shallow: true}, reason: ReasonNotFound, field: "commit"},
-		{name: "missing repoDir", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "nope"}, reason: ReasonNotFound, permanent: true, field: "repoDir",
-			contains: `repoDir "nope": no such directory in commit ` + p.main},
-		{name: "repoDir without Pulumi.yaml", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "docs"}, reason: ReasonNotFound, permanent: true, field: "repoDir", contains: "no Pulumi.yaml"},
-		{name: "repoDir is a file", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "version.txt"}, reason: ReasonNotFound, permanent: true, field: "repoDir"},
-		{name: "repoDir escapes", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "../outside"}, reason: ReasonInvalidSpec, permanent: true, field: "repoDir"},
-		{name: "repoDir escapes midway", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "infra/../../x"}, reason: ReasonInvalidSpec, permanent: true, field: "repoDir"},
-		{name: "repoDir absolute", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "/etc"}, reason: ReasonInvalidSpec, permanent: true, field: "repoDir"},
-		{name: "branch and commit", spec: GitSpec{URL: p.repo.URL, Branch: "main", Commit: p.main}, reason: ReasonInvalidSpec, permanent: true, field: "commit"},
-		{name: "short commit", spec: GitSpec{URL: p.repo.URL, Commit: p.main[:7]}, reason: ReasonInvalidSpec, permanent: true, field: "commit"},
-		{name: "bad branch name", spec: GitSpec{URL: p.repo.URL, Branch: "a..b"}, reason: ReasonInvalidSpec, permanent: true, field: "branch"},
-		{name: "file URL", spec: GitSpec{URL: "file://" + p.repo.Dir}, reason: ReasonInvalidSpec, permanent: true, field: "projectRepo"},
-		{name: "local path", spec: GitSpec{URL: p.repo.Dir}, reason: ReasonInvalidSpec, permanent: true, field: "projectRepo"},
-		{name: "empty URL", spec: GitSpec{}, reason: ReasonInvalidSpec, permanent: true, field: "projectRepo"},
-		{name: "missing repository", spec: GitSpec{URL: srv.RepoURL("nope"), Branch: "main"}, reason: ReasonNotFound, permanent: true, field: "projectRepo"},
-		{name: "empty repository", spec: GitSpec{URL: srv.CreateRepo("empty").URL}, reason: ReasonNotFound, field: "projectRepo"},
-		{name: "unreachable", spec: GitSpec{URL: "http://" + closedPort(t) + "/app.git", Branch: "main"}, reason: ReasonUnreachable, field: "projectRepo"},
+		{name: "missing branch", spec: GitSpec{URL: p.repo.URL, Branch: "nope"}, reason: ReasonNotFound, field: FieldBranch, contains: `branch "nope" not found`},
+		{name: "missing commit", spec: GitSpec{URL: p.repo.URL, Commit: missingSHA}, reason: ReasonNotFound, field: FieldCommit, contains: "commit " + missingSHA},
+		{name: "missing commit shallow", spec: GitSpec{URL: p.repo.URL, Commit: missingSHA, Shallow: true}, reason: ReasonNotFound, field: FieldCommit},
+		{name: "missing dir", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "nope"}, reason: ReasonNotFound, permanent: true, field: FieldDir,
+			contains: `dir: "nope": no such directory in commit ` + p.main},
+		{name: "dir without Pulumi.yaml", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "docs"}, reason: ReasonNotFound, permanent: true, field: FieldDir, contains: "no Pulumi.yaml"},
+		{name: "dir is a file", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "version.txt"}, reason: ReasonNotFound, permanent: true, field: FieldDir},
+		{name: "dir escapes", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "../outside"}, reason: ReasonInvalidSpec, permanent: true, field: FieldDir},
+		{name: "dir escapes midway", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "infra/../../x"}, reason: ReasonInvalidSpec, permanent: true, field: FieldDir},
+		{name: "dir absolute", spec: GitSpec{URL: p.repo.URL, Branch: "main", Dir: "/etc"}, reason: ReasonInvalidSpec, permanent: true, field: FieldDir},
+		{name: "branch and commit", spec: GitSpec{URL: p.repo.URL, Branch: "main", Commit: p.main}, reason: ReasonInvalidSpec, permanent: true, field: FieldCommit},
+		{name: "short commit", spec: GitSpec{URL: p.repo.URL, Commit: p.main[:7]}, reason: ReasonInvalidSpec, permanent: true, field: FieldCommit},
+		{name: "bad branch name", spec: GitSpec{URL: p.repo.URL, Branch: "a..b"}, reason: ReasonInvalidSpec, permanent: true, field: FieldBranch},
+		{name: "file URL", spec: GitSpec{URL: "file://" + p.repo.Dir}, reason: ReasonInvalidSpec, permanent: true, field: FieldURL},
+		{name: "local path", spec: GitSpec{URL: p.repo.Dir}, reason: ReasonInvalidSpec, permanent: true, field: FieldURL},
+		{name: "empty URL", spec: GitSpec{}, reason: ReasonInvalidSpec, permanent: true, field: FieldURL},
+		// A remote helper runs a program; go-git would read it as an
+		// scp-style SSH address and ask for an SSH key.
+		{name: "ext transport", spec: GitSpec{URL: "ext::sh -c touch% /tmp/pwned"}, reason: ReasonInvalidSpec, permanent: true, field: FieldURL,
+			contains: `url: "ext::sh -c touch% /tmp/pwned": unsupported URL scheme "ext"`},
+		{name: "fd transport", spec: GitSpec{URL: "fd::3/x"}, reason: ReasonInvalidSpec, permanent: true, field: FieldURL, contains: `unsupported URL scheme "fd"`},
+		{name: "unknown scheme", spec: GitSpec{URL: "foo://example.com/x.git"}, reason: ReasonInvalidSpec, permanent: true, field: FieldURL, contains: `unsupported URL scheme "foo"`},
+		{name: "missing repository", spec: GitSpec{URL: srv.RepoURL("nope"), Branch: "main"}, reason: ReasonNotFound, permanent: true, field: FieldURL},
+		{name: "empty repository", spec: GitSpec{URL: srv.CreateRepo("empty").URL}, reason: ReasonNotFound, field: FieldURL},
+		{name: "unreachable", spec: GitSpec{URL: "http://" + closedPort(t) + "/app.git", Branch: "main"}, reason: ReasonUnreachable, field: FieldURL},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -95,19 +95,19 @@ func resolveAuth(ctx context.Context, rawURL string, ep *transport.Endpoint, a *
 		}
 	}
 	if methods > 1 {
-		return nil, newError(ReasonInvalidSpec, "auth", nil, "auth: use only one of token, username/password, SSH private key or GitHub App")
+		return nil, newError(ReasonInvalidSpec, FieldAuth, nil, "use only one of token, username/password, SSH private key or GitHub App")
 	}
 	isSSH := ep.Protocol == "ssh"
 	httpAuth := a.Token != "" || a.Password != "" || a.GitHubApp != nil
 	switch {
 	case isSSH && httpAuth:
-		return nil, newError(ReasonInvalidSpec, "auth", nil, "auth: token, password and GitHub App credentials need an http(s) URL, not ssh")
+		return nil, newError(ReasonInvalidSpec, FieldAuth, nil, "token, password and GitHub App credentials need an http(s) URL, not ssh")
 	case !isSSH && a.SSHPrivateKey != "":
-		return nil, newError(ReasonInvalidSpec, "auth", nil, "auth: an SSH private key needs an ssh:// or user@host:path URL, not %s", ep.Protocol)
+		return nil, newError(ReasonInvalidSpec, FieldAuth, nil, "an SSH private key needs an ssh:// or user@host:path URL, not %s", ep.Protocol)
 	case isSSH && a.SSHPrivateKey == "":
-		return nil, newError(ReasonInvalidSpec, "sshPrivateKey", nil, "sshPrivateKey: required for SSH URLs")
+		return nil, newError(ReasonInvalidSpec, FieldSSHPrivateKey, nil, "required for SSH URLs")
 	case a.Password != "" && a.Username == "":
-		return nil, newError(ReasonInvalidSpec, "username", nil, "username: required with password")
+		return nil, newError(ReasonInvalidSpec, FieldUsername, nil, "required with a password")
 	}
 
 	switch {
@@ -161,7 +161,7 @@ func sshAuth(ep *transport.Endpoint, a *GitAuth) (transport.AuthMethod, string, 
 	hostPort := net.JoinHostPort(ep.Host, strconv.Itoa(port))
 	if a.KnownHosts == "" {
 		pk.HostKeyCallback = ssh.InsecureIgnoreHostKey()
-		return pk, fmt.Sprintf("knownHosts is empty: the SSH host key of %s is NOT verified, so the connection is open to impersonation; set knownHosts to fix this", hostPort), nil
+		return pk, fmt.Sprintf("no known hosts given: the SSH host key of %s is NOT verified, so the connection is open to impersonation", hostPort), nil
 	}
 	db, err := knownHostsDB(a.KnownHosts)
 	if err != nil {
@@ -179,17 +179,17 @@ func parseSSHKey(key, passphrase string) (ssh.Signer, error) {
 	var missing *ssh.PassphraseMissingError
 	if errors.As(err, &missing) {
 		if passphrase == "" {
-			return nil, newError(ReasonInvalidSpec, "sshPassphrase", nil, "sshPassphrase: required, sshPrivateKey is encrypted")
+			return nil, newError(ReasonInvalidSpec, FieldSSHPassphrase, nil, "required: the SSH private key is encrypted")
 		}
 		signer, err = ssh.ParsePrivateKeyWithPassphrase([]byte(key), []byte(passphrase))
 		if errors.Is(err, x509.IncorrectPasswordError) {
-			return nil, newError(ReasonAuthFailed, "sshPassphrase", nil, "sshPassphrase: does not decrypt sshPrivateKey")
+			return nil, newError(ReasonAuthFailed, FieldSSHPassphrase, nil, "does not decrypt the SSH private key")
 		}
 	}
 	if err != nil {
 		// The parser's message names only the format problem; still, do
 		// not echo it in case a future version quotes input.
-		return nil, newError(ReasonInvalidSpec, "sshPrivateKey", nil, "sshPrivateKey: not a valid PEM or OpenSSH private key")
+		return nil, newError(ReasonInvalidSpec, FieldSSHPrivateKey, nil, "not a valid PEM or OpenSSH private key")
 	}
 	return signer, nil
 }
@@ -199,17 +199,17 @@ func parseSSHKey(key, passphrase string) (ssh.Signer, error) {
 func knownHostsDB(content string) (*knownhosts.HostKeyDB, error) {
 	f, err := os.CreateTemp("", "stackyard-known-hosts-")
 	if err != nil {
-		return nil, newError(ReasonInternal, "knownHosts", err, "knownHosts: %v", err)
+		return nil, newError(ReasonInternal, FieldKnownHosts, err, "%v", err)
 	}
 	defer os.Remove(f.Name())
 	_, werr := f.WriteString(content)
 	cerr := f.Close()
 	if werr != nil || cerr != nil {
-		return nil, newError(ReasonInternal, "knownHosts", errors.Join(werr, cerr), "knownHosts: writing temporary file failed")
+		return nil, newError(ReasonInternal, FieldKnownHosts, errors.Join(werr, cerr), "writing a temporary file failed")
 	}
 	db, err := knownhosts.NewDB(f.Name())
 	if err != nil {
-		return nil, newError(ReasonInvalidSpec, "knownHosts", err, "knownHosts: not valid known_hosts content: %v", err)
+		return nil, newError(ReasonInvalidSpec, FieldKnownHosts, err, "not valid known_hosts content: %v", err)
 	}
 	return db, nil
 }

@@ -169,7 +169,7 @@ func TestParseSSHKey(t *testing.T) {
 		t.Fatalf("passphrase given for a plain key should be ignored: %v", err)
 	}
 	e := wantReason(t, mustErr(parseSSHKey(enc, "wrong")), ReasonAuthFailed)
-	if e.Field != "sshPassphrase" {
+	if e.Field != FieldSSHPassphrase {
 		t.Errorf("field = %q", e.Field)
 	}
 	wantReason(t, mustErr(parseSSHKey(enc, "")), ReasonInvalidSpec)

@@ -23,31 +23,31 @@ func classifyGitError(err error, secrets redactor, op string) *Error {
 	var uerr *plumbing.UnexpectedError
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return secrets.wrap(ReasonUnreachable, "", err, op)
+		return secrets.wrap(ReasonUnreachable, FieldNone, err, op)
 	case errors.As(err, &keyErr):
 		if len(keyErr.Want) == 0 {
-			return newError(ReasonAuthFailed, "knownHosts", err, "%s: the server's SSH host key is not in knownHosts", op)
+			return newError(ReasonAuthFailed, FieldKnownHosts, err, "%s: the server's SSH host key is not among the known hosts", op)
 		}
-		return newError(ReasonAuthFailed, "knownHosts", err, "%s: the server's SSH host key does not match knownHosts (possible impersonation)", op)
+		return newError(ReasonAuthFailed, FieldKnownHosts, err, "%s: the server's SSH host key does not match the known hosts (possible impersonation)", op)
 	case errors.Is(err, transport.ErrAuthenticationRequired),
 		errors.Is(err, transport.ErrAuthorizationFailed),
 		errors.Is(err, transport.ErrInvalidAuthMethod),
 		strings.Contains(err.Error(), "unable to authenticate"):
 		// The server's reply body is not quoted: some servers echo the
 		// request, and the credentials are what is at fault anyway.
-		return newError(ReasonAuthFailed, "auth", err, "%s: credentials were rejected or are missing", op)
+		return newError(ReasonAuthFailed, FieldAuth, err, "%s: credentials were rejected or are missing", op)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		e := newError(ReasonNotFound, "projectRepo", err, "%s: repository not found (or the credentials cannot see it)", op)
+		e := newError(ReasonNotFound, FieldURL, err, "%s: repository not found (or the credentials cannot see it)", op)
 		e.Permanent = true
 		return e
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-		return newError(ReasonNotFound, "projectRepo", err, "%s: repository has no commits", op)
+		return newError(ReasonNotFound, FieldURL, err, "%s: repository has no commits", op)
 	case errors.As(err, &herr):
-		return newError(ReasonUnreachable, "projectRepo", err, "%s: server answered HTTP %d", op, herr.StatusCode())
+		return newError(ReasonUnreachable, FieldURL, err, "%s: server answered HTTP %d", op, herr.StatusCode())
 	case errors.As(err, &uerr) && errors.As(uerr.Err, &herr):
-		return newError(ReasonUnreachable, "projectRepo", err, "%s: server answered HTTP %d", op, herr.StatusCode())
+		return newError(ReasonUnreachable, FieldURL, err, "%s: server answered HTTP %d", op, herr.StatusCode())
 	}
-	return secrets.wrap(ReasonUnreachable, "projectRepo", err, op)
+	return secrets.wrap(ReasonUnreachable, FieldURL, err, op)
 }
 
 // isTransportFailure reports whether err came from the connection or the

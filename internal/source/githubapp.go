@@ -66,7 +66,7 @@ var appHTTPClient = &http.Client{Timeout: 30 * time.Second}
 // freshly minted.
 func (a *GitHubApp) installationToken(ctx context.Context) (string, error) {
 	if a.AppID == "" || a.InstallationID <= 0 || a.PrivateKey == "" {
-		return "", newError(ReasonInvalidSpec, "gitHubApp", nil, "gitHubApp: appID, installationID and privateKey are all required")
+		return "", newError(ReasonInvalidSpec, FieldGitHubApp, nil, "the app ID, the installation ID and the private key are all required")
 	}
 	key := a.cacheKey()
 	appTokenCache.Lock()
@@ -118,14 +118,14 @@ func (a *GitHubApp) mintToken(ctx context.Context) (appToken, error) {
 	url := a.apiURL() + "/app/installations/" + strconv.FormatInt(a.InstallationID, 10) + "/access_tokens"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
-		return appToken{}, newError(ReasonInvalidSpec, "gitHubApp.apiURL", nil, "gitHubApp.apiURL %q: not a valid URL", a.APIURL)
+		return appToken{}, newError(ReasonInvalidSpec, FieldGitHubAPIURL, nil, "%q is not a valid URL", a.APIURL)
 	}
 	req.Header.Set("Authorization", "Bearer "+jwt)
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	resp, err := appHTTPClient.Do(req)
 	if err != nil {
-		return appToken{}, newError(ReasonUnreachable, "gitHubApp.apiURL", err, "requesting a GitHub App installation token from %s: %v", a.apiURL(), err)
+		return appToken{}, newError(ReasonUnreachable, FieldGitHubAPIURL, err, "requesting a GitHub App installation token from %s: %v", a.apiURL(), err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -137,7 +137,7 @@ func (a *GitHubApp) mintToken(ctx context.Context) (appToken, error) {
 		ExpiresAt time.Time `json:"expires_at"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil || out.Token == "" {
-		return appToken{}, newError(ReasonUnreachable, "gitHubApp", err, "GitHub App token response from %s has no token", a.apiURL())
+		return appToken{}, newError(ReasonUnreachable, FieldGitHubApp, err, "GitHub App token response from %s has no token", a.apiURL())
 	}
 	if out.ExpiresAt.IsZero() {
 		out.ExpiresAt = time.Now().Add(time.Hour)
@@ -162,13 +162,13 @@ func appStatusError(status int, body []byte, a *GitHubApp) *Error {
 	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return newError(ReasonAuthFailed, "gitHubApp", nil, "gitHubApp: credentials for app %s rejected (%s)", a.AppID, detail)
+		return newError(ReasonAuthFailed, FieldGitHubApp, nil, "the credentials of app %s were rejected (%s)", a.AppID, detail)
 	case status == http.StatusNotFound:
-		e := newError(ReasonNotFound, "gitHubApp.installationID", nil, "gitHubApp.installationID %d: no such installation of app %s (%s)", a.InstallationID, a.AppID, detail)
+		e := newError(ReasonNotFound, FieldGitHubAppInstallationID, nil, "app %[2]s has no installation %[1]d (%[3]s)", a.InstallationID, a.AppID, detail)
 		e.Permanent = true
 		return e
 	default:
-		return newError(ReasonUnreachable, "gitHubApp", nil, "gitHubApp: token exchange at %s failed (%s)", a.apiURL(), detail)
+		return newError(ReasonUnreachable, FieldGitHubApp, nil, "the token exchange at %s failed (%s)", a.apiURL(), detail)
 	}
 }
 
@@ -187,14 +187,14 @@ func (a *GitHubApp) signJWT(now time.Time) (string, error) {
 		"iss": a.AppID,
 	})
 	if err != nil {
-		return "", newError(ReasonInternal, "gitHubApp", err, "gitHubApp: encoding JWT claims: %v", err)
+		return "", newError(ReasonInternal, FieldGitHubApp, err, "encoding JWT claims: %v", err)
 	}
 	enc := base64.RawURLEncoding
 	signed := enc.EncodeToString(header) + "." + enc.EncodeToString(claims)
 	digest := sha256.Sum256([]byte(signed))
 	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, digest[:])
 	if err != nil {
-		return "", newError(ReasonInternal, "gitHubApp", err, "gitHubApp: signing JWT failed")
+		return "", newError(ReasonInternal, FieldGitHubApp, err, "signing the JWT failed")
 	}
 	return signed + "." + enc.EncodeToString(sig), nil
 }
@@ -202,7 +202,7 @@ func (a *GitHubApp) signJWT(now time.Time) (string, error) {
 // parseRSAKey decodes a PEM RSA private key in PKCS#1 or PKCS#8 form.
 // Errors never quote the key.
 func parseRSAKey(pemText string) (*rsa.PrivateKey, error) {
-	bad := newError(ReasonInvalidSpec, "gitHubApp.privateKey", nil, "gitHubApp.privateKey: not a PEM-encoded RSA private key")
+	bad := newError(ReasonInvalidSpec, FieldGitHubAppPrivateKey, nil, "not a PEM-encoded RSA private key")
 	block, _ := pem.Decode(bytes.TrimSpace([]byte(pemText)))
 	if block == nil {
 		return nil, bad

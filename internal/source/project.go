@@ -32,21 +32,21 @@ var runtimePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 // has state for. Like the fetches, it replaces target only on success.
 func WriteProject(ctx context.Context, target string, spec ProjectSpec) (*Result, error) {
 	if !projectNamePattern.MatchString(spec.Name) || spec.Name == "." || spec.Name == ".." {
-		return nil, newError(ReasonInvalidSpec, "name", nil,
-			"name %q: a Pulumi project name may only contain letters, digits, hyphens, underscores and periods (at most 100)", spec.Name)
+		return nil, newError(ReasonInvalidSpec, FieldProjectName, nil,
+			"%q: a Pulumi project name may only contain letters, digits, hyphens, underscores and periods (at most 100)", spec.Name)
 	}
 	if !runtimePattern.MatchString(spec.Runtime) {
-		return nil, newError(ReasonInvalidSpec, "runtime", nil, "runtime %q: not a valid Pulumi runtime name", spec.Runtime)
+		return nil, newError(ReasonInvalidSpec, FieldProjectRuntime, nil, "%q: not a valid Pulumi runtime name", spec.Runtime)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, newError(ReasonUnreachable, "", err, "writing project: %v", err)
+		return nil, newError(ReasonUnreachable, FieldNone, err, "writing project: %v", err)
 	}
 	// Both values are quoted: a name such as "true" or "1.0" would
 	// otherwise be read back as a boolean or a number.
 	content := fmt.Sprintf("name: %q\nruntime: %q\n", spec.Name, spec.Runtime)
 	err := place(target, func(dir string) error {
 		if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(content), 0o644); err != nil {
-			return newError(ReasonInternal, "", err, "writing Pulumi.yaml: %v", err)
+			return newError(ReasonInternal, FieldNone, err, "writing Pulumi.yaml: %v", err)
 		}
 		return nil
 	})

@@ -17,28 +17,28 @@ type staging struct {
 // stage validates target and creates an empty staging directory beside it.
 func stage(target string) (*staging, error) {
 	if target == "" {
-		return nil, newError(ReasonInvalidSpec, "target", nil, "target directory must not be empty")
+		return nil, newError(ReasonInvalidSpec, FieldNone, nil, "target directory must not be empty")
 	}
 	abs, err := filepath.Abs(target)
 	if err != nil {
-		return nil, newError(ReasonInvalidSpec, "target", err, "target %q: %v", target, err)
+		return nil, newError(ReasonInvalidSpec, FieldNone, err, "target %q: %v", target, err)
 	}
 	if fi, err := os.Lstat(abs); err == nil && !fi.IsDir() {
-		return nil, newError(ReasonInvalidSpec, "target", nil, "target %q exists and is not a directory", target)
+		return nil, newError(ReasonInvalidSpec, FieldNone, nil, "target %q exists and is not a directory", target)
 	}
 	parent := filepath.Dir(abs)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, newError(ReasonInternal, "target", err, "creating parent of target %q: %v", target, err)
+		return nil, newError(ReasonInternal, FieldNone, err, "creating parent of target %q: %v", target, err)
 	}
 	dir, err := os.MkdirTemp(parent, "."+filepath.Base(abs)+".staging-")
 	if err != nil {
-		return nil, newError(ReasonInternal, "target", err, "creating staging directory beside %q: %v", target, err)
+		return nil, newError(ReasonInternal, FieldNone, err, "creating staging directory beside %q: %v", target, err)
 	}
 	// MkdirTemp creates the directory private; the program's files should be
 	// readable like any checkout.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, newError(ReasonInternal, "target", err, "preparing staging directory beside %q: %v", target, err)
+		return nil, newError(ReasonInternal, FieldNone, err, "preparing staging directory beside %q: %v", target, err)
 	}
 	return &staging{target: abs, dir: dir}, nil
 }
@@ -50,7 +50,7 @@ func stage(target string) (*staging, error) {
 func (s *staging) promote() error {
 	if _, err := os.Lstat(s.target); os.IsNotExist(err) {
 		if err := os.Rename(s.dir, s.target); err != nil {
-			return newError(ReasonInternal, "target", err, "moving fetched source into %q: %v", s.target, err)
+			return newError(ReasonInternal, FieldNone, err, "moving fetched source into %q: %v", s.target, err)
 		}
 		return nil
 	}
@@ -61,17 +61,17 @@ func (s *staging) promote() error {
 		err = os.Remove(aside)
 	}
 	if err != nil {
-		return newError(ReasonInternal, "target", err, "preparing to replace %q: %v", s.target, err)
+		return newError(ReasonInternal, FieldNone, err, "preparing to replace %q: %v", s.target, err)
 	}
 	if err := os.Rename(s.target, aside); err != nil {
-		return newError(ReasonInternal, "target", err, "moving previous content of %q aside: %v", s.target, err)
+		return newError(ReasonInternal, FieldNone, err, "moving previous content of %q aside: %v", s.target, err)
 	}
 	if err := os.Rename(s.dir, s.target); err != nil {
 		if rerr := os.Rename(aside, s.target); rerr != nil {
-			return newError(ReasonInternal, "target", err,
+			return newError(ReasonInternal, FieldNone, err,
 				"replacing %q failed (%v) and restoring its previous content from %q failed too: %v", s.target, err, aside, rerr)
 		}
-		return newError(ReasonInternal, "target", err, "moving fetched source into %q: %v", s.target, err)
+		return newError(ReasonInternal, FieldNone, err, "moving fetched source into %q: %v", s.target, err)
 	}
 	// The new content is in place; old content that cannot be removed is
 	// only clutter, not a failed fetch.

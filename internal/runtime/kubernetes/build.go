@@ -146,10 +146,7 @@ func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOpti
 	initArgs := []string{"agent", "init", "--copy-binary", path.Join(shareDir, "stackyard"), "--result-file", terminationLog}
 	if src.NeedsInit() {
 		initArgs = append(initArgs, "--target", target)
-		initArgs = append(initArgs, src.InitArgs...)
-	}
-	for _, c := range src.Credentials {
-		initArgs = append(initArgs, c.Flag, path.Join(credentialsDir, c.Name))
+		initArgs = append(initArgs, src.InitArgs(credentialFile)...)
 	}
 	initCmd := opts.InitCommand
 	if len(initCmd) == 0 {
@@ -219,6 +216,12 @@ func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOpti
 	return pod
 }
 
+// credentialFile is where the init container reads a credential: the
+// file credentialsVolumeOf projects its Secret key to.
+func credentialFile(c runtime.Credential) string {
+	return path.Join(credentialsDir, c.FileName())
+}
+
 // credentialsVolumeOf projects every credential's Secret key to a file
 // named after the credential, readable by the pod's group only.
 func credentialsVolumeOf(src runtime.Source) corev1.Volume {
@@ -226,7 +229,7 @@ func credentialsVolumeOf(src runtime.Source) corev1.Volume {
 	for _, c := range src.Credentials {
 		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: c.Secret.LocalObjectReference,
-			Items:                []corev1.KeyToPath{{Key: c.Secret.Key, Path: c.Name}},
+			Items:                []corev1.KeyToPath{{Key: c.Secret.Key, Path: c.FileName()}},
 		}})
 	}
 	return corev1.Volume{Name: credentialsVolume, VolumeSource: corev1.VolumeSource{

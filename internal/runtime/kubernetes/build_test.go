@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/source"
 )
 
 var testBuild = BuildOptions{InitImage: "ghcr.io/stackyard/stackyard:test"}
@@ -55,6 +57,35 @@ func argAfter(args []string, flag string) string {
 	return args[i+1]
 }
 
+// initRequest decodes the source flags of the init container as `stackyard
+// agent init` does, after dropping its other flags.
+func initRequest(t *testing.T, init *corev1.Container) source.Request {
+	t.Helper()
+	var flags []string
+	args := init.Args[2:] // agent init
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "--copy-binary", "--result-file", "--target":
+			i++
+		default:
+			flags = append(flags, args[i])
+		}
+	}
+	req, err := source.DecodeArgs(flags)
+	if err != nil {
+		t.Fatalf("decoding the init container's source flags %q: %v", flags, err)
+	}
+	return req
+}
+
+// wantGit checks that the init container fetches want.
+func wantGit(t *testing.T, init *corev1.Container, want source.GitRequest) {
+	t.Helper()
+	if got := initRequest(t, init); got.Git == nil || !reflect.DeepEqual(*got.Git, want) || got.Artifact != nil || got.Project != nil {
+		t.Errorf("init fetches %+v (git %+v), want git %+v", got, got.Git, want)
+	}
+}
+
 func TestBuildStatefulSet(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -78,12 +109,12 @@ func TestBuildStatefulSet(t *testing.T) {
 						t.Errorf("serve %s = %q, want %q", flag, got, want)
 					}
 				}
-				for flag, want := range map[string]string{"--git-url": "https://git.example.com/org/repo.git", "--git-ref": "main",
-					"--git-dir": "infra", "--target": "/share/source", "--copy-binary": "/share/stackyard", "--result-file": "/dev/termination-log"} {
+				for flag, want := range map[string]string{"--target": "/share/source", "--copy-binary": "/share/stackyard", "--result-file": "/dev/termination-log"} {
 					if got := argAfter(init.Args, flag); got != want {
 						t.Errorf("init %s = %q, want %q", flag, got, want)
 					}
 				}
+				wantGit(t, init, source.GitRequest{URL: "https://git.example.com/org/repo.git", Branch: "main", Dir: "infra"})
 				sc := pod.SecurityContext
 				if !ptr.Deref(sc.RunAsNonRoot, false) || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || ptr.Deref(sc.RunAsUser, 0) != NonRootUser {
 					t.Errorf("pod security context = %+v", sc)
@@ -135,11 +166,11 @@ func TestBuildStatefulSet(t *testing.T) {
 			check: func(t *testing.T, sts *appsv1.StatefulSet) {
 				pod := &sts.Spec.Template.Spec
 				init := container(t, pod, InitContainerName)
-				if argAfter(init.Args, "--git-ssh-key-file") != "/etc/stackyard/git/git-ssh-key" ||
-					argAfter(init.Args, "--git-ssh-passphrase-file") != "/etc/stackyard/git/git-ssh-passphrase" ||
-					slices.Contains(init.Args, "--git-password-file") {
-					t.Errorf("init args = %v", init.Args)
-				}
+				wantGit(t, init, source.GitRequest{URL: "git@git.example.com:org/repo.git", Branch: "main", Dir: "infra",
+					CredentialFiles: map[source.Credential]string{
+						source.CredentialSSHKey:        "/etc/stackyard/git/git-ssh-key",
+						source.CredentialSSHPassphrase: "/etc/stackyard/git/git-ssh-passphrase",
+					}})
 				var vol *corev1.Volume
 				for i := range pod.Volumes {
 					if pod.Volumes[i].Name == credentialsVolume {
@@ -155,6 +186,17 @@ func TestBuildStatefulSet(t *testing.T) {
 			},
 		},
 		{
+			name: "git commit",
+			mutate: func(ws *autov1alpha1.Workspace) {
+				ws.Spec.Git.Ref = "0123456789abcdef0123456789abcdef01234567"
+				ws.Spec.Git.Shallow = true
+			},
+			check: func(t *testing.T, sts *appsv1.StatefulSet) {
+				wantGit(t, container(t, &sts.Spec.Template.Spec, InitContainerName), source.GitRequest{
+					URL: "https://git.example.com/org/repo.git", Commit: "0123456789abcdef0123456789abcdef01234567", Dir: "infra", Shallow: true})
+			},
+		},
+		{
 			name: "flux source",
 			mutate: func(ws *autov1alpha1.Workspace) {
 				ws.Spec.Git = nil
@@ -163,8 +205,9 @@ func TestBuildStatefulSet(t *testing.T) {
 			check: func(t *testing.T, sts *appsv1.StatefulSet) {
 				pod := &sts.Spec.Template.Spec
 				init := container(t, pod, InitContainerName)
-				if argAfter(init.Args, "--artifact-url") != "http://source-controller/a.tar.gz" || argAfter(init.Args, "--artifact-digest") != "sha256:abc" {
-					t.Errorf("init args = %v", init.Args)
+				want := source.ArtifactSpec{URL: "http://source-controller/a.tar.gz", Digest: "sha256:abc", Dir: "prog"}
+				if got := initRequest(t, init); got.Artifact == nil || *got.Artifact != want || got.Git != nil {
+					t.Errorf("init fetches %+v, want artifact %+v", got, want)
 				}
 				if got := argAfter(container(t, pod, ContainerName).Args, "--workspace"); got != "/share/source/prog" {
 					t.Errorf("workspace = %s", got)

@@ -11,8 +11,9 @@
 //   - a shared emptyDir volume at /share;
 //   - an init container "init", running the operator's own image, that
 //     copies the stackyard binary to /share/stackyard and runs `stackyard
-//     agent init` into /share/source with the Workspace's source flags (see
-//     runtime.SourceOf); git credentials are the Secret keys of
+//     agent init` into /share/source with the Workspace's source flags
+//     (runtime.Source.InitArgs, encoded by internal/source so that init
+//     decodes exactly what was meant); git credentials are the Secret keys of
 //     spec.git.auth mounted as files under /etc/stackyard/git. The outcome
 //     (revision, or failure reason) is the init container's termination
 //     message, which Ensure reads back: a permanent fetch failure stalls

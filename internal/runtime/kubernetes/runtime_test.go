@@ -200,7 +200,7 @@ func TestFetchFailures(t *testing.T) {
 	}
 
 	// A permanent one stalls the Workspace, naming the field.
-	permanent := source.Report{Reason: source.ReasonAuthFailed, Permanent: true, Field: "auth", Message: "authentication failed"}
+	permanent := source.Report{Reason: source.ReasonAuthFailed, Permanent: true, Field: source.FieldAuth, Message: "authentication failed"}
 	setPodStatus(t, p, false, &corev1.ContainerStateTerminated{ExitCode: 1, Message: reportJSON(t, permanent)})
 	_, err = rt.Ensure(ctx(t), ws)
 	var stalling *reconcile.Stalling

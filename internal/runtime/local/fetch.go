@@ -107,32 +107,30 @@ func (r *Runtime) prepareSource(ctx context.Context, ws *autov1alpha1.Workspace,
 // fetch runs `stackyard agent init` into <dir>/source with the Workspace's
 // credentials in short-lived files, and returns the revision fetched.
 func (r *Runtime) fetch(ctx context.Context, ws *autov1alpha1.Workspace, src runtime.Source, dir string, env []string) (string, error) {
-	args := []string{"agent", "init", "--target", filepath.Join(dir, sourceDir), "--result-file", filepath.Join(dir, resultFile)}
-	args = append(args, src.InitArgs...)
+	credDir := ""
 	if len(src.Credentials) > 0 {
-		credDir, err := os.MkdirTemp(dir, credsPattern)
-		if err != nil {
+		var err error
+		if credDir, err = os.MkdirTemp(dir, credsPattern); err != nil {
 			return "", reconcile.NewGeneric("", err)
 		}
 		defer os.RemoveAll(credDir)
 		for _, c := range src.Credentials {
 			data, err := r.secretData(ctx, ws.Namespace, c.Secret.Name)
-			field := fmt.Sprintf("spec.git.auth (%s)", c.Name)
 			if err != nil {
-				return "", missing(err, field, "secret", c.Secret.Name, nil)
+				return "", missing(err, c.Field, "secret", c.Secret.Name, nil)
 			}
 			v, ok := data[c.Secret.Key]
 			if !ok {
 				return "", reconcile.NewWaiting(ReasonEnvSourceMissing,
-					fmt.Errorf("%s: key %q not found in secret %q", field, c.Secret.Key, c.Secret.Name), 0)
+					fmt.Errorf("%s: key %q not found in secret %q", c.Field, c.Secret.Key, c.Secret.Name), 0)
 			}
-			p := filepath.Join(credDir, c.Name)
-			if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(credDir, c.FileName()), []byte(v), 0o600); err != nil {
 				return "", reconcile.NewGeneric("", err)
 			}
-			args = append(args, c.Flag, p)
 		}
 	}
+	args := []string{"agent", "init", "--target", filepath.Join(dir, sourceDir), "--result-file", filepath.Join(dir, resultFile)}
+	args = append(args, src.InitArgs(func(c runtime.Credential) string { return filepath.Join(credDir, c.FileName()) })...)
 	_ = os.Remove(filepath.Join(dir, resultFile))
 	ctx, cancel := context.WithTimeout(ctx, r.opts.InitTimeout)
 	defer cancel()
