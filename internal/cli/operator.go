@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/stackyard/stackyard/internal/operator"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 func init() {
@@ -60,6 +61,7 @@ func newOperatorCommand() *cobra.Command {
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "run only one active replica")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease")
 	f.DurationVar(&opts.IdleAfter, "idle-after", time.Minute, "stop a workspace agent after this long without pending operations")
+	f.DurationVar(&opts.StallAfter, "stall-after", sreconcile.DefaultStallAfter, "mark an object Stalled once the same failure (an API call, a missing Secret) has lasted this long")
 	f.IntVar(&opts.StackConcurrency, "stack-concurrency", 4, "Stacks reconciled at once (reconciles never wait for operations)")
 	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)

@@ -6,6 +6,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,6 +94,11 @@ type Options struct {
 	IdleAfter time.Duration
 	// StackConcurrency is how many Stacks are reconciled at once.
 	StackConcurrency int
+	// StallAfter is how long the same failure of a Stack or Workspace
+	// (an API call refused, a Secret missing) may last before the object
+	// is Stalled instead of Reconciling; zero means
+	// reconcile.DefaultStallAfter (5 minutes).
+	StallAfter time.Duration
 	// MinResync lowers the 60 s floor of a Stack's poll/resync interval;
 	// only tests set it.
 	MinResync time.Duration
@@ -138,8 +144,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: orDefault(opts.MetricsAddr, "0")},
-		HealthProbeBindAddress:  orDefault(opts.ProbeAddr, "0"),
+		Metrics:                 metricsserver.Options{BindAddress: cmp.Or(opts.MetricsAddr, "0")},
+		HealthProbeBindAddress:  cmp.Or(opts.ProbeAddr, "0"),
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "stackyard.pulumi.com",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
@@ -183,7 +189,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("program controller: %w", err)
 	}
 	if err := workspace.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("workspace-controller"), workspace.Options{
-		IdleAfter: opts.IdleAfter, Owns: owns, RuntimeEvents: events,
+		IdleAfter: opts.IdleAfter, Owns: owns, RuntimeEvents: events, StallAfter: opts.StallAfter,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
@@ -194,7 +200,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 	stackReconciler := &stack.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("stack-controller"), Poller: source.NewPoller(),
-		MinResync: opts.MinResync,
+		MinResync: opts.MinResync, StallAfter: opts.StallAfter,
 	}
 	if err := stackReconciler.SetupWithManager(ctx, mgr, stack.Options{MaxConcurrentReconciles: opts.StackConcurrency}); err != nil {
 		return nil, fmt.Errorf("stack controller: %w", err)
@@ -248,7 +254,7 @@ func newRuntime(mgr manager.Manager, opts Options, notify func(types.NamespacedN
 // addArtifactServer opens the artifact store and serves it; the store's
 // URLs are what agents download from.
 func addArtifactServer(mgr manager.Manager, opts Options) (*artifact.Store, error) {
-	ln, err := net.Listen("tcp", orDefault(opts.ArtifactListen, "127.0.0.1:0"))
+	ln, err := net.Listen("tcp", cmp.Or(opts.ArtifactListen, "127.0.0.1:0"))
 	if err != nil {
 		return nil, fmt.Errorf("artifact server: %w", err)
 	}
@@ -265,13 +271,6 @@ func addArtifactServer(mgr manager.Manager, opts Options) (*artifact.Store, erro
 		return nil, err
 	}
 	return store, nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 var (

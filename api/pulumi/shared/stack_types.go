@@ -24,6 +24,18 @@ const ReconcileRequestAnnotation = "pulumi.com/reconciliation-request"
 // +kubebuilder:validation:XValidation:rule="!(has(self.commit) && size(self.commit) > 0 && has(self.branch) && size(self.branch) > 0)",message="spec.commit and spec.branch are mutually exclusive"
 // +kubebuilder:validation:XValidation:rule="!has(self.projectRepo) || size(self.projectRepo) == 0 || (has(self.commit) && size(self.commit) > 0) || (has(self.branch) && size(self.branch) > 0)",message="spec.projectRepo needs one of spec.commit or spec.branch"
 // +kubebuilder:validation:XValidation:rule="[has(self.projectRepo) && size(self.projectRepo) > 0, has(self.fluxSource), has(self.programRef)].filter(x, x).size() <= 1",message="at most one of spec.projectRepo, spec.fluxSource and spec.programRef may be set"
+//
+// A configuration key is set in one place. The API server refuses a spec
+// that sets one key in two of configRef, secrets and secretsRef, naming the
+// key (the upstream operator accepts it and then fails every update with
+// "duplicate entries for key"); a key of config that is also set in one of
+// those (CEL cannot see into config's free-form values) stalls the Stack
+// with reason SpecInvalid, naming the field. Each of the four maps holds at
+// most 512 keys, which keeps these checks within the API server's cost
+// budget.
+// +kubebuilder:validation:XValidation:rule="!has(self.configRef) || !has(self.secrets) || self.secrets.all(k, !(k in self.configRef))",messageExpression="'spec.secrets[' + self.secrets.filter(k, k in self.configRef)[0] + ']: the key is also set in spec.configRef; set each configuration key in one place'",fieldPath=".secrets"
+// +kubebuilder:validation:XValidation:rule="!has(self.configRef) || !has(self.secretsRef) || self.secretsRef.all(k, !(k in self.configRef))",messageExpression="'spec.secretsRef[' + self.secretsRef.filter(k, k in self.configRef)[0] + ']: the key is also set in spec.configRef; set each configuration key in one place'",fieldPath=".secretsRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.secrets) || !has(self.secretsRef) || self.secretsRef.all(k, !(k in self.secrets))",messageExpression="'spec.secretsRef[' + self.secretsRef.filter(k, k in self.secrets)[0] + ']: the key is also set in spec.secrets; set each configuration key in one place'",fieldPath=".secretsRef"
 type StackSpec struct {
 	// Stack is the name of the Pulumi stack to deploy: "<org>/<project>/<stack>"
 	// (or "<org>/<stack>", or just "<stack>" with the backend's default
@@ -70,23 +82,27 @@ type StackSpec struct {
 	// 3.202.0 or later). The values are merged over the configuration
 	// checked in with the program.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=512
 	Config map[string]apiextensionsv1.JSON `json:"config,omitempty"`
 
 	// ConfigRef sets stack configuration values read from ConfigMaps, keyed
 	// by configuration key.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=512
 	ConfigRef map[string]ConfigMapRef `json:"configRef,omitempty"`
 
 	// Secrets sets secret stack configuration values inline, keyed by
 	// configuration key; they are stored encrypted in the stack.
 	// Deprecated: use secretsRef, which can read them from Secrets.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=512
 	Secrets map[string]string `json:"secrets,omitempty"`
 
 	// SecretRefs sets secret stack configuration values, keyed by
 	// configuration key, each read from where its ResourceRef points
 	// (usually a Secret key). They are stored encrypted in the stack.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=512
 	SecretRefs map[string]ResourceRef `json:"secretsRef,omitempty"`
 
 	// SecretsProvider is the secrets provider a new stack is initialized
@@ -129,8 +145,9 @@ type StackSpec struct {
 	// Prerequisites lists other Stacks, in the same namespace, that must
 	// have succeeded before this one is updated, optionally recently
 	// enough; a prerequisite that succeeded too long ago is run again
-	// first.
+	// first. At most 64.
 	// +optional
+	// +kubebuilder:validation:MaxItems=64
 	Prerequisites []PrerequisiteRef `json:"prerequisites,omitempty"`
 
 	// ContinueResyncOnCommitMatch keeps running the stack every
@@ -368,6 +385,7 @@ type ProgramReference struct {
 // one is updated.
 type PrerequisiteRef struct {
 	// Name is the name of the prerequisite Stack, in the same namespace.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 
 	// Requirement tightens what counts as satisfied; by default the

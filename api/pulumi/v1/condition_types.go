@@ -98,3 +98,38 @@ const (
 	// no workspace or update can be created in it any more.
 	NamespaceTerminatingReason = "NamespaceTerminating"
 )
+
+// Reasons of a step of the operator's that failed, stackyard's own (the
+// upstream operator leaves such failures in its log and the Stack "in
+// progress"). Reconciling=True carries one of them, with the error, while
+// the step is retried; Stalled=True carries it once the same failure has
+// lasted longer than the operator's stall bound (--stall-after, 5 minutes by
+// default) or cannot pass by retrying (the API server rejected the object
+// built from the spec). A stall of this kind is still retried, every stall
+// bound, and lifts by itself once the cause is gone.
+const (
+	// FinalizerFailedReason: the finalizer could not be added or removed.
+	FinalizerFailedReason = "FinalizerFailed"
+	// WorkspaceApplyFailedReason: the Workspace built from the spec could
+	// not be applied.
+	WorkspaceApplyFailedReason = "WorkspaceApplyFailed"
+	// WorkspaceDeleteFailedReason: the Workspace could not be deleted.
+	WorkspaceDeleteFailedReason = "WorkspaceDeleteFailed"
+	// UpdateCreateFailedReason: an Update could not be created.
+	UpdateCreateFailedReason = "UpdateCreateFailed"
+	// UpdateReadFailedReason: the current Update could not be read.
+	UpdateReadFailedReason = "UpdateReadFailed"
+	// UpdateDeleteFailedReason: an Update that cannot run could not be
+	// deleted.
+	UpdateDeleteFailedReason = "UpdateDeleteFailed"
+	// OutputsReadFailedReason: a finished Update's outputs could not be read.
+	OutputsReadFailedReason = "OutputsReadFailed"
+	// SecretReadFailedReason: a Secret or ConfigMap the spec names could not
+	// be read (other than not existing).
+	SecretReadFailedReason = "SecretReadFailed"
+	// ReferenceNotFoundReason: a Secret, ConfigMap or key the spec names
+	// does not exist; the message names the field.
+	ReferenceNotFoundReason = "ReferenceNotFound"
+	// PrerequisiteReadFailedReason: a prerequisite Stack could not be read.
+	PrerequisiteReadFailedReason = "PrerequisiteReadFailed"
+)

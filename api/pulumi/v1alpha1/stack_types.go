@@ -24,6 +24,7 @@ import (
 // +kubebuilder:printcolumn:name="Stalled",type=string,JSONPath=`.status.conditions[?(@.type=="Stalled")].reason`
 // +kubebuilder:printcolumn:name="Permalink",type=string,JSONPath=`.status.lastUpdate.permalink`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 42",message="metadata.name must be at most 42 characters, so that the names derived from it fit in 63"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.prerequisites) || self.spec.prerequisites.all(p, p.name != self.metadata.name)",message="spec.prerequisites: a Stack cannot be its own prerequisite; it would wait for itself",fieldPath=".spec.prerequisites"
 type Stack struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -93,7 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return
 }
 
-// finish summarizes the outcome, patches the Program once and maps the
+// finish summarizes the outcome (a failure lasting longer than
+// sreconcile.DefaultStallAfter as a stall), patches the Program once and maps the
 // outcome to controller-runtime's result.
 //
 // The kstatus conditions (a stackyard extension of the Program status)
@@ -101,6 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // is also announced as a Warning event naming the bad field.
 func (r *Reconciler) finish(ctx context.Context, obj *pulumiv1.Program, patcher *sreconcile.Patcher, res sreconcile.Result, err error) (ctrl.Result, error) {
 	if obj.DeletionTimestamp.IsZero() {
+		err = sreconcile.Escalate(obj.Status.Conditions, obj.Generation, err, r.now(), sreconcile.DefaultStallAfter)
 		if sreconcile.Summarize(&obj.Status.Conditions, obj.Generation, res, err, sreconcile.WithReadyMessage(readyMessage)) {
 			obj.Status.ObservedGeneration = obj.Generation
 		}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
@@ -23,53 +23,57 @@ const triggerFinalize = "Finalize"
 // finalizer stays until a destroy has succeeded; failed destroys are retried
 // with the usual backoff. Then the Workspace is removed and the finalizer
 // with it.
-func (s *session) reconcileDelete(ctx context.Context) error {
+func (s *session) reconcileDelete(ctx context.Context) (sreconcile.Result, error) {
 	if !sreconcile.HasFinalizer(s.stack, Finalizer) {
-		return nil
+		return sreconcile.ResultEmpty, nil
 	}
 	if s.stack.Spec.DestroyOnFinalize && !s.stack.Spec.Preview {
-		done, err := s.destroy(ctx)
-		if err != nil || !done {
-			return err
+		if err := s.destroy(ctx); err != nil {
+			return sreconcile.ResultEmpty, err
 		}
 	}
 	if err := s.deleteWorkspace(ctx); err != nil {
-		return err
+		return sreconcile.ResultEmpty, err
 	}
 	sreconcile.RemoveFinalizer(s.stack, Finalizer)
 	s.r.freshPolls.Delete(s.stack.UID)
-	return nil
+	return sreconcile.ResultSuccess, nil
 }
 
-// destroy drives the destroy Update to success and reports whether it has
-// succeeded. It reuses the steps of a normal reconcile: follow the current
-// Update, resolve the source, apply the Workspace, start the run.
-func (s *session) destroy(ctx context.Context) (bool, error) {
+// destroy drives the destroy Update to success: it returns nil once one
+// has succeeded, and a wait while one runs or waits to be retried. It
+// reuses the steps of a normal reconcile: follow the current Update,
+// resolve the source, apply the Workspace, start the run.
+func (s *session) destroy(ctx context.Context) error {
 	stack := s.stack
 	if _, err := s.observeUpdate(ctx); err != nil {
-		return false, err
+		if errors.As(err, new(*sreconcile.Ignore)) {
+			return destroying(stack) // a drift check ends first
+		}
+		return err
+	}
+	if _, err := s.reconcileCleanup(ctx); err != nil {
+		return err
 	}
 	if stack.Status.CurrentUpdate != nil {
-		sreconcile.MarkReconciling(&stack.Status.Conditions, stack.Generation, pulumiv1.ReconcilingProcessingReason, s.inProgress)
-		return false, nil
+		return destroying(stack)
 	}
 	if last := stack.Status.LastUpdate; last != nil && last.Type == autov1alpha1.DestroyType {
 		if last.State == shared.SucceededStackStateMessage {
-			return true, nil
+			return nil
 		}
 		cooldown := sreconcile.FailureCooldown(last.Failures, stack.Spec.RetryMaxBackoffDurationSeconds)
 		if wait := sreconcile.Remaining(last.LastResyncTime.Time, cooldown, s.now); wait > 0 {
-			msg := fmt.Sprintf("destroying the stack failed; retrying in %s: %s", wait.Round(1e9), last.Message)
-			sreconcile.MarkReconciling(&stack.Status.Conditions, stack.Generation, pulumiv1.ReconcilingRetryReason, msg)
-			return false, sreconcile.NewWaiting(pulumiv1.ReconcilingRetryReason, errors.New(msg), wait)
+			return sreconcile.NewWaiting(pulumiv1.ReconcilingRetryReason,
+				fmt.Errorf("destroying the stack failed; retrying in %s: %s", wait.Round(1e9), last.Message), wait)
 		}
 	}
 
 	if err := s.destroySource(ctx); err != nil {
-		return false, err
+		return err
 	}
 	if err := s.applyWorkspace(ctx); err != nil {
-		return false, err
+		return err
 	}
 	upd := BuildUpdate(stack, s.src.Revision, autov1alpha1.DestroyType, triggerFinalize)
 	if last := stack.Status.LastUpdate; last != nil && last.Type == autov1alpha1.DestroyType && last.Name == upd.Name {
@@ -77,18 +81,17 @@ func (s *session) destroy(ctx context.Context) (bool, error) {
 		// Update.
 		upd.Name = fmt.Sprintf("%s-r%d", upd.Name, last.Failures)
 	}
-	if err := controllerutil.SetControllerReference(stack, upd, s.r.Scheme); err != nil {
-		return false, err
+	if err := s.startUpdate(ctx, upd); err != nil {
+		return err
 	}
-	if err := s.r.Client.Create(ctx, upd); err != nil && !apierrors.IsAlreadyExists(err) {
-		return false, terminatingOr(err)
-	}
-	stack.Status.CurrentUpdate = &shared.CurrentStackUpdate{
-		Generation: stack.Generation, ReconcileRequest: reconcileRequest(stack), Name: upd.Name, Commit: s.src.Revision,
-	}
-	sreconcile.MarkReconciling(&stack.Status.Conditions, stack.Generation, pulumiv1.ReconcilingProcessingReason, "destroying the stack before deleting it")
-	s.event("Normal", "Destroying", fmt.Sprintf("started destroy %s before deleting the Stack", upd.Name))
-	return false, nil
+	s.event(corev1.EventTypeNormal, "Destroying", fmt.Sprintf("started destroy %s before deleting the Stack", upd.Name))
+	return destroying(stack)
+}
+
+// destroying is the wait while the destroy that holds the finalizer runs.
+func destroying(stack *pulumiv1.Stack) error {
+	return sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason, errors.New("destroying the stack before deleting it"),
+		ResyncInterval(&stack.Spec, 0))
 }
 
 // destroySource resolves the program for the destroy. When the source is
@@ -114,15 +117,6 @@ func (s *session) destroySource(ctx context.Context) error {
 // create an object in a namespace that is being deleted.
 func isNamespaceTerminating(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "being terminated")
-}
-
-// terminatingOr turns the namespace-terminating refusal into a stall with its
-// own reason and passes any other error through.
-func terminatingOr(err error) error {
-	if isNamespaceTerminating(err) {
-		return namespaceTerminating(err)
-	}
-	return err
 }
 
 // namespaceTerminating is the stall of a Stack whose namespace is being

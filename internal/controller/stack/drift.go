@@ -8,11 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
@@ -76,15 +74,16 @@ func isDriftCheck(upd *autov1alpha1.Update) bool {
 	return upd.Annotations[TriggerAnnotation] == triggerDriftCheck
 }
 
-// reconcileDriftCheck starts a drift check when the Stack is up to date and
+// reconcileDrift starts a drift check when the Stack is up to date and
 // the interval since the last check (or the last update) has passed;
 // otherwise it makes sure the Stack is looked at again when it will have.
-func (s *session) reconcileDriftCheck(ctx context.Context) error {
+// A check deploys nothing: the chain goes on and the Stack stays Ready.
+func (s *session) reconcileDrift(ctx context.Context) (sreconcile.Result, error) {
 	stack := s.stack
 	last := stack.Status.LastUpdate
-	if stack.Spec.DriftDetection == nil || stack.Spec.Preview || s.decision.Stalled ||
+	if stack.Spec.DriftDetection == nil || stack.Spec.Preview || s.decision.Stalled || conflictStalled(stack) ||
 		last == nil || last.State != shared.SucceededStackStateMessage || last.Generation != stack.Generation {
-		return nil
+		return sreconcile.ResultEmpty, nil
 	}
 	since := last.LastResyncTime.Time
 	if check := stack.Status.LastDriftCheck; check != nil && check.Time.After(since) {
@@ -95,26 +94,29 @@ func (s *session) reconcileDriftCheck(ctx context.Context) error {
 		if s.decision.RequeueAfter == 0 || wait < s.decision.RequeueAfter {
 			s.decision.RequeueAfter = wait
 		}
-		return nil
+		return sreconcile.ResultEmpty, nil
 	}
 	if reclaimWorkspace(stack) {
 		if err := s.applyWorkspace(ctx); err != nil {
-			return err
+			return sreconcile.ResultEmpty, err
 		}
 	}
 	upd := BuildUpdate(stack, s.src.Revision, autov1alpha1.PreviewType, triggerDriftCheck)
 	upd.Spec.Refresh = ptr.To(true)
 	upd.Spec.Target, upd.Spec.TargetDependents = nil, nil
-	if err := controllerutil.SetControllerReference(stack, upd, s.r.Scheme); err != nil {
-		return err
+	return sreconcile.ResultEmpty, s.startUpdate(ctx, upd)
+}
+
+// driftCheckRunning is the end of a reconcile while a drift check runs. A
+// check deploys nothing, so the Stack stays Ready while it runs; a spec
+// change or reconcile request that came meanwhile waits for it to end
+// (the check's result is recorded first), and is not reported as handled.
+func (s *session) driftCheckRunning() error {
+	if last := s.stack.Status.LastUpdate; last != nil && last.Generation == s.stack.Generation && last.ReconcileRequest == reconcileRequest(s.stack) {
+		return sreconcile.NewIgnore("DriftCheckRunning", nil)
 	}
-	if err := s.r.Client.Create(ctx, upd); err != nil && !apierrors.IsAlreadyExists(err) {
-		return terminatingOr(err)
-	}
-	stack.Status.CurrentUpdate = &shared.CurrentStackUpdate{
-		Generation: stack.Generation, ReconcileRequest: reconcileRequest(stack), Name: upd.Name, Commit: s.src.Revision,
-	}
-	return nil
+	return sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
+		fmt.Errorf("waiting for drift check %s to finish", s.stack.Status.CurrentUpdate.Name), ResyncInterval(&s.stack.Spec, s.r.MinResync))
 }
 
 // recordDriftCheck writes a finished drift check's result. It leaves

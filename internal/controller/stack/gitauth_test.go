@@ -123,7 +123,7 @@ func TestGitAuthVariants(t *testing.T) {
 		c := findCondition(s, sreconcile.StalledCondition)
 		g.Expect(c).NotTo(BeNil(), "not stalled")
 		g.Expect(c.Reason).To(Equal(pulumiv1.StalledSourceUnavailableReason))
-		g.Expect(c.Message).To(ContainSubstring("spec.branch"))
+		g.Expect(c.Message).To(ContainSubstring("spec.gitAuth: AuthFailed"))
 	})
 	g.Expect(describe(s)).NotTo(ContainSubstring("not-the-password"))
 	g.Expect(s.Status.LastUpdate).To(BeNil(), "nothing ran")

@@ -2,11 +2,12 @@ package stack_test
 
 import (
 	"fmt"
-	"github.com/stackyard/stackyard/test/testenv"
 	"io"
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // Everything the operator and its agents log during the suite is kept in

@@ -132,6 +132,9 @@ func startOperator() error {
 		MetricsAddr: metricsAddr,
 		IdleAfter:   5 * time.Second,
 		MinResync:   time.Second,
+		// A failure that lasts this long stalls; errors_test.go waits for
+		// it, and TestGitHostOutage shows an outage shorter than it does not.
+		StallAfter: 8 * time.Second,
 		// Tests that restart the operator assemble it again in this process.
 		SkipControllerNameValidation: true,
 	})

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,9 @@ func indexPrerequisites(obj client.Object) []string {
 // by setting its reconciliation-request annotation, once: while a request is
 // pending it is not asked again, so reconciles stay idempotent.
 func (s *session) checkPrerequisites(ctx context.Context) error {
+	if err := s.checkCycle(ctx); err != nil {
+		return err
+	}
 	for i, p := range s.stack.Spec.Prerequisites {
 		field := fmt.Sprintf("spec.prerequisites[%d]", i)
 		var pre pulumiv1.Stack
@@ -42,7 +46,7 @@ func (s *session) checkPrerequisites(ctx context.Context) error {
 			if apierrors.IsNotFound(err) {
 				return notSatisfied("%s: Stack %q not found", field, p.Name)
 			}
-			return err
+			return failed(pulumiv1.PrerequisiteReadFailedReason, fmt.Sprintf("%s: reading Stack %q", field, p.Name), err)
 		}
 		last := pre.Status.LastUpdate
 		if !sreconcile.IsReady(pre.Status.Conditions) || last == nil || last.State != shared.SucceededStackStateMessage {
@@ -75,7 +79,44 @@ func (s *session) requestResync(ctx context.Context, pre *pulumiv1.Stack) error 
 		pre.Annotations = map[string]string{}
 	}
 	pre.Annotations[shared.ReconcileRequestAnnotation] = fmt.Sprintf("prerequisite-of-%s-%d", s.stack.Name, s.now.Unix())
-	return s.r.Client.Patch(ctx, pre, client.MergeFrom(base))
+	if err := s.r.Client.Patch(ctx, pre, client.MergeFrom(base)); err != nil {
+		return failed(pulumiv1.PrerequisiteReadFailedReason, fmt.Sprintf("asking prerequisite Stack %q to run again", pre.Name), err)
+	}
+	return nil
+}
+
+// checkCycle stalls a Stack whose prerequisites lead back to itself: it
+// would wait for itself forever. The API server refuses a Stack that lists
+// itself; a longer cycle spans several objects, which admission cannot
+// see, so it is found here, walking the prerequisites through the cache.
+// The message names the field and the cycle.
+func (s *session) checkCycle(ctx context.Context) error {
+	ns := s.stack.Namespace
+	for i, p := range s.stack.Spec.Prerequisites {
+		path := []string{s.stack.Name, p.Name}
+		seen := map[string]bool{p.Name: true}
+		next := []([]string){path}
+		for len(next) > 0 {
+			cur := next[0]
+			next = next[1:]
+			name := cur[len(cur)-1]
+			if name == s.stack.Name {
+				return sreconcile.NewStalling(pulumiv1.StalledSpecInvalidReason,
+					fmt.Errorf("spec.prerequisites[%d]: the prerequisites form a cycle, so the Stack would wait for itself: %s", i, strings.Join(cur, " → ")))
+			}
+			var pre pulumiv1.Stack
+			if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pre); err != nil {
+				continue // a missing prerequisite is reported by the wait for it
+			}
+			for _, q := range pre.Spec.Prerequisites {
+				if !seen[q.Name] || q.Name == s.stack.Name {
+					seen[q.Name] = true
+					next = append(next, append(append([]string(nil), cur...), q.Name))
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func notSatisfied(format string, args ...any) error {

@@ -16,7 +16,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
-	"github.com/stackyard/stackyard/internal/source/flux"
+	"github.com/stackyard/stackyard/internal/controller/stack/flux"
 )
 
 // ProgramIndex indexes Stacks by the Program they deploy.

@@ -19,7 +19,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/source"
-	"github.com/stackyard/stackyard/internal/source/flux"
+	"github.com/stackyard/stackyard/internal/controller/stack/flux"
 )
 
 // GitPoller answers the commit a branch points to. One is shared by every
@@ -40,6 +40,16 @@ const (
 // waitInterval is how long a Stack waits for a source that is not ready yet
 // (a Program without an artifact, a Flux source still fetching).
 const waitInterval = 10 * time.Second
+
+// reconcileSource resolves the program's current revision.
+func (s *session) reconcileSource(ctx context.Context) (sreconcile.Result, error) {
+	src, err := s.r.resolveSource(ctx, s.stack)
+	if err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	s.src = src
+	return sreconcile.ResultEmpty, nil
+}
 
 // resolveSource finds what the Stack's program is now: for a branch, the
 // commit it points to (polled through the shared poller); for a commit pin,
@@ -73,10 +83,10 @@ func (r *Reconciler) resolveProgram(ctx context.Context, stack *pulumiv1.Stack) 
 	key := client.ObjectKey{Namespace: stack.Namespace, Name: stack.Spec.ProgramRef.Name}
 	if err := r.Client.Get(ctx, key, &prog); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Source{}, sreconcile.NewWaiting(pulumiv1.StalledSourceUnavailableReason,
-				fmt.Errorf("spec.programRef: Program %q not found", key.Name), waitInterval)
+			return Source{}, sreconcile.NewMissing(pulumiv1.StalledSourceUnavailableReason,
+				fmt.Errorf("spec.programRef: Program %q not found", key.Name))
 		}
-		return Source{}, err
+		return Source{}, failed(pulumiv1.StalledSourceUnavailableReason, fmt.Sprintf("spec.programRef: reading Program %q", key.Name), err)
 	}
 	art := prog.Status.Artifact
 	if art == nil || art.URL == "" || prog.Status.ObservedGeneration != prog.Generation {
@@ -113,7 +123,7 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 		}
 		commit, err = r.Poller.Latest(ctx, spec.ProjectRepo, spec.Branch, pollAuth, maxAge)
 		if err != nil {
-			return Source{}, sourceError("spec.branch", err)
+			return Source{}, sourceError(&stack.Spec, err, ResyncInterval(&stack.Spec, r.MinResync))
 		}
 		if fresh {
 			r.freshPolls.Store(stack.UID, req)
@@ -138,13 +148,20 @@ func stalledOnSource(stack *pulumiv1.Stack) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == pulumiv1.StalledSourceUnavailableReason
 }
 
-// sourceError types a fetch error by what happens next: a permanent one
-// (bad URL, credentials refused, no such branch) needs a person; anything
-// else is retried.
-func sourceError(field string, err error) error {
-	err = fmt.Errorf("%s: %w", field, err)
+// sourceError names the Stack field a fetch error blames and types the
+// error by what happens next: a permanent one
+// (bad URL, credentials refused, no such branch) needs a person, and is
+// mostly fixed outside the Stack (its Secret, the git host), which wakes
+// nothing, so the stall is looked at again every resync interval; anything
+// else is retried with backoff.
+func sourceError(spec *shared.StackSpec, err error, resync time.Duration) error {
+	if located := source.Locate(err, func(f source.Field) string { return stackField(spec, f) }); located != err {
+		err = located
+	} else {
+		err = fmt.Errorf("%s: %w", stackField(spec, source.FieldURL), err)
+	}
 	if source.IsPermanent(err) {
-		return sreconcile.NewStalling(pulumiv1.StalledSourceUnavailableReason, err)
+		return sreconcile.NewStallingRequeue(pulumiv1.StalledSourceUnavailableReason, err, resync)
 	}
 	return sreconcile.NewGeneric(pulumiv1.StalledSourceUnavailableReason, err)
 }
@@ -246,10 +263,10 @@ func (r *Reconciler) legacyGitAuthRefs(ctx context.Context, stack *pulumiv1.Stac
 	var secret corev1.Secret
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: name}, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return sreconcile.NewWaiting(pulumiv1.StalledSourceUnavailableReason,
-				fmt.Errorf("spec.gitAuthSecret: Secret %q not found", name), waitInterval)
+			return sreconcile.NewMissing(pulumiv1.StalledSourceUnavailableReason,
+				fmt.Errorf("spec.gitAuthSecret: Secret %q not found", name))
 		}
-		return err
+		return failed(pulumiv1.SecretReadFailedReason, fmt.Sprintf("spec.gitAuthSecret: reading Secret %q", name), err)
 	}
 	ref := func(key string) *shared.ResourceRef {
 		if _, ok := secret.Data[key]; !ok {
@@ -281,15 +298,15 @@ func (r *Reconciler) secretValue(ctx context.Context, namespace, field, name, ke
 	var secret corev1.Secret
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", sreconcile.NewWaiting(pulumiv1.StalledSourceUnavailableReason,
-				fmt.Errorf("%s: Secret %q not found", field, name), waitInterval)
+			return "", sreconcile.NewMissing(pulumiv1.StalledSourceUnavailableReason,
+				fmt.Errorf("%s: Secret %q not found", field, name))
 		}
-		return "", err
+		return "", failed(pulumiv1.SecretReadFailedReason, fmt.Sprintf("%s: reading Secret %q", field, name), err)
 	}
 	value, ok := secret.Data[key]
 	if !ok {
-		return "", sreconcile.NewWaiting(pulumiv1.StalledSourceUnavailableReason,
-			fmt.Errorf("%s: Secret %q has no key %q", field, name, key), waitInterval)
+		return "", sreconcile.NewMissing(pulumiv1.StalledSourceUnavailableReason,
+			fmt.Errorf("%s: Secret %q has no key %q", field, name, key))
 	}
 	return string(value), nil
 }

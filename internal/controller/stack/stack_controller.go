@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -11,8 +10,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
@@ -53,6 +52,10 @@ type Reconciler struct {
 	// MinResync is the shortest poll/resync interval; zero means
 	// DefaultMinResync (60 s). Tests lower it.
 	MinResync time.Duration
+	// StallAfter is how long the same failure (an API call, a missing
+	// Secret) may last before the Stack is Stalled instead of Reconciling;
+	// zero means sreconcile.DefaultStallAfter (5 minutes).
+	StallAfter time.Duration
 
 	// freshPolls remembers, per Stack UID, the reconcile request whose
 	// fresh poll of the branch is done, so that a Stack that keeps waiting
@@ -73,25 +76,20 @@ type session struct {
 	src Source
 	// decision is the update-due decision (reconcileUpdate).
 	decision Decision
-	// inProgress, when set, is why the stack is Reconciling while an
-	// update it started runs.
-	inProgress string
-}
-
-// step is one named step of a reconcile. stop ends the chain early without
-// an error (e.g. an update is running: nothing more to do until it ends).
-type step struct {
-	name string
-	run  func(ctx context.Context) (stop bool, err error)
+	// abandoned is an Update that never started and whose Workspace
+	// cannot run it (observeUpdate); reconcileCleanup deletes it.
+	abandoned *autov1alpha1.Update
 }
 
 // Reconcile brings one Stack a step closer to its spec. The chain is:
 //
-//	reconcileFinalizer → observeUpdate → reconcileSource →
-//	reconcileWorkspace → reconcileUpdate
+//	reconcileFinalizer → observeUpdate → reconcileCleanup → reconcileSource →
+//	reconcileWorkspace → reconcileUpdate → reconcileDrift → reportLastUpdate
 //
-// and, for a Stack being deleted, reconcileDelete. Status is computed from
-// what the steps found and patched once, in finalizeStatus.
+// and, for a Stack being deleted, reconcileDelete. Each step returns a
+// typed error (internal/reconcile) that says what happens next; finish, in a
+// defer, turns the outcome into conditions, patches the status once and
+// maps the outcome to controller-runtime's result.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	stack := &pulumiv1.Stack{}
 	if err := r.Client.Get(ctx, req.NamespacedName, stack); err != nil {
@@ -99,34 +97,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	s := &session{r: r, stack: stack, now: r.now()}
 	patcher := sreconcile.NewPatcher(r.Client, stack)
-	defer func() {
-		result, retErr = s.finalizeStatus(ctx, retErr)
-		if err := patcher.Patch(ctx, stack); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
-	}()
+	var (
+		res sreconcile.Result
+		err error
+	)
+	defer func() { result, retErr = s.finish(ctx, patcher, res, err) }()
 
 	if !stack.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, s.reconcileDelete(ctx)
+		res, err = s.reconcileDelete(ctx)
+		return
 	}
-	steps := []step{
-		{"reconcileFinalizer", s.reconcileFinalizer},
-		{"observeUpdate", s.observeUpdate},
-		{"reconcileSource", s.reconcileSource},
-		{"reconcileWorkspace", s.reconcileWorkspace},
-		{"reconcileUpdate", s.reconcileUpdate},
-	}
-	for _, st := range steps {
-		stop, err := st.run(ctx)
-		if err != nil {
-			log.FromContext(ctx).V(1).Info("step ended the reconcile", "step", st.name, "error", err.Error())
-			return ctrl.Result{}, err
-		}
-		if stop {
-			break
-		}
-	}
-	return ctrl.Result{}, nil
+	res, err = sreconcile.Steps{
+		{Name: "reconcileFinalizer", Run: s.reconcileFinalizer},
+		{Name: "observeUpdate", Run: s.observeUpdate},
+		{Name: "reconcileCleanup", Run: s.reconcileCleanup},
+		{Name: "reconcileSource", Run: s.reconcileSource},
+		{Name: "reconcileWorkspace", Run: s.reconcileWorkspace},
+		{Name: "reconcileUpdate", Run: s.reconcileUpdate},
+		{Name: "reconcileDrift", Run: s.reconcileDrift},
+		{Name: "reportLastUpdate", Run: s.reportLastUpdate},
+	}.Run(ctx)
+	return
 }
 
 func (r *Reconciler) now() time.Time {
@@ -138,25 +129,16 @@ func (r *Reconciler) now() time.Time {
 
 // reconcileFinalizer adds the finalizer before any work, so that creating
 // objects for the Stack and deleting it cannot race. The patch is sent at
-// once and the reconcile continues.
-func (s *session) reconcileFinalizer(ctx context.Context) (bool, error) {
+// once (the one write besides the deferred status patch) and the reconcile
+// continues.
+func (s *session) reconcileFinalizer(ctx context.Context) (sreconcile.Result, error) {
 	base := s.stack.DeepCopy()
 	if sreconcile.AddFinalizer(s.stack, Finalizer) {
 		if err := s.r.Client.Patch(ctx, s.stack, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			return true, err
+			return sreconcile.ResultEmpty, failed(pulumiv1.FinalizerFailedReason, "adding the finalizer", err)
 		}
 	}
-	return false, nil
-}
-
-// reconcileSource resolves the program's current revision.
-func (s *session) reconcileSource(ctx context.Context) (bool, error) {
-	src, err := s.r.resolveSource(ctx, s.stack)
-	if err != nil {
-		return true, err
-	}
-	s.src = src
-	return false, nil
+	return sreconcile.ResultEmpty, nil
 }
 
 // event records a Kubernetes event on the Stack. Messages never carry

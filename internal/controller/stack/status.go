@@ -1,319 +1,80 @@
 package stack
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/update"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
-// secretOutputValue replaces a secret output's value in the Stack's status,
-// as upstream shows it.
-var secretOutputValue = apiextensionsv1.JSON{Raw: []byte(`"[secret]"`)}
-
-// observeUpdate follows the Stack's current Update: while it runs there is
-// nothing more to do; when it has finished its result becomes lastUpdate,
-// outputs and history, and currentUpdate is cleared. A currentUpdate whose
-// Update is gone is cleared too, so it can never point at nothing for long
-// (upstream #1292).
-func (s *session) observeUpdate(ctx context.Context) (bool, error) {
-	cur := s.stack.Status.CurrentUpdate
-	if cur == nil {
-		return false, nil
-	}
-	var upd autov1alpha1.Update
-	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: cur.Name}, &upd)
-	if apierrors.IsNotFound(err) {
-		s.warn("UpdateLost", fmt.Sprintf("update %s disappeared before it finished; starting over", cur.Name))
-		s.stack.Status.CurrentUpdate = nil
-		return false, nil
-	}
-	if err != nil {
-		return true, err
-	}
-	done, failed, reason := updateDone(&upd)
-	if isDriftCheck(&upd) {
-		// A drift check deploys nothing: the Stack stays as it was while
-		// it runs, and its result is not a lastUpdate.
-		if !done {
-			return true, nil
-		}
-		s.recordDriftCheck(&upd, failed)
-		s.stack.Status.CurrentUpdate = nil
-		if reclaimWorkspace(s.stack) {
-			return false, s.deleteWorkspace(ctx)
-		}
-		return false, nil
-	}
-	if !done && updatePending(&upd) {
-		if s.workspaceStall(ctx) != nil {
-			// The Update never started and its Workspace cannot run it
-			// until its spec changes: drop it, so the chain goes on to
-			// apply a fixed spec, and reconcileUpdate reports the stall.
-			if err := s.r.Client.Delete(ctx, &upd); client.IgnoreNotFound(err) != nil {
-				return true, err
-			}
-			s.stack.Status.CurrentUpdate = nil
-			return false, nil
-		}
-	}
-	if !done {
-		s.inProgress = pulumiv1.ReconcilingProcessingUpdateMessage
-		if !workspaceReady(ctx, s.r.Client, s.stack) {
-			s.inProgress = pulumiv1.ReconcilingProcessingWorkspaceMessage
-		}
-		return true, nil
-	}
-	if err := s.recordUpdate(ctx, &upd, failed, reason); err != nil {
-		return true, err
-	}
-	s.stack.Status.CurrentUpdate = nil
-	return false, nil
-}
-
-// recordUpdate writes a finished Update's result into the Stack's status.
-func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, failed bool, reason string) error {
+// finish turns the outcome of the reconcile into the three kstatus
+// conditions, observedGeneration and observedReconcileRequest, patches the
+// status once, and maps the outcome to controller-runtime's result. It
+// runs, deferred, on every path, so that every error a step returns is in
+// the Stack's status: a failure that lasts longer than the stall bound
+// becomes a stall (sreconcile.Escalate), and a new stall is announced once
+// as a Warning event.
+func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res sreconcile.Result, err error) (ctrl.Result, error) {
 	st := &s.stack.Status
-	cur := st.CurrentUpdate
-	prev := st.LastUpdate
-	last := &shared.StackUpdateState{
-		Generation:          cur.Generation,
-		ReconcileRequest:    cur.ReconcileRequest,
-		Name:                upd.Name,
-		Type:                upd.Spec.Type,
-		Message:             upd.Status.Message,
-		LastAttemptedCommit: cur.Commit,
-		Permalink:           shared.Permalink(upd.Status.Permalink),
-		LastResyncTime:      metav1.NewTime(s.now),
-	}
-	if prev != nil {
-		last.LastSuccessfulCommit = prev.LastSuccessfulCommit
-	}
-	if failed {
-		last.State = shared.FailedStackStateMessage
-		last.Failures = 1
-		if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
-			last.Failures = prev.Failures + 1
+	deleting := !s.stack.DeletionTimestamp.IsZero()
+	if !deleting || err != nil {
+		err = sreconcile.Escalate(st.Conditions, s.stack.Generation, err, s.now, s.r.stallAfter())
+		before := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition)
+		if before != nil {
+			before = before.DeepCopy()
 		}
-		if reason == autov1alpha1.UpdateReasonInterrupted {
-			// An interruption (operator restart, lost agent) is not the
-			// program's fault: it adds nothing to the failures in a row,
-			// also when it is the first attempt, so it never brings the
-			// stall closer.
-			last.Failures = 0
-			if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
-				last.Failures = prev.Failures
-			}
+		if sreconcile.Summarize(&st.Conditions, s.stack.Generation, res, err) {
+			st.ObservedGeneration = s.stack.Generation
+			st.ObservedReconcileRequest = reconcileRequest(s.stack)
 		}
-		s.warn(orDefault(reason, pulumiv1.UpdateFailedReason), fmt.Sprintf("%s %s failed: %s", upd.Spec.Type, upd.Name, upd.Status.Message))
-	} else {
-		last.State = shared.SucceededStackStateMessage
-		last.LastSuccessfulCommit = cur.Commit
-		s.event(corev1.EventTypeNormal, "UpdateSucceeded", fmt.Sprintf("%s %s succeeded on revision %s", upd.Spec.Type, upd.Name, cur.Commit))
-		s.clearDriftAfterUpdate(upd)
-		if err := s.readOutputs(ctx, upd); err != nil {
-			return err
-		}
-		if pi := upd.Status.ProjectInfo; pi != nil {
-			st.ProjectInfo = &shared.ProjectInfo{Name: pi.Name, Runtime: pi.Runtime}
+		if sreconcile.NewlyStalled(before, st.Conditions) {
+			s.warn(sreconcile.Reason(err), err.Error())
 		}
 	}
-	st.LastUpdate = last
-	s.appendHistory(upd, last, reason)
-	if !failed && reclaimWorkspace(s.stack) {
-		return s.deleteWorkspace(ctx)
+	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{Interval: s.decision.RequeueAfter})
+	if perr := patcher.Patch(ctx, s.stack); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
 	}
-	return nil
+	return result, err
 }
 
-// sameAttempt reports whether two updates ran for the same generation,
-// request and revision, i.e. whether a failure repeats an earlier one.
-func sameAttempt(a, b *shared.StackUpdateState) bool {
-	return a.Generation == b.Generation && a.ReconcileRequest == b.ReconcileRequest && a.LastAttemptedCommit == b.LastAttemptedCommit
-}
-
-// appendHistory records the finished Update at the front of status.history,
-// keeping at most pulumiv1.MaxHistory entries.
-func (s *session) appendHistory(upd *autov1alpha1.Update, last *shared.StackUpdateState, reason string) {
-	rec := shared.UpdateRecord{
-		Name:             upd.Name,
-		Type:             upd.Spec.Type,
-		State:            last.State,
-		Reason:           reason,
-		Generation:       last.Generation,
-		ReconcileRequest: last.ReconcileRequest,
-		Commit:           last.LastAttemptedCommit,
-		Trigger:          upd.Annotations[TriggerAnnotation],
-		StartTime:        upd.Status.StartTime,
-		EndTime:          upd.Status.EndTime,
-		Changes:          upd.Status.Changes,
-		Message:          upd.Status.Message,
-		Permalink:        last.Permalink,
-	}
-	h := append([]shared.UpdateRecord{rec}, s.stack.Status.History...)
-	if len(h) > pulumiv1.MaxHistory {
-		h = h[:pulumiv1.MaxHistory]
-	}
-	s.stack.Status.History = h
-}
-
-// readOutputs copies a successful Update's outputs into the Stack's status,
-// each secret one shown as "[secret]" (its value stays in the Update's
-// Secret, never in the Stack).
-func (s *session) readOutputs(ctx context.Context, upd *autov1alpha1.Update) error {
-	if upd.Status.Outputs == "" {
-		s.stack.Status.Outputs = nil
-		return nil
-	}
-	var secret corev1.Secret
-	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: upd.Namespace, Name: upd.Status.Outputs}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // already garbage-collected with its Update: keep what status has
-		}
-		return err
-	}
-	secretKeys := map[string]bool{}
-	if list := secret.Annotations[update.SecretOutputsAnnotation]; list != "" {
-		var keys []string
-		if err := json.Unmarshal([]byte(list), &keys); err == nil {
-			for _, k := range keys {
-				secretKeys[k] = true
-			}
-		}
-	}
-	outputs := shared.StackOutputs{}
-	for key, value := range secret.Data {
-		if secretKeys[key] {
-			outputs[key] = secretOutputValue
-			continue
-		}
-		if !json.Valid(value) {
-			raw, _ := json.Marshal(string(value))
-			value = raw
-		}
-		outputs[key] = apiextensionsv1.JSON{Raw: value}
-	}
-	s.stack.Status.Outputs = outputs
-	return nil
-}
-
-// workspaceStall returns the Stack's stall when its Workspace is stalled at
-// its current generation: it cannot run anything until its spec (that is,
-// the Stack's) changes. The reason is WorkspaceFailed, or upstream's
-// PulumiVersionTooLow when the workspace image's CLI is too old.
-func (s *session) workspaceStall(ctx context.Context) error {
-	var ws autov1alpha1.Workspace
-	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil {
-		return nil
-	}
-	c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceStalled)
-	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ws.Generation {
-		return nil
-	}
-	reason := pulumiv1.StalledWorkspaceFailedReason
-	if c.Reason == autov1alpha1.WorkspaceReasonPulumiVersionTooLow {
-		reason = pulumiv1.StalledPulumiVersionTooLowReason
-	}
-	return sreconcile.NewStalling(reason, fmt.Errorf("the workspace cannot run the stack until the spec is fixed: %s", c.Message))
-}
-
-// updatePending reports whether an Update has not started its operation.
-func updatePending(upd *autov1alpha1.Update) bool {
-	c := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing)
-	return c == nil || c.Reason == autov1alpha1.UpdateReasonPending
-}
-
-// workspaceReady reports whether the Stack's Workspace says it can serve.
-func workspaceReady(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) bool {
-	var ws autov1alpha1.Workspace
-	if err := c.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: WorkspaceName(stack)}, &ws); err != nil {
-		return false
-	}
-	return sreconcile.IsReady(ws.Status.Conditions) && ws.Status.ObservedGeneration == ws.Generation
-}
-
-// finalizeStatus turns what the reconcile found into the three kstatus
-// conditions, observedGeneration and observedReconcileRequest, and the
-// result for controller-runtime. It runs, deferred, on every path.
-func (s *session) finalizeStatus(ctx context.Context, err error) (ctrl.Result, error) {
+// reportLastUpdate ends a reconcile in which no update was started: the
+// Stack is as its last update left it. A conflict with another update of
+// the stack (retryOnUpdateConflict off) or too many failures in a row stall
+// it, still polling its source, since a new revision lifts the stall; a
+// failure under its retry cooldown is a wait; otherwise it is Ready and
+// looked at again when the decision says.
+func (s *session) reportLastUpdate(context.Context) (sreconcile.Result, error) {
 	st := &s.stack.Status
-	gen := s.stack.Generation
-	handled := false
-	res := ctrl.Result{}
-	var stall *sreconcile.Stalling
-	var wait *sreconcile.Waiting
 	switch {
-	case errors.As(err, &stall):
-		var before metav1.Condition
-		if c := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition); c != nil {
-			before = *c
-		}
-		sreconcile.MarkStalled(&st.Conditions, gen, stall.Reason, err.Error())
-		// Warn once per stall, not on every retry of the same one (compared
-		// as stored: reasons defaulted, messages truncated).
-		if after := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition); after == nil ||
-			before.Status != metav1.ConditionTrue || before.Reason != after.Reason || before.Message != after.Message {
-			s.warn(stall.Reason, err.Error())
-		}
-		if stall.Reason == pulumiv1.StalledSourceUnavailableReason {
-			// Refused credentials or a missing repository are mostly fixed
-			// outside the Stack (its Secret, the git host), which wakes
-			// nothing: look again every resync interval.
-			res.RequeueAfter = ResyncInterval(&s.stack.Spec, s.r.MinResync)
-		}
-		handled, err = true, nil
-	case errors.As(err, &wait):
-		sreconcile.MarkReconciling(&st.Conditions, gen, wait.Reason, err.Error())
-		res.RequeueAfter, err = wait.Interval(), nil
-	case err != nil:
-		sreconcile.MarkReconciling(&st.Conditions, gen, pulumiv1.ReconcilingRetryReason, err.Error())
-	case !s.stack.DeletionTimestamp.IsZero():
-		// reconcileDelete set the conditions.
-	case s.inProgress != "":
-		sreconcile.MarkReconciling(&st.Conditions, gen, pulumiv1.ReconcilingProcessingReason, s.inProgress)
 	case conflictStalled(s.stack):
-		sreconcile.MarkStalled(&st.Conditions, gen, pulumiv1.StalledConflictReason,
-			fmt.Sprintf("%s could not start: another update of the stack was running; set spec.retryOnUpdateConflict to retry such updates", st.LastUpdate.Name))
-		// Keep polling: a new revision lifts the stall.
-		res.RequeueAfter, handled = ResyncInterval(&s.stack.Spec, s.r.MinResync), true
+		return sreconcile.ResultEmpty, sreconcile.NewStallingRequeue(pulumiv1.StalledConflictReason,
+			fmt.Errorf("%s could not start: another update of the stack was running; set spec.retryOnUpdateConflict to retry such updates", st.LastUpdate.Name),
+			ResyncInterval(&s.stack.Spec, s.r.MinResync))
 	case s.decision.Stalled:
 		reason := pulumiv1.UpdateFailedReason
 		if s.stack.Spec.Preview {
 			reason = pulumiv1.PreviewFailedReason
 		}
-		sreconcile.MarkStalled(&st.Conditions, gen, reason, fmt.Sprintf("%d updates failed in a row; fix the program, its spec or its source, or request a reconcile: %s",
-			st.LastUpdate.Failures, st.LastUpdate.Message))
-		res.RequeueAfter, handled = s.decision.RequeueAfter, true
+		return sreconcile.ResultEmpty, sreconcile.NewStallingRequeue(reason,
+			fmt.Errorf("%d updates failed in a row; fix the program, its spec or its source, or request a reconcile: %s", st.LastUpdate.Failures, st.LastUpdate.Message),
+			s.decision.RequeueAfter)
 	case st.LastUpdate != nil && st.LastUpdate.State == shared.FailedStackStateMessage:
-		sreconcile.MarkReconciling(&st.Conditions, gen, pulumiv1.ReconcilingRetryReason,
-			fmt.Sprintf("%s failed; retrying in %s: %s", st.LastUpdate.Name, s.decision.RetryAfter.Round(1e9), st.LastUpdate.Message))
-		res.RequeueAfter = s.decision.RequeueAfter
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(pulumiv1.ReconcilingRetryReason,
+			fmt.Errorf("%s failed; retrying in %s: %s", st.LastUpdate.Name, s.decision.RetryAfter.Round(time.Second), st.LastUpdate.Message),
+			s.decision.RequeueAfter)
 	default:
-		sreconcile.MarkReady(&st.Conditions, gen, pulumiv1.ReadyCompletedMessage)
-		res.RequeueAfter, handled = s.decision.RequeueAfter, true
+		return sreconcile.ResultSuccess, nil
 	}
-	if handled {
-		st.ObservedGeneration = gen
-		st.ObservedReconcileRequest = reconcileRequest(s.stack)
-	}
-	if res.RequeueAfter > 0 {
-		res.RequeueAfter = sreconcile.Jitter(res.RequeueAfter, 0)
-	}
-	return res, err
 }
 
 // conflictStalled reports whether the last update failed on a conflict with
@@ -328,9 +89,15 @@ func conflictStalled(stack *pulumiv1.Stack) bool {
 		st.LastUpdate.Generation == stack.Generation && st.LastUpdate.ReconcileRequest == reconcileRequest(stack)
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
+// failed types the failure of one of the operator's own calls (what, e.g.
+// "applying the Workspace") with the reason that says which: it is
+// retried with backoff and shows in the Stack's Reconciling condition, and
+// stalls once it has lasted longer than the stall bound.
+func failed(reason, what string, err error) error {
+	return sreconcile.NewGeneric(reason, fmt.Errorf("%s: %w", what, err))
+}
+
+// stallAfter is the stall bound: how long the same failure may last.
+func (r *Reconciler) stallAfter() time.Duration {
+	return cmp.Or(r.StallAfter, sreconcile.DefaultStallAfter)
 }

@@ -5,100 +5,81 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
-// reconcileWorkspace keeps the Workspace the Stack needs. With
-// workspaceReclaimPolicy Delete the Workspace exists only while an update
-// runs, so it is applied when one starts instead.
-func (s *session) reconcileWorkspace(ctx context.Context) (bool, error) {
-	if reclaimWorkspace(s.stack) {
-		return false, nil
-	}
-	return false, s.applyWorkspace(ctx)
-}
-
-// applyWorkspace applies the Workspace (server-side apply, so fields others
-// own are left alone), owned by the Stack.
-func (s *session) applyWorkspace(ctx context.Context) error {
-	ws, err := BuildWorkspace(s.stack, s.src)
-	if err != nil {
-		return err
-	}
-	if err := controllerutil.SetControllerReference(s.stack, ws, s.r.Scheme); err != nil {
-		return err
-	}
-	ws.ManagedFields = nil
-	return terminatingOr(s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership))
-}
-
-// reclaimWorkspace reports whether the Stack's Workspace is deleted once
-// the Stack is synced (workspaceReclaimPolicy Delete).
-func reclaimWorkspace(stack *pulumiv1.Stack) bool {
-	return stack.Spec.WorkspaceReclaimPolicy == shared.WorkspaceReclaimDelete
-}
-
-// deleteWorkspace removes the Stack's Workspace (its agent and state go
-// with it); a later update makes a new one.
-func (s *session) deleteWorkspace(ctx context.Context) error {
-	ws := &autov1alpha1.Workspace{}
-	ws.Name, ws.Namespace = WorkspaceName(s.stack), s.stack.Namespace
-	return client.IgnoreNotFound(s.r.Client.Delete(ctx, ws))
-}
-
 // reconcileUpdate starts an update when one is due: it checks the
-// prerequisites, then creates the Update and records it as currentUpdate.
-// The Update's name is derived from what it is for, so a reconcile killed
-// between creating it and recording it finds the same Update next time.
-func (s *session) reconcileUpdate(ctx context.Context) (bool, error) {
+// prerequisites and the Workspace, then starts the Update. When none is
+// due the chain goes on (drift check, report of the last update); when one
+// was started it stops, waiting for it.
+func (s *session) reconcileUpdate(ctx context.Context) (sreconcile.Result, error) {
 	stack := s.stack
 	s.decision = Decide(&stack.Spec, stack.Status.LastUpdate, s.observed())
 	if !s.decision.Due || (conflictStalled(stack) && s.decision.Trigger == TriggerRetry) {
-		return true, s.reconcileDriftCheck(ctx)
+		return sreconcile.ResultEmpty, nil
 	}
 	if err := s.checkPrerequisites(ctx); err != nil {
-		return true, err
+		return sreconcile.ResultEmpty, err
 	}
 	if err := s.workspaceStall(ctx); err != nil {
-		return true, err
+		return sreconcile.ResultEmpty, err
 	}
 	if reclaimWorkspace(stack) {
 		if err := s.applyWorkspace(ctx); err != nil {
-			return true, err
+			return sreconcile.ResultEmpty, err
 		}
 	}
 	upd := BuildUpdate(stack, s.src.Revision, s.updateType(), string(s.decision.Trigger))
-	if err := controllerutil.SetControllerReference(stack, upd, s.r.Scheme); err != nil {
-		return true, err
+	if err := s.startUpdate(ctx, upd); err != nil {
+		return sreconcile.ResultEmpty, err
 	}
-	if err := s.r.Client.Create(ctx, upd); err != nil && !apierrors.IsAlreadyExists(err) {
-		if apierrors.IsForbidden(err) && isNamespaceTerminating(err) {
-			return true, namespaceTerminating(err)
-		}
-		return true, err
+	s.event(corev1.EventTypeNormal, "UpdateStarted", fmt.Sprintf("started %s %s (%s) on revision %s", upd.Spec.Type, upd.Name, s.decision.Trigger, s.src.Revision))
+	return sreconcile.ResultEmpty, sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
+		errors.New(pulumiv1.ReconcilingProcessingUpdateMessage), ResyncInterval(&stack.Spec, s.r.MinResync))
+}
+
+// startUpdate creates upd, owned by the Stack, and records it as the
+// Stack's currentUpdate. Every Update the Stack runs (update, drift check,
+// destroy) starts here. The Update's name is derived from what it is for,
+// so a reconcile killed between creating it and recording it finds the
+// same Update next time (AlreadyExists is success).
+func (s *session) startUpdate(ctx context.Context, upd *autov1alpha1.Update) error {
+	if err := controllerutil.SetControllerReference(s.stack, upd, s.r.Scheme); err != nil {
+		return err
 	}
-	stack.Status.CurrentUpdate = &shared.CurrentStackUpdate{
-		Generation:       stack.Generation,
-		ReconcileRequest: reconcileRequest(stack),
+	err := s.r.Client.Create(ctx, upd)
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+	case isNamespaceTerminating(err):
+		return namespaceTerminating(err)
+	case apierrors.IsInvalid(err):
+		return sreconcile.NewStallingRequeue(pulumiv1.UpdateCreateFailedReason,
+			fmt.Errorf("update %s built from the Stack's spec (and its spec.updateTemplate) was rejected: %w", upd.Name, err), s.r.stallAfter())
+	default:
+		return failed(pulumiv1.UpdateCreateFailedReason, "creating update "+upd.Name, err)
+	}
+	s.stack.Status.CurrentUpdate = &shared.CurrentStackUpdate{
+		Generation:       s.stack.Generation,
+		ReconcileRequest: reconcileRequest(s.stack),
 		Name:             upd.Name,
 		Commit:           s.src.Revision,
 	}
-	s.inProgress = pulumiv1.ReconcilingProcessingUpdateMessage
-	s.event("Normal", "UpdateStarted", fmt.Sprintf("started %s %s (%s) on revision %s", upd.Spec.Type, upd.Name, s.decision.Trigger, s.src.Revision))
-	return true, nil
+	return nil
 }
 
 // updateType is what a due update runs: a preview for preview stacks, an

@@ -134,6 +134,20 @@ func TestBuildWorkspaceRefusals(t *testing.T) {
 			s.SecretRefs = map[string]shared.ResourceRef{"app:x": ref}
 		},
 		field: "spec.secretsRef[app:x].secret.namespace",
+	}, {
+		name: "a key in config and secretsRef",
+		mut: func(s *shared.StackSpec) {
+			s.Config = map[string]apiextensionsv1.JSON{"app:x": {Raw: []byte(`"a"`)}}
+			s.SecretRefs = map[string]shared.ResourceRef{"app:x": shared.NewSecretResourceRef("s", "k")}
+		},
+		field: "spec.secretsRef[app:x]: the key is also set in spec.config",
+	}, {
+		name: "a key in configRef and secrets (stored before admission checked it)",
+		mut: func(s *shared.StackSpec) {
+			s.ConfigRef = map[string]shared.ConfigMapRef{"app:y": {Name: "cm", Key: "y"}}
+			s.Secrets = map[string]string{"app:y": "b"}
+		},
+		field: "spec.secrets[app:y]: the key is also set in spec.configRef",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -227,6 +228,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // (only once it is recorded, so that a failed patch retried later does not
 // announce twice) and maps the outcome to controller-runtime's result.
 func (r *Reconciler) finish(ctx context.Context, s *session, res sreconcile.Result, err error) (ctrl.Result, error) {
+	if failedBeforeStart(s.obj, err) {
+		// The operator's own call failed (reading the Workspace, claiming
+		// it): say so on the Update, which waits, and so on its Stack.
+		s.obj.Status.MarkProgressing(autov1alpha1.UpdateReasonPending, sreconcile.Truncate("retrying after an error: "+err.Error(), sreconcile.MaxConditionMessage))
+		stampConditions(&s.obj.Status, s.obj.Generation)
+	}
 	if perr := s.patcher.Patch(ctx, s.obj); perr != nil {
 		if err != nil {
 			log.FromContext(ctx).Error(err, "reconcile failed before the patch failed")
@@ -286,3 +293,13 @@ func (r *Reconciler) event(obj *autov1alpha1.Update, eventType, reason, action, 
 // errShuttingDown refuses to start an operation once the registry of runs
 // has stopped.
 var errShuttingDown = errors.New("the operator is shutting down")
+
+// failedBeforeStart reports whether err is a failure (not a wait) of a
+// reconcile of an Update whose operation has not started.
+func failedBeforeStart(obj *autov1alpha1.Update, err error) bool {
+	if err == nil || errors.As(err, new(*sreconcile.Waiting)) || errors.As(err, new(*sreconcile.Ignore)) || !obj.DeletionTimestamp.IsZero() {
+		return false
+	}
+	c := apimeta.FindStatusCondition(obj.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing)
+	return !obj.Status.IsComplete() && (c == nil || c.Reason == autov1alpha1.UpdateReasonPending)
+}

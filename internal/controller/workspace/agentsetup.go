@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -51,7 +52,7 @@ func (r *Reconciler) reconcileAgent(ctx context.Context, s *session) (sreconcile
 		return sreconcile.ResultEmpty, err
 	}
 	if !st.Ready {
-		msg := orDefault(st.Message, "waiting for the agent to start")
+		msg := cmp.Or(st.Message, "waiting for the agent to start")
 		setActive(ws, false, ReasonStarting, msg)
 		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.WorkspaceReasonPending, errors.New(msg), r.opts.StartInterval)
 	}

@@ -1,6 +1,8 @@
 package workspace
 
 import (
+	"cmp"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -59,10 +61,16 @@ func markReady(ws *autov1alpha1.Workspace, msg string) {
 // markPending records work in progress: Reconciling=True with reason and
 // msg. Ready stays True when the current generation was set up already (an
 // agent restarting, a transient failure while setting it up again); it is
-// False with reason Pending otherwise.
+// False with reason Pending otherwise. Reconciling's lastTransitionTime
+// restarts when its reason changes, so that it says how long the current
+// failure has lasted (reconcile.Escalate reads it).
 func markPending(ws *autov1alpha1.Workspace, reason, msg string) {
+	reason = cmp.Or(reason, autov1alpha1.WorkspaceReasonPending)
 	apimeta.RemoveStatusCondition(&ws.Status.Conditions, reconcile.StalledCondition)
-	setCondition(ws, reconcile.ReconcilingCondition, metav1.ConditionTrue, orDefault(reason, autov1alpha1.WorkspaceReasonPending), msg)
+	if c := apimeta.FindStatusCondition(ws.Status.Conditions, reconcile.ReconcilingCondition); c != nil && c.Reason != reason {
+		apimeta.RemoveStatusCondition(&ws.Status.Conditions, reconcile.ReconcilingCondition)
+	}
+	setCondition(ws, reconcile.ReconcilingCondition, metav1.ConditionTrue, reason, msg)
 	if !trueAt(ws, autov1alpha1.WorkspaceReady) {
 		setCondition(ws, autov1alpha1.WorkspaceReady, metav1.ConditionFalse, autov1alpha1.WorkspaceReasonPending, msg)
 	}
@@ -70,7 +78,7 @@ func markPending(ws *autov1alpha1.Workspace, reason, msg string) {
 
 // markStalled records a failure a retry cannot fix.
 func markStalled(ws *autov1alpha1.Workspace, reason, msg string) {
-	reason = orDefault(reason, reconcile.StalledSpecInvalidReason)
+	reason = cmp.Or(reason, reconcile.StalledSpecInvalidReason)
 	apimeta.RemoveStatusCondition(&ws.Status.Conditions, reconcile.ReconcilingCondition)
 	setCondition(ws, reconcile.StalledCondition, metav1.ConditionTrue, reason, msg)
 	setCondition(ws, autov1alpha1.WorkspaceReady, metav1.ConditionFalse, reason, msg)
@@ -89,12 +97,4 @@ func setActive(ws *autov1alpha1.Workspace, active bool, reason, msg string) {
 		status = metav1.ConditionTrue
 	}
 	setCondition(ws, ConditionActive, status, reason, msg)
-}
-
-// orDefault returns s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

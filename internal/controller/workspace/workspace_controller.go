@@ -66,6 +66,10 @@ type Options struct {
 	// MaxConcurrentReconciles is how many Workspaces are reconciled at
 	// once; zero means 4.
 	MaxConcurrentReconciles int
+	// StallAfter is how long the same failure may last before the
+	// Workspace is Stalled instead of Reconciling (it keeps retrying);
+	// zero means reconcile.DefaultStallAfter.
+	StallAfter time.Duration
 }
 
 // Reconciler reconciles Workspaces; see the package doc.
@@ -144,6 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			{Name: "reconcileAgent", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileAgent(ctx, s) }},
 			{Name: "reconcileSetup", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileSetup(ctx, s) }},
 		}.Run(ctx)
+		err = sreconcile.Escalate(ws.Status.Conditions, ws.Generation, err, r.now(), r.opts.StallAfter)
 		var stalling *sreconcile.Stalling
 		if errors.As(err, &stalling) {
 			// Nothing will run in a stalled generation: release the agent.
@@ -185,9 +190,10 @@ func (r *Reconciler) reconcileFinalizer(s *session) (sreconcile.Result, error) {
 }
 
 // reconcileStalled leaves a generation that stalled alone, with its agent
-// idled, until the spec changes.
+// idled, until the spec changes. A stall that only says a failure has
+// lasted (sreconcile.Escalate) is retried like the failure it was.
 func (r *Reconciler) reconcileStalled(ctx context.Context, s *session) (sreconcile.Result, error) {
-	if !stalledAt(s.ws) {
+	if !stalledAt(s.ws) || sreconcile.IsLastingFailure(s.ws.Status.Conditions) {
 		return sreconcile.ResultEmpty, nil
 	}
 	if err := r.idle(ctx, s, "the workspace is stalled"); err != nil {

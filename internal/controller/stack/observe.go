@@ -1,0 +1,243 @@
+package stack
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/update"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// secretOutputValue replaces a secret output's value in the Stack's status,
+// as upstream shows it.
+var secretOutputValue = apiextensionsv1.JSON{Raw: []byte(`"[secret]"`)}
+
+// observeUpdate follows the Stack's current Update. While it runs the chain
+// stops there, waiting; when it has finished, its result becomes lastUpdate,
+// outputs and history (or lastDriftCheck) and currentUpdate is cleared. A
+// currentUpdate whose Update is gone is cleared too, so it can never point at
+// nothing for long (upstream #1292). An Update that never started and whose
+// Workspace cannot run it is left to reconcileCleanup. The step only reads
+// and records: deleting objects is reconcileCleanup's.
+func (s *session) observeUpdate(ctx context.Context) (sreconcile.Result, error) {
+	cur := s.stack.Status.CurrentUpdate
+	if cur == nil {
+		return sreconcile.ResultEmpty, nil
+	}
+	var upd autov1alpha1.Update
+	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: cur.Name}, &upd)
+	if apierrors.IsNotFound(err) {
+		s.warn("UpdateLost", fmt.Sprintf("update %s disappeared before it finished; starting over", cur.Name))
+		s.stack.Status.CurrentUpdate = nil
+		return sreconcile.ResultEmpty, nil
+	}
+	if err != nil {
+		return sreconcile.ResultEmpty, failed(pulumiv1.UpdateReadFailedReason, "reading update "+cur.Name, err)
+	}
+	done, failedUpd, reason := updateDone(&upd)
+	if !done {
+		if updatePending(&upd) && s.workspaceStall(ctx) != nil {
+			// The Update never started and its Workspace cannot run it
+			// until its spec changes: cleanup drops it, so the chain goes
+			// on to apply a fixed spec, and reconcileUpdate reports the
+			// stall.
+			s.abandoned = &upd
+			return sreconcile.ResultEmpty, nil
+		}
+		if isDriftCheck(&upd) {
+			return sreconcile.ResultEmpty, s.driftCheckRunning()
+		}
+		return sreconcile.ResultEmpty, s.running(ctx, &upd)
+	}
+	if isDriftCheck(&upd) {
+		s.recordDriftCheck(&upd, failedUpd)
+	} else if err := s.recordUpdate(ctx, &upd, failedUpd, reason); err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	s.stack.Status.CurrentUpdate = nil
+	return sreconcile.ResultEmpty, nil
+}
+
+// running is the wait while the Stack's Update runs: upstream's message,
+// or what keeps a pending Update from starting when its status says.
+func (s *session) running(ctx context.Context, upd *autov1alpha1.Update) error {
+	msg := pulumiv1.ReconcilingProcessingUpdateMessage
+	if !workspaceReady(ctx, s.r.Client, s.stack) {
+		msg = pulumiv1.ReconcilingProcessingWorkspaceMessage
+	}
+	if c := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing); updatePending(upd) && c != nil && c.Message != "" {
+		msg += ": " + c.Message
+	}
+	return sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason, errors.New(msg), ResyncInterval(&s.stack.Spec, s.r.MinResync))
+}
+
+// recordUpdate writes a finished Update's result into the Stack's status.
+func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, failed bool, reason string) error {
+	st := &s.stack.Status
+	cur := st.CurrentUpdate
+	prev := st.LastUpdate
+	last := &shared.StackUpdateState{
+		Generation:          cur.Generation,
+		ReconcileRequest:    cur.ReconcileRequest,
+		Name:                upd.Name,
+		Type:                upd.Spec.Type,
+		Message:             upd.Status.Message,
+		LastAttemptedCommit: cur.Commit,
+		Permalink:           shared.Permalink(upd.Status.Permalink),
+		LastResyncTime:      metav1.NewTime(s.now),
+	}
+	if prev != nil {
+		last.LastSuccessfulCommit = prev.LastSuccessfulCommit
+	}
+	if failed {
+		last.State = shared.FailedStackStateMessage
+		last.Failures = 1
+		if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
+			last.Failures = prev.Failures + 1
+		}
+		if reason == autov1alpha1.UpdateReasonInterrupted {
+			// An interruption (operator restart, lost agent) is not the
+			// program's fault: it adds nothing to the failures in a row,
+			// also when it is the first attempt, so it never brings the
+			// stall closer.
+			last.Failures = 0
+			if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
+				last.Failures = prev.Failures
+			}
+		}
+		s.warn(cmp.Or(reason, pulumiv1.UpdateFailedReason), fmt.Sprintf("%s %s failed: %s", upd.Spec.Type, upd.Name, upd.Status.Message))
+	} else {
+		last.State = shared.SucceededStackStateMessage
+		last.LastSuccessfulCommit = cur.Commit
+		s.event(corev1.EventTypeNormal, "UpdateSucceeded", fmt.Sprintf("%s %s succeeded on revision %s", upd.Spec.Type, upd.Name, cur.Commit))
+		s.clearDriftAfterUpdate(upd)
+		if err := s.readOutputs(ctx, upd); err != nil {
+			return err
+		}
+		if pi := upd.Status.ProjectInfo; pi != nil {
+			st.ProjectInfo = &shared.ProjectInfo{Name: pi.Name, Runtime: pi.Runtime}
+		}
+	}
+	st.LastUpdate = last
+	s.appendHistory(upd, last, reason)
+	return nil
+}
+
+// sameAttempt reports whether two updates ran for the same generation,
+// request and revision, i.e. whether a failure repeats an earlier one.
+func sameAttempt(a, b *shared.StackUpdateState) bool {
+	return a.Generation == b.Generation && a.ReconcileRequest == b.ReconcileRequest && a.LastAttemptedCommit == b.LastAttemptedCommit
+}
+
+// appendHistory records the finished Update at the front of status.history,
+// keeping at most pulumiv1.MaxHistory entries.
+func (s *session) appendHistory(upd *autov1alpha1.Update, last *shared.StackUpdateState, reason string) {
+	rec := shared.UpdateRecord{
+		Name:             upd.Name,
+		Type:             upd.Spec.Type,
+		State:            last.State,
+		Reason:           reason,
+		Generation:       last.Generation,
+		ReconcileRequest: last.ReconcileRequest,
+		Commit:           last.LastAttemptedCommit,
+		Trigger:          upd.Annotations[TriggerAnnotation],
+		StartTime:        upd.Status.StartTime,
+		EndTime:          upd.Status.EndTime,
+		Changes:          upd.Status.Changes,
+		Message:          upd.Status.Message,
+		Permalink:        last.Permalink,
+	}
+	h := append([]shared.UpdateRecord{rec}, s.stack.Status.History...)
+	if len(h) > pulumiv1.MaxHistory {
+		h = h[:pulumiv1.MaxHistory]
+	}
+	s.stack.Status.History = h
+}
+
+// readOutputs copies a successful Update's outputs into the Stack's status,
+// each secret one shown as "[secret]" (its value stays in the Update's
+// Secret, never in the Stack).
+func (s *session) readOutputs(ctx context.Context, upd *autov1alpha1.Update) error {
+	if upd.Status.Outputs == "" {
+		s.stack.Status.Outputs = nil
+		return nil
+	}
+	var secret corev1.Secret
+	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: upd.Namespace, Name: upd.Status.Outputs}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // already garbage-collected with its Update: keep what status has
+		}
+		return failed(pulumiv1.OutputsReadFailedReason, "reading the outputs of "+upd.Name, err)
+	}
+	secretKeys := map[string]bool{}
+	if list := secret.Annotations[update.SecretOutputsAnnotation]; list != "" {
+		var keys []string
+		if err := json.Unmarshal([]byte(list), &keys); err == nil {
+			for _, k := range keys {
+				secretKeys[k] = true
+			}
+		}
+	}
+	outputs := shared.StackOutputs{}
+	for key, value := range secret.Data {
+		if secretKeys[key] {
+			outputs[key] = secretOutputValue
+			continue
+		}
+		if !json.Valid(value) {
+			raw, _ := json.Marshal(string(value))
+			value = raw
+		}
+		outputs[key] = apiextensionsv1.JSON{Raw: value}
+	}
+	s.stack.Status.Outputs = outputs
+	return nil
+}
+
+// workspaceStall returns the Stack's stall when its Workspace is stalled at
+// its current generation: it cannot run anything until its spec (that is,
+// the Stack's) changes. The reason is WorkspaceFailed, or upstream's
+// PulumiVersionTooLow when the workspace image's CLI is too old.
+func (s *session) workspaceStall(ctx context.Context) error {
+	var ws autov1alpha1.Workspace
+	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil {
+		return nil
+	}
+	c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ws.Generation {
+		return nil
+	}
+	reason := pulumiv1.StalledWorkspaceFailedReason
+	if c.Reason == autov1alpha1.WorkspaceReasonPulumiVersionTooLow {
+		reason = pulumiv1.StalledPulumiVersionTooLowReason
+	}
+	return sreconcile.NewStalling(reason, fmt.Errorf("the workspace cannot run the stack until the spec is fixed: %s", stackMessage(&s.stack.Spec, c.Message)))
+}
+
+// updatePending reports whether an Update has not started its operation.
+func updatePending(upd *autov1alpha1.Update) bool {
+	c := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing)
+	return c == nil || c.Reason == autov1alpha1.UpdateReasonPending
+}
+
+// workspaceReady reports whether the Stack's Workspace says it can serve.
+func workspaceReady(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) bool {
+	var ws autov1alpha1.Workspace
+	if err := c.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: WorkspaceName(stack)}, &ws); err != nil {
+		return false
+	}
+	return sreconcile.IsReady(ws.Status.Conditions) && ws.Status.ObservedGeneration == ws.Generation
+}
