@@ -1,0 +1,125 @@
+package v1alpha1_test
+
+import (
+	"testing"
+
+	"github.com/stackyard/stackyard/api/internal/crdtest"
+)
+
+// TestCRDsAreAccepted checks each CRD as the API server would, CEL rules
+// and their cost included.
+func TestCRDsAreAccepted(t *testing.T) {
+	for _, name := range []string{
+		"pipelines.promotion.stackyard.dev", "releases.promotion.stackyard.dev",
+		"stages.promotion.stackyard.dev", "promotions.promotion.stackyard.dev",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if errs := crdtest.Load(t, name).DefinitionErrors(); len(errs) > 0 {
+				t.Errorf("the API server would refuse %s: %v", name, errs)
+			}
+		})
+	}
+}
+
+// TestValidation feeds specs through the schema and the CEL rules of
+// creation: each mistake is refused naming its field.
+func TestValidation(t *testing.T) {
+	tests := []struct {
+		name, crd, manifest, want string
+	}{{
+		name: "a pipeline on a branch",
+		crd:  "pipelines.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Pipeline
+metadata: {name: web, namespace: apps}
+spec:
+  git: {repoURL: "https://git.example/web.git", branch: main, commitSelectionStrategy: NewestFromBranch}
+`,
+	}, {
+		name: "NewestFromBranch without a branch",
+		crd:  "pipelines.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Pipeline
+metadata: {name: web, namespace: apps}
+spec:
+  git: {repoURL: "https://git.example/web.git", commitSelectionStrategy: NewestFromBranch}
+`,
+		want: "spec.git.branch is required",
+	}, {
+		name: "a semver constraint without SemVer",
+		crd:  "pipelines.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Pipeline
+metadata: {name: web, namespace: apps}
+spec:
+  git: {repoURL: "https://git.example/web.git", branch: main, commitSelectionStrategy: NewestFromBranch, semverConstraint: "^1.0.0"}
+`,
+		want: "semverConstraint applies only to commitSelectionStrategy SemVer",
+	}, {
+		name: "a stage fed by itself",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: qa, namespace: apps}
+spec:
+  pipeline: web
+  stacks: [{name: qa}]
+  sources: {stages: [dev, qa]}
+`,
+		want: "a stage cannot take releases from itself",
+	}, {
+		name: "a stage fed by nothing",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: qa, namespace: apps}
+spec:
+  pipeline: web
+  stacks: [{name: qa}]
+  sources: {}
+`,
+		want: "set direct, or list upstream stages",
+	}, {
+		name: "a stage without stacks",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: qa, namespace: apps}
+spec:
+  pipeline: web
+  stacks: []
+  sources: {direct: true}
+`,
+		want: "spec.stacks",
+	}, {
+		name: "a release that is not a full SHA",
+		crd:  "releases.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Release
+metadata: {name: web-abc, namespace: apps}
+spec:
+  pipeline: web
+  commit: {sha: abc}
+`,
+		want: "spec.commit.sha",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := crdtest.Load(t, tt.crd).Validate(t, "v1alpha1", crdtest.FromYAML(t, tt.manifest))
+			if tt.want == "" {
+				if len(errs) > 0 {
+					t.Fatalf("refused: %v", errs)
+				}
+				return
+			}
+			crdtest.ExpectError(t, errs, tt.want)
+		})
+	}
+}

@@ -1,0 +1,157 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PromotionPhase is where a Promotion is in its life.
+//
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Aborted
+type PromotionPhase string
+
+const (
+	// PromotionPending: waiting for its turn, a window, or the freeze to
+	// end.
+	PromotionPending PromotionPhase = "Pending"
+	// PromotionRunning: the stage's Stacks are pinned to the release and
+	// their updates run.
+	PromotionRunning PromotionPhase = "Running"
+	// PromotionSucceeded: every Stack of the stage is Ready at the
+	// release's commit.
+	PromotionSucceeded PromotionPhase = "Succeeded"
+	// PromotionFailed: a Stack's update failed or stalled, or the
+	// promotion could not be applied.
+	PromotionFailed PromotionPhase = "Failed"
+	// PromotionAborted: superseded by a newer request before it started,
+	// or refused (a release that does not exist, a stage that is gone).
+	PromotionAborted PromotionPhase = "Aborted"
+)
+
+// IsFinished reports whether p is a final phase.
+func (p PromotionPhase) IsFinished() bool {
+	return p == PromotionSucceeded || p == PromotionFailed || p == PromotionAborted
+}
+
+// RequestedByAutoPromotion is spec.requestedBy of a promotion the
+// operator started by itself.
+const RequestedByAutoPromotion = "stackyard:auto-promotion"
+
+// PromotionSpec asks for one release in one stage. It never changes.
+//
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Promotion is a record: its spec cannot change"
+type PromotionSpec struct {
+	// Stage is the Stage to promote into, in the same namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Stage string `json:"stage"`
+
+	// Release is the Release to promote, of the stage's pipeline.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Release string `json:"release"`
+
+	// Rollback marks a promotion of an earlier release that was verified
+	// in the stage, asked for to undo a later one.
+	// +optional
+	Rollback bool `json:"rollback,omitempty"`
+
+	// RequestedBy is who asked: the user name the API server
+	// authenticated (the admission policy in config/policy refuses any
+	// other value), or "stackyard:auto-promotion".
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	RequestedBy string `json:"requestedBy,omitempty"`
+
+	// Reason says why, in the requester's words.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+}
+
+// PromotedStack is what a promotion changed on one Stack.
+type PromotedStack struct {
+	// Name is the Stack's name.
+	Name string `json:"name"`
+	// PreviousCommit is the Stack's spec.commit before the promotion.
+	// +optional
+	PreviousCommit string `json:"previousCommit,omitempty"`
+	// Commit is the commit the promotion pinned.
+	Commit string `json:"commit"`
+	// Update is the Update that deployed it.
+	// +optional
+	Update string `json:"update,omitempty"`
+	// Message is the Stack's state at the end of the promotion.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// PromotionStatus is the promotion's progress and outcome. Once the phase
+// is final nothing in it changes.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || !(oldSelf.phase in ['Succeeded', 'Failed', 'Aborted']) || self == oldSelf",message="a finished Promotion is a record: its status cannot change"
+type PromotionStatus struct {
+	// Phase is Pending, Running, Succeeded, Failed or Aborted.
+	// +optional
+	Phase PromotionPhase `json:"phase,omitempty"`
+
+	// Message says why the promotion waits, or how it ended.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
+
+	// Commit is the release's commit.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+
+	// StartTime is when the Stacks were pinned.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// EndTime is when the promotion ended.
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
+
+	// Stacks is what the promotion changed, Stack by Stack.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Stacks []PromotedStack `json:"stacks,omitempty"`
+}
+
+// Promotion moves one Release into one Stage: it pins the stage's Stacks
+// to the release's commit and follows their updates to an outcome. One
+// runs per stage at a time; of the promotions waiting, the newest runs
+// next and the older ones are Aborted as superseded. Promotions are the
+// stage's audit trail: nobody can change one once it has finished.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:categories=stackyard
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.spec.stage`
+// +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.spec.release`
+// +kubebuilder:printcolumn:name="Rollback",type=boolean,priority=10,JSONPath=`.spec.rollback`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="By",type=string,priority=10,JSONPath=`.spec.requestedBy`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Promotion struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the request.
+	Spec PromotionSpec `json:"spec"`
+	// Status is its progress and outcome.
+	Status PromotionStatus `json:"status,omitempty"`
+}
+
+// PromotionList is a list of Promotions.
+//
+// +kubebuilder:object:root=true
+type PromotionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Promotions.
+	Items []Promotion `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Promotion{}, &PromotionList{})
+}

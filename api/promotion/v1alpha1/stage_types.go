@@ -1,0 +1,280 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AvailabilityStrategy says, for a stage fed by several upstream stages,
+// how many of them must have verified a release before it is available.
+//
+// +kubebuilder:validation:Enum=All;OneOf
+type AvailabilityStrategy string
+
+const (
+	// OneOf: verified in any one upstream stage (Kargo's default).
+	OneOf AvailabilityStrategy = "OneOf"
+	// All: verified in every upstream stage.
+	All AvailabilityStrategy = "All"
+)
+
+// SelectionPolicy says which available release auto-promotion picks.
+//
+// +kubebuilder:validation:Enum=NewestRelease;MatchUpstream
+type SelectionPolicy string
+
+const (
+	// NewestRelease picks the newest available release.
+	NewestRelease SelectionPolicy = "NewestRelease"
+	// MatchUpstream picks the release the (single) upstream stage runs now.
+	MatchUpstream SelectionPolicy = "MatchUpstream"
+)
+
+// StackBinding names a Stack, in the stage's namespace, that the stage
+// deploys: a promotion pins its spec.commit to the release's commit.
+type StackBinding struct {
+	// Name is the Stack's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+}
+
+// ReleaseSources says where a stage takes its releases from.
+//
+// +kubebuilder:validation:XValidation:rule="self.direct || (has(self.stages) && size(self.stages) > 0)",message="spec.sources: set direct, or list upstream stages"
+type ReleaseSources struct {
+	// Direct takes releases straight from the pipeline, as they are
+	// discovered.
+	// +optional
+	Direct bool `json:"direct,omitempty"`
+
+	// Stages takes releases once they are verified in these upstream
+	// stages of the same pipeline.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	Stages []string `json:"stages,omitempty"`
+
+	// AvailabilityStrategy, with several upstream stages: All of them or
+	// OneOf them must have verified a release; default OneOf.
+	// +optional
+	// +kubebuilder:default=OneOf
+	AvailabilityStrategy AvailabilityStrategy `json:"availabilityStrategy,omitempty"`
+
+	// RequiredSoakTime is how long a release must have been verified
+	// upstream (in every upstream stage that counts) before it is
+	// available here, timed from the verifications recorded on the
+	// Release.
+	// +optional
+	RequiredSoakTime *metav1.Duration `json:"requiredSoakTime,omitempty"`
+}
+
+// AutoPromotionOptions govern automatic promotion into a stage. Changing
+// them requires the "govern" verb on the stage (see config/policy).
+type AutoPromotionOptions struct {
+	// Enabled promotes each newly available release without a person
+	// asking. A release that failed in this stage is never promoted
+	// automatically again.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// SelectionPolicy picks the release; default NewestRelease.
+	// +optional
+	// +kubebuilder:default=NewestRelease
+	SelectionPolicy SelectionPolicy `json:"selectionPolicy,omitempty"`
+}
+
+// WindowKind says whether a promotion window allows or denies.
+//
+// +kubebuilder:validation:Enum=Allow;Deny
+type WindowKind string
+
+const (
+	// Allow: promotions may start only inside an Allow window (when the
+	// stage has any).
+	Allow WindowKind = "Allow"
+	// Deny: no promotion starts inside a Deny window.
+	Deny WindowKind = "Deny"
+)
+
+// PromotionWindow is a recurring time window, as in an iCalendar event
+// (RFC 5545): the first occurrence runs from dtstart to dtend, and rrule
+// repeats it.
+type PromotionWindow struct {
+	// Kind is Allow or Deny.
+	Kind WindowKind `json:"kind"`
+
+	// RRule repeats the window, e.g. "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH". The
+	// supported parts are FREQ (DAILY, WEEKLY), INTERVAL, BYDAY and UNTIL.
+	// Empty: the window occurs once.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	RRule string `json:"rrule,omitempty"`
+
+	// DTStart is the start of the first occurrence.
+	DTStart metav1.Time `json:"dtstart"`
+
+	// DTEnd is the end of the first occurrence; each occurrence lasts
+	// dtend - dtstart.
+	DTEnd metav1.Time `json:"dtend"`
+}
+
+// Freeze stops every promotion into a stage, by hand or automatic, until
+// it is removed. Setting it requires the "govern" verb on the stage.
+type Freeze struct {
+	// Reason says why, for the people who would promote.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason"`
+}
+
+// StageSpec is an environment: the Stacks it deploys and where its
+// releases come from.
+type StageSpec struct {
+	// Pipeline is the Pipeline, in the same namespace, whose releases the
+	// stage promotes. It cannot change.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.pipeline cannot change"
+	Pipeline string `json:"pipeline"`
+
+	// Stacks are the Stacks the stage deploys; a Stack belongs to one
+	// stage at most.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Stacks []StackBinding `json:"stacks"`
+
+	// Sources are where the stage takes releases from.
+	Sources ReleaseSources `json:"sources"`
+
+	// AutoPromotionOptions govern automatic promotion; without them,
+	// releases are promoted only when a person asks.
+	// +optional
+	AutoPromotionOptions *AutoPromotionOptions `json:"autoPromotionOptions,omitempty"`
+
+	// PromotionWindows limit when a promotion may start: inside an Allow
+	// window (if there is any) and outside every Deny window. A promotion
+	// asked for outside them waits.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	PromotionWindows []PromotionWindow `json:"promotionWindows,omitempty"`
+
+	// Freeze stops every promotion into the stage while it is set.
+	// +optional
+	Freeze *Freeze `json:"freeze,omitempty"`
+}
+
+// StageHealthStatus sums up the health of a stage's Stacks.
+//
+// +kubebuilder:validation:Enum=Healthy;Progressing;Degraded;Unknown
+type StageHealthStatus string
+
+const (
+	// Healthy: every Stack is Ready.
+	Healthy StageHealthStatus = "Healthy"
+	// Progressing: a Stack is reconciling.
+	Progressing StageHealthStatus = "Progressing"
+	// Degraded: a Stack is stalled, or missing.
+	Degraded StageHealthStatus = "Degraded"
+	// Unknown: the Stacks have not been looked at yet.
+	Unknown StageHealthStatus = "Unknown"
+)
+
+// StageHealth is the health of a stage's Stacks.
+type StageHealth struct {
+	// Status sums the Stacks' conditions up.
+	Status StageHealthStatus `json:"status"`
+	// Message names the Stack that is not healthy, and why.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// StageRelease is a release as a stage ran it.
+type StageRelease struct {
+	// Name is the Release's name.
+	Name string `json:"name"`
+	// SHA is its commit.
+	SHA string `json:"sha"`
+	// Subject is its commit's subject.
+	// +optional
+	Subject string `json:"subject,omitempty"`
+	// Since is when the promotion that brought it succeeded.
+	Since metav1.Time `json:"since"`
+	// Promotion is the Promotion that brought it.
+	// +optional
+	Promotion string `json:"promotion,omitempty"`
+	// Rollback says that the promotion was a rollback.
+	// +optional
+	Rollback bool `json:"rollback,omitempty"`
+}
+
+// StageStatus says what runs in the stage and how it is.
+type StageStatus struct {
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are Ready, Reconciling and Stalled (kstatus).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// CurrentRelease is the release the stage runs now.
+	// +optional
+	CurrentRelease *StageRelease `json:"currentRelease,omitempty"`
+
+	// Health sums up the Stacks' conditions.
+	// +optional
+	Health *StageHealth `json:"health,omitempty"`
+
+	// WaitingFor says what keeps the next release from being promoted:
+	// an upstream verification, a soak time, a window, a freeze, a
+	// running promotion; empty when nothing waits.
+	// +optional
+	WaitingFor string `json:"waitingFor,omitempty"`
+
+	// History lists the releases the stage ran, newest first, at most 20.
+	// The Promotions are the full record.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	History []StageRelease `json:"history,omitempty"`
+}
+
+// Stage is an environment of a Pipeline: Stacks that run one release at a
+// time, fed by the pipeline or by upstream stages.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:categories=stackyard
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Pipeline",type=string,JSONPath=`.spec.pipeline`
+// +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.status.currentRelease.name`
+// +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health.status`
+// +kubebuilder:printcolumn:name="Waiting For",type=string,priority=10,JSONPath=`.status.waitingFor`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.sources.stages) || !self.spec.sources.stages.exists(s, s == self.metadata.name)",message="spec.sources.stages: a stage cannot take releases from itself",fieldPath=".spec.sources.stages"
+type Stage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the environment.
+	Spec StageSpec `json:"spec"`
+	// Status is what runs there.
+	Status StageStatus `json:"status,omitempty"`
+}
+
+// StageList is a list of Stages.
+//
+// +kubebuilder:object:root=true
+type StageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Stages.
+	Items []Stage `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Stage{}, &StageList{})
+}

@@ -1,0 +1,174 @@
+package pipelinectl
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+)
+
+// The kinds of HistoryEntry.
+const (
+	// EventReleaseDiscovered: the pipeline recorded a release.
+	EventReleaseDiscovered = "ReleaseDiscovered"
+	// EventPromotionRequested: a person or auto-promotion asked for a
+	// promotion (or a rollback).
+	EventPromotionRequested = "PromotionRequested"
+	// EventPromotionStarted: the promotion pinned the stage's Stacks.
+	EventPromotionStarted = "PromotionStarted"
+	// EventPromotionFinished: the promotion ended; Phase says how.
+	EventPromotionFinished = "PromotionFinished"
+)
+
+// HistoryEntry is one event of the audit trail, read back from the
+// immutable objects that record it: a Release's creation, a Promotion's
+// creation, start and end.
+type HistoryEntry struct {
+	// Time is when it happened.
+	Time metav1.Time `json:"time"`
+	// Event is one of the Event* kinds.
+	Event string `json:"event"`
+	// Pipeline is the pipeline it belongs to.
+	Pipeline string `json:"pipeline,omitempty"`
+	// Stage is the stage, for promotion events.
+	Stage string `json:"stage,omitempty"`
+	// Release is the release.
+	Release string `json:"release"`
+	// Commit is the release's commit SHA, when known.
+	Commit string `json:"commit,omitempty"`
+	// Promotion is the Promotion, for promotion events.
+	Promotion string `json:"promotion,omitempty"`
+	// Rollback marks a rollback.
+	Rollback bool `json:"rollback,omitempty"`
+	// By is who asked, for a request.
+	By string `json:"by,omitempty"`
+	// Phase is how a promotion ended.
+	Phase string `json:"phase,omitempty"`
+	// Message is the promotion's message when it ended.
+	Message string `json:"message,omitempty"`
+}
+
+// History returns the audit trail of stage ("" for every stage, with the
+// releases their pipelines discovered), oldest first.
+func (c *Client) History(ctx context.Context, stage string) ([]HistoryEntry, error) {
+	promotions, err := c.promotions(ctx, stage)
+	if err != nil {
+		return nil, err
+	}
+	pipelineOf := map[string]string{}
+	stages, err := c.stages(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range stages {
+		pipelineOf[s.Name] = s.Spec.Pipeline
+	}
+	var out []HistoryEntry
+	if stage == "" {
+		var list promotionv1alpha1.ReleaseList
+		if err := c.Client.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+			return nil, fmt.Errorf("listing releases: %w", err)
+		}
+		for _, r := range list.Items {
+			out = append(out, HistoryEntry{
+				Time: r.CreationTimestamp, Event: EventReleaseDiscovered, Pipeline: r.Spec.Pipeline,
+				Release: r.Name, Commit: r.Spec.Commit.SHA,
+			})
+		}
+	}
+	for _, p := range promotions {
+		base := HistoryEntry{
+			Pipeline: pipelineOf[p.Spec.Stage], Stage: p.Spec.Stage, Release: p.Spec.Release, Commit: p.Status.Commit,
+			Promotion: p.Name, Rollback: p.Spec.Rollback,
+		}
+		req := base
+		req.Time, req.Event, req.By = p.CreationTimestamp, EventPromotionRequested, p.Spec.RequestedBy
+		out = append(out, req)
+		if t := p.Status.StartTime; t != nil {
+			started := base
+			started.Time, started.Event = *t, EventPromotionStarted
+			out = append(out, started)
+		}
+		if t := p.Status.EndTime; t != nil && p.Status.Phase.IsFinished() {
+			ended := base
+			ended.Time, ended.Event, ended.Phase, ended.Message = *t, EventPromotionFinished, string(p.Status.Phase), p.Status.Message
+			out = append(out, ended)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b HistoryEntry) int {
+		return cmp.Or(a.Time.Time.Compare(b.Time.Time), eventOrder(a.Event)-eventOrder(b.Event), strings.Compare(a.Promotion, b.Promotion))
+	})
+	return out, nil
+}
+
+// eventOrder orders events of the same second as they happen.
+func eventOrder(event string) int {
+	return slices.Index([]string{EventReleaseDiscovered, EventPromotionRequested, EventPromotionStarted, EventPromotionFinished}, event)
+}
+
+// ReleaseRow is one release as `stackyard releases` shows it.
+type ReleaseRow struct {
+	// Name is the Release's name.
+	Name string `json:"name"`
+	// Commit is its full commit SHA.
+	Commit string `json:"commit"`
+	// Tag is the tag that made it a release, if any.
+	Tag string `json:"tag,omitempty"`
+	// Subject is its commit subject.
+	Subject string `json:"subject,omitempty"`
+	// Author is its commit's author.
+	Author string `json:"author,omitempty"`
+	// Time is its commit time.
+	Time *metav1.Time `json:"time,omitempty"`
+	// CurrentlyIn lists the stages that run it, by name.
+	CurrentlyIn []string `json:"currentlyIn,omitempty"`
+	// VerifiedIn lists the stages that verified it, by name.
+	VerifiedIn []string `json:"verifiedIn,omitempty"`
+	// FailedIn lists the stages where it failed, by name.
+	FailedIn []string `json:"failedIn,omitempty"`
+}
+
+// Releases returns the releases of pipeline, newest commit first.
+func (c *Client) Releases(ctx context.Context, pipeline string) ([]ReleaseRow, error) {
+	releases, err := c.releases(ctx, pipeline)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]ReleaseRow, 0, len(releases))
+	for _, r := range releases {
+		commit := r.Spec.Commit
+		rows = append(rows, ReleaseRow{
+			Name: r.Name, Commit: commit.SHA, Tag: commit.Tag, Subject: commit.Subject, Author: commit.Author, Time: commit.Time,
+			CurrentlyIn: sortedKeys(r.Status.CurrentlyIn), VerifiedIn: sortedKeys(r.Status.VerifiedIn), FailedIn: sortedKeys(r.Status.FailedIn),
+		})
+	}
+	slices.SortStableFunc(rows, func(a, b ReleaseRow) int {
+		return cmp.Or(timeOf(b.Time).Compare(timeOf(a.Time)), strings.Compare(a.Name, b.Name))
+	})
+	return rows, nil
+}
+
+// timeOf is t's time, or the zero time.
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// sortedKeys returns m's keys in order, nil for none.
+func sortedKeys[V any](m map[string]V) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,77 @@
+package pipelinectl
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) *metav1.Time {
+	t := metav1.NewTime(now.Add(-d))
+	return &t
+}
+
+var rows = []StageRow{
+	{Pipeline: "web", Stage: "dev", Release: "web-0123456789", Commit: "0123456789abcdef0123456789abcdef01234567", Subject: "Add the bucket\n\nlong body", Since: at(5 * time.Minute), Health: "Healthy"},
+	{Pipeline: "web", Stage: "qa", Health: "Unknown", WaitingFor: "release web-0123456789: soaking in dev until 12:10"},
+}
+
+// TestStageTable pins the table's shape: aligned columns, short SHAs,
+// subjects on one line, "-" for nothing.
+func TestStageTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := Print(&b, "table", "PipelineStatus", rows, StageCells, StageColumns, now); err != nil {
+		t.Fatal(err)
+	}
+	want := `PIPELINE   STAGE   RELEASE                  SINCE   HEALTH    WAITING FOR
+web        dev     0123456 Add the bucket   5m      Healthy   -
+web        qa      <none>                   -       Unknown   release web-0123456789: soaking in dev until 12:10
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// TestStageJSON pins -o json: a versioned list whose field names are a
+// contract.
+func TestStageJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := Print(&b, "json", "PipelineStatus", rows[1:], StageCells, StageColumns, now); err != nil {
+		t.Fatal(err)
+	}
+	want := `{
+    "apiVersion": "cli.stackyard.dev/v1",
+    "kind": "PipelineStatus",
+    "items": [
+        {
+            "pipeline": "web",
+            "stage": "qa",
+            "health": "Unknown",
+            "waitingFor": "release web-0123456789: soaking in dev until 12:10"
+        }
+    ]
+}
+`
+	if b.String() != want {
+		t.Errorf("json:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := Print[StageRow](&b, "json", "PipelineStatus", nil, StageCells, StageColumns, now); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b.Bytes(), []byte(`"items": []`)) {
+		t.Errorf("no rows must print an empty list, not null: %s", b.String())
+	}
+}
+
+func TestPrintRefusesUnknownFormat(t *testing.T) {
+	var b bytes.Buffer
+	err := Print(&b, "wide", "PipelineStatus", rows, StageCells, StageColumns, now)
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("-o \"wide\"")) {
+		t.Errorf("want an error naming -o, got %v", err)
+	}
+}

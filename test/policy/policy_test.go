@@ -1,0 +1,134 @@
+// Package policy_test runs the admission policies of config/policy in the
+// real API server, with real RBAC, acting as users through impersonation.
+package policy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{promotionv1alpha1.AddToScheme}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	if err := env.InstallPolicies(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// as returns a client acting as user, granted verbs on the promotion
+// kinds of ns (and nothing else).
+func as(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) client.Client {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: rules}
+	g.Expect(env.Client.Create(ctx, role)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	})).To(Succeed())
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+func rule(resource string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{promotionv1alpha1.GroupVersion.Group}, Resources: []string{resource}, Verbs: verbs}
+}
+
+// eventually retries an admission check until the API server has loaded
+// the policies, which it does a moment after they are created.
+func eventually(t *testing.T, f func() error) AsyncAssertion {
+	return NewWithT(t).Eventually(f, 30*time.Second, 200*time.Millisecond)
+}
+
+// TestPromotionRequester: a Promotion must say truthfully who asked.
+func TestPromotionRequester(t *testing.T) {
+	ns := env.NewNamespace(t, "policy-")
+	alice := as(t, ns, "alice", rule("promotions", "create"))
+	robot := as(t, ns, "robot", rule("promotions", "create", "autopromote"))
+	promotion := func(name, by string) *promotionv1alpha1.Promotion {
+		return &promotionv1alpha1.Promotion{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec:       promotionv1alpha1.PromotionSpec{Stage: "qa", Release: "web-0123456789", RequestedBy: by},
+		}
+	}
+	ctx := context.Background()
+	eventually(t, func() error { return alice.Create(ctx, promotion("as-bob", "bob")) }).
+		Should(MatchError(ContainSubstring(`spec.requestedBy: must be the name you are authenticated as, "alice"`)))
+	NewWithT(t).Expect(alice.Create(ctx, promotion("empty", ""))).To(MatchError(ContainSubstring("spec.requestedBy")))
+	NewWithT(t).Expect(alice.Create(ctx, promotion("as-alice", "alice"))).To(Succeed())
+	NewWithT(t).Expect(alice.Create(ctx, promotion("alice-as-auto", promotionv1alpha1.RequestedByAutoPromotion))).
+		To(MatchError(ContainSubstring("spec.requestedBy")), "auto-promotion needs the autopromote verb")
+	NewWithT(t).Expect(robot.Create(ctx, promotion("auto", promotionv1alpha1.RequestedByAutoPromotion))).To(Succeed())
+}
+
+// TestStageGovernance: the gate settings of a Stage need the verb govern;
+// the rest of the Stage needs only update.
+func TestStageGovernance(t *testing.T) {
+	ns := env.NewNamespace(t, "policy-")
+	ctx := context.Background()
+	editor := as(t, ns, "editor", rule("stages", "get", "create", "update"))
+	governor := as(t, ns, "governor", rule("stages", "get", "create", "update", "govern"))
+	stage := func(name string) *promotionv1alpha1.Stage {
+		return &promotionv1alpha1.Stage{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: promotionv1alpha1.StageSpec{
+				Pipeline: "web", Stacks: []promotionv1alpha1.StackBinding{{Name: name}},
+				Sources: promotionv1alpha1.ReleaseSources{Direct: true},
+			},
+		}
+	}
+	auto := stage("auto")
+	auto.Spec.AutoPromotionOptions = &promotionv1alpha1.AutoPromotionOptions{Enabled: true}
+	eventually(t, func() error { return editor.Create(ctx, auto.DeepCopy()) }).
+		Should(MatchError(ContainSubstring(`spec.autoPromotionOptions: changing the gate settings of stage auto needs the verb "govern"`)))
+
+	g := NewWithT(t)
+	plain := stage("plain")
+	g.Expect(editor.Create(ctx, plain)).To(Succeed(), "a stage without gate settings needs no govern")
+	plain.Spec.Stacks = append(plain.Spec.Stacks, promotionv1alpha1.StackBinding{Name: "other"})
+	g.Expect(editor.Update(ctx, plain)).To(Succeed(), "editing the stacks needs no govern")
+	plain.Spec.Freeze = &promotionv1alpha1.Freeze{Reason: "release week"}
+	err := editor.Update(ctx, plain)
+	g.Expect(err).To(MatchError(ContainSubstring("spec.freeze")))
+	g.Expect(strings.Contains(err.Error(), "govern")).To(BeTrue())
+
+	g.Expect(governor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+	plain.Spec.Freeze = &promotionv1alpha1.Freeze{Reason: "release week"}
+	g.Expect(governor.Update(ctx, plain)).To(Succeed())
+	g.Expect(governor.Create(ctx, auto.DeepCopy())).To(Succeed())
+
+	// Lifting the freeze is a gate change too.
+	g.Expect(editor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+	plain.Spec.Freeze = nil
+	g.Expect(editor.Update(ctx, plain)).To(MatchError(ContainSubstring("spec.freeze")))
+}
