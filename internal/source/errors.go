@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/stackyard/stackyard/internal/redact"
 )
 
 // Reason is a machine-readable cause of a fetch failure, suitable for a
@@ -113,12 +115,16 @@ func newError(reason Reason, field Field, cause error, format string, args ...an
 
 // redactor removes known secret values from text. Fetches build one from
 // their credentials and pass every message derived from a third-party error
-// through it, as a last line of defence.
-type redactor []string
+// through it, as a last line of defence. The zero value holds none.
+type redactor struct{ set *redact.Set }
 
 // add registers secret values (empty ones are ignored), together with the
-// forms in which libraries commonly echo them.
+// forms in which libraries commonly echo them: trimmed, and each long line
+// of a multi-line secret (a PEM key) alone.
 func (r *redactor) add(secrets ...string) {
+	if r.set == nil {
+		r.set = redact.New()
+	}
 	for _, s := range secrets {
 		s = strings.TrimSpace(s)
 		if len(s) < 4 {
@@ -126,22 +132,18 @@ func (r *redactor) add(secrets ...string) {
 			// secrets are never echoed by our own messages anyway.
 			continue
 		}
-		*r = append(*r, s)
-	}
-}
-
-// clean returns text with every registered secret replaced by a mask.
-func (r redactor) clean(text string) string {
-	for _, s := range r {
-		text = strings.ReplaceAll(text, s, "*****")
+		r.set.Add(s)
 		for _, line := range strings.Split(s, "\n") {
 			if line = strings.TrimSpace(line); len(line) >= 16 {
-				text = strings.ReplaceAll(text, line, "*****")
+				r.set.Add(line)
 			}
 		}
 	}
-	return text
 }
+
+// clean returns text with every registered secret replaced by
+// redact.Placeholder.
+func (r redactor) clean(text string) string { return r.set.Redact(text) }
 
 // wrap turns cause into an *Error whose message is context followed by the
 // redacted cause.

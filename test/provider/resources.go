@@ -226,9 +226,11 @@ func (sleepResource) read(_ context.Context, id string, state, inputs resource.P
 func (sleepResource) delete(context.Context, string, resource.PropertyMap) error { return nil }
 
 // sleep waits for seconds, or returns an error as soon as ctx is done (the
-// engine cancelled the operation, or went away).
+// engine cancelled the operation, or went away) unless the provider is
+// stubborn (StubbornEnv).
 func sleep(ctx context.Context, seconds float64) error {
 	d := time.Duration(seconds * float64(time.Second))
+	ctx = sleepContext(ctx)
 	start := time.Now()
 	timer := time.NewTimer(d)
 	defer timer.Stop()

@@ -61,7 +61,8 @@ func (h *Handle) Shutdown() {
 // arguments. As the protocol requires, the port is the first line written to
 // stdout. The process ends when told to (SIGINT or SIGTERM), and also when its
 // parent goes away: an engine killed with SIGKILL cannot kill its plugins,
-// and tests that do that must not leave a provider behind.
+// and tests that do that must not leave a provider behind (unless
+// StubbornEnv asks it to stay).
 func Main(stdout io.Writer) error {
 	h, err := Serve()
 	if err != nil {
@@ -74,7 +75,10 @@ func Main(stdout io.Writer) error {
 
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	orphaned := watchParent(time.Second)
+	var orphaned <-chan struct{} // nil: never, for a stubborn provider
+	if !stubborn() {
+		orphaned = watchParent(time.Second)
+	}
 	go func() {
 		select {
 		case <-signals:

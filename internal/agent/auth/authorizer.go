@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -19,7 +18,10 @@ import (
 // names a real identity that is not allowed to use the workspace. An
 // implementation may also return codes.Unavailable or codes.Internal when it
 // could not reach a decision at all (for example, the API server is down).
-// Errors must never contain the token.
+// Errors must never contain the token. The interceptors remove it from
+// whatever an Authorizer returns all the same, and the Kubernetes
+// authorizer from the client-go errors it quotes: text from elsewhere
+// cannot be proven free of it.
 type Authorizer interface {
 	Authorize(ctx context.Context, token string) error
 }
@@ -32,14 +34,4 @@ func errUnauthenticated(msg string) error {
 
 func errPermissionDenied(msg string) error {
 	return status.Error(codes.PermissionDenied, msg)
-}
-
-// redact replaces every occurrence of token in msg. It guards error text that
-// comes from elsewhere (client-go, the API server) and so cannot be proven
-// free of the token by reading this package alone.
-func redact(msg, token string) string {
-	if token == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, token, "[redacted]")
 }

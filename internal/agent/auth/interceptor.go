@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/stackyard/stackyard/internal/redact"
 )
 
 // authorizationKey is the metadata key that carries the credentials; gRPC
@@ -71,7 +73,7 @@ func authorize(ctx context.Context, a Authorizer) error {
 	if !ok || s.Code() == codes.OK {
 		return errUnauthenticated("unauthenticated")
 	}
-	return status.Error(s.Code(), redact(s.Message(), token))
+	return status.Error(s.Code(), redact.New(token).Redact(s.Message()))
 }
 
 // bearerTokenFromContext returns the token of the single

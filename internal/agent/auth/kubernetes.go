@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/stackyard/stackyard/internal/redact"
 )
 
 // The resource attributes of the SubjectAccessReview: a caller may use a
@@ -150,9 +153,9 @@ func NewKubernetes(cfg KubernetesConfig) Authorizer {
 		namespace: cfg.Namespace,
 		name:      cfg.Name,
 		audiences: slices.Clone(cfg.Audiences),
-		allowTTL:  orDefault(cfg.AllowTTL, DefaultAllowTTL),
-		denyTTL:   orDefault(cfg.DenyTTL, DefaultDenyTTL),
-		timeout:   orDefault(cfg.ReviewTimeout, DefaultReviewTimeout),
+		allowTTL:  cmp.Or(cfg.AllowTTL, DefaultAllowTTL),
+		denyTTL:   cmp.Or(cfg.DenyTTL, DefaultDenyTTL),
+		timeout:   cmp.Or(cfg.ReviewTimeout, DefaultReviewTimeout),
 		log:       cfg.Log,
 	}
 	if len(k.audiences) == 0 {
@@ -168,13 +171,6 @@ func NewKubernetes(cfg KubernetesConfig) Authorizer {
 	}
 	k.cache = cache.NewLRUExpireCacheWithClock(size, clk)
 	return k
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // kubernetesAuthorizer implements NewKubernetes.
@@ -259,7 +255,7 @@ func (k *kubernetesAuthorizer) review(ctx context.Context, token string) (decisi
 		return decision{}, k.reviewFailed("tokenreviews", err, token)
 	}
 	if !tr.Status.Authenticated {
-		k.log.V(1).Info("Rejected an RPC token", "reason", redact(tr.Status.Error, token))
+		k.log.V(1).Info("Rejected an RPC token", "reason", redact.New(token).Redact(tr.Status.Error))
 		return decision{codes.Unauthenticated, "invalid bearer token"}, nil
 	}
 	// An audience-aware API server echoes the audiences the token is valid
@@ -311,7 +307,7 @@ func (k *kubernetesAuthorizer) review(ctx context.Context, token string) (decisi
 // the fix is on the agent's side, so that is Internal with a hint; anything
 // else is Unavailable, which tells the client to retry.
 func (k *kubernetesAuthorizer) reviewFailed(resource string, err error, token string) error {
-	msg := redact(err.Error(), token)
+	msg := redact.New(token).Redact(err.Error())
 	k.log.V(1).Info("Could not review an RPC token", "resource", resource, "error", msg)
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 		return status.Errorf(codes.Internal,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // sleepProgram creates a Sleep resource that takes as long as config
@@ -89,8 +90,8 @@ func TestCancelByCaller(t *testing.T) {
 		}
 	}
 	// The CLI and its plugins stop well before the Sleep would have ended.
-	if !waitFor(15*time.Second, func() bool { return len(processesIn(h.dir)) == 0 }) {
-		t.Fatalf("processes still running in the workspace after cancel: %v", processesIn(h.dir))
+	if !waitFor(15*time.Second, func() bool { return len(testenv.ProcessesIn(h.dir)) == 0 }) {
+		t.Fatalf("processes still running in the workspace after cancel: %v", testenv.ProcessesIn(h.dir))
 	}
 	t.Logf("the CLI stopped %v after the cancel", time.Since(cancelled).Round(time.Millisecond))
 

@@ -16,6 +16,8 @@ import (
 	"github.com/blang/semver"
 	"github.com/go-logr/logr"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+
+	"github.com/stackyard/stackyard/internal/proc"
 )
 
 // DefaultGracePeriod is how long a cancelled CLI gets between SIGINT and
@@ -23,6 +25,10 @@ import (
 // starting new steps and waits for the running ones, so the period should
 // cover a typical resource operation.
 const DefaultGracePeriod = 30 * time.Second
+
+// leftoverGrace is how long the processes a command left running get
+// between SIGTERM and SIGKILL once it has ended.
+const leftoverGrace = 5 * time.Second
 
 // pipeDrainDelay bounds how long Run waits for the CLI's output pipes once
 // the process is gone, in case a grandchild kept them open.
@@ -33,20 +39,29 @@ const pipeDrainDelay = 5 * time.Second
 // send SIGINT on context cancellation, but with a fixed 10 s delay before
 // SIGKILL, to the CLI alone: the plugins the CLI started, which live in
 // their own process groups, outlive it, and if the agent itself dies the
-// CLI keeps running and holding the stack lock. cliRunner instead:
+// CLI keeps running and holding the stack lock. cliRunner instead runs
+// every command as a proc.Tree:
 //
-//   - starts the CLI in its own process group, so a Ctrl-C in the agent's
+//   - the CLI leads a session of its own, so a Ctrl-C in the agent's
 //     terminal does not reach it twice (a second SIGINT makes the engine
-//     abandon running steps);
-//   - asks the kernel to SIGKILL the CLI if the agent dies (Linux), so an
-//     agent that is killed leaves a lock whose holder is provably gone;
-//   - on cancellation sends SIGINT, waits grace, then SIGKILLs the CLI and
-//     every process below it.
+//     abandon running steps), and the kernel SIGKILLs it if the agent dies
+//     (Linux), so an agent that is killed leaves a lock whose holder is
+//     provably gone;
+//   - the tree is recorded in the registry while it runs, so that the next
+//     agent ends the plugins a killed one left behind before it does
+//     anything else;
+//   - on cancellation the CLI gets SIGINT and the grace period, then it and
+//     every process of its tree get SIGKILL;
+//   - whatever the command left running when it ended (a failed `pulumi
+//     up` leaves its providers running) is ended too: SIGTERM, then
+//     SIGKILL after leftoverGrace.
 type cliRunner struct {
 	path    string
 	version semver.Version
 	grace   time.Duration
 	log     logr.Logger
+	// trees records the running commands' trees; nil records none.
+	trees *proc.Registry
 }
 
 var _ auto.PulumiCommand = (*cliRunner)(nil)
@@ -88,29 +103,45 @@ func (r *cliRunner) Run(ctx context.Context, workdir string, stdin io.Reader,
 	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
 ) (string, string, int, error) {
 	args = withNonInteractive(args)
+	tree, err := proc.NewTree()
+	if err != nil {
+		return "", "", -1, err
+	}
 	cmd := exec.Command(r.path, args...) //nolint:gosec // the path is the configured CLI
 	cmd.Dir = workdir
 	cmd.Env = append(os.Environ(), additionalEnv...)
 	cmd.Env = prependPath(cmd.Env, filepath.Dir(r.path))
+	cmd.Env = append(cmd.Env, tree.Env())
 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = io.MultiWriter(append(additionalOutput, &stdout)...)
 	cmd.Stderr = io.MultiWriter(append(additionalErrorOutput, &stderr)...)
 	cmd.Stdin = stdin
-	cmd.SysProcAttr = childSysProcAttr()
+	cmd.SysProcAttr = proc.SessionAttr()
 	cmd.WaitDelay = pipeDrainDelay
 
-	if err := cmd.Start(); err != nil {
+	// Recorded before it starts, so that no process of the tree can run
+	// unrecorded.
+	if err := r.trees.Record(tree); err != nil {
 		return "", "", -1, err
 	}
+	if err := cmd.Start(); err != nil {
+		r.trees.Forget(tree)
+		return "", "", -1, err
+	}
+	tree.Started(cmd.Process.Pid)
+	if err := r.trees.Record(tree); err != nil {
+		// The first record still finds the tree by its mark.
+		r.log.Info("could not record the CLI's pid", "pid", cmd.Process.Pid, "error", err.Error())
+	}
+	defer r.reap(tree)
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 
-	var err error
 	select {
 	case err = <-waited:
 	case <-ctx.Done():
-		err = r.stop(cmd, waited)
+		err = r.stop(cmd, tree, waited)
 	}
 	code := -1
 	var exitErr *exec.ExitError
@@ -130,7 +161,7 @@ func (r *cliRunner) Run(ctx context.Context, workdir string, stdin io.Reader,
 // (the engine then finishes or cancels its running steps, writes the state
 // and releases the lock), and kills it and its plugins if it is still
 // running after that.
-func (r *cliRunner) stop(cmd *exec.Cmd, waited <-chan error) error {
+func (r *cliRunner) stop(cmd *exec.Cmd, tree proc.Tree, waited <-chan error) error {
 	pid := cmd.Process.Pid
 	r.log.Info("cancelling pulumi", "pid", pid, "grace", r.grace.String())
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -144,21 +175,26 @@ func (r *cliRunner) stop(cmd *exec.Cmd, waited <-chan error) error {
 	case <-timer.C:
 	}
 	r.log.Info("pulumi did not stop within the grace period; killing it and its plugins", "pid", pid)
-	killTree(pid)
+	// The CLI is not reaped yet, so its group is still its own.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	if _, err := tree.End(0); err != nil {
+		r.log.Info("could not end the CLI's processes", "error", err.Error())
+	}
 	return <-waited
 }
 
-// killTree SIGKILLs pid, every process below it and their process groups.
-// The plugins the CLI starts lead process groups of their own, so killing
-// the CLI's group alone would leave them running.
-func killTree(pid int) {
-	below := descendants(pid)
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	for _, p := range below {
-		_ = syscall.Kill(-p, syscall.SIGKILL)
-		_ = syscall.Kill(p, syscall.SIGKILL)
+// reap ends whatever a finished command left running, and forgets its
+// tree once nothing of it is left.
+func (r *cliRunner) reap(tree proc.Tree) {
+	ended, err := tree.End(leftoverGrace)
+	if len(ended) > 0 {
+		r.log.Info("ended processes the CLI left running", "pids", ended)
 	}
+	if err != nil {
+		r.log.Error(err, "processes of the CLI survived; the next agent ends them")
+		return
+	}
+	r.trees.Forget(tree)
 }
 
 // withNonInteractive appends --non-interactive unless args has it.

@@ -40,13 +40,14 @@ func (s *Server) resolveConfigItem(item *agentpb.ConfigItem, project string) (co
 		err = fmt.Errorf("no value given")
 	}
 	if e.secret {
-		s.secrets.add(e.value)
 		if e.object {
-			s.secrets.add(stringLeaves(e.value)...)
+			s.secrets.AddJSON(e.value)
+		} else {
+			s.secrets.Add(e.value)
 		}
 	}
 	if err != nil {
-		return e, agenterr.New(agenterr.InvalidConfig, "config key %q: %s", item.GetKey(), s.secrets.redact(err.Error())).
+		return e, agenterr.New(agenterr.InvalidConfig, "config key %q: %s", item.GetKey(), s.secrets.Redact(err.Error())).
 			With("key", item.GetKey())
 	}
 	if _, _, err := configKey(e.key, e.path); err != nil {
@@ -213,41 +214,6 @@ func secretLeaves(e configEntry) ([]configEntry, error) {
 		}
 	}
 	return out, nil
-}
-
-// stringLeaves returns the string and number leaves of a JSON document, so
-// that the parts of a secret structured value are redacted too. Leaves
-// shorter than three characters are left out: redacting every "1" would
-// make messages unreadable while hiding nothing guessable.
-func stringLeaves(doc string) []string {
-	var v any
-	if json.Unmarshal([]byte(doc), &v) != nil {
-		return nil
-	}
-	var out []string
-	var walk func(any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			for _, c := range t {
-				walk(c)
-			}
-		case []any:
-			for _, c := range t {
-				walk(c)
-			}
-		case string:
-			if len(t) >= 3 {
-				out = append(out, t)
-			}
-		case float64:
-			if n := strconv.FormatFloat(t, 'f', -1, 64); len(n) >= 3 {
-				out = append(out, n)
-			}
-		}
-	}
-	walk(v)
-	return out
 }
 
 // unwrapPathError drops the path from an *os.PathError, which the caller

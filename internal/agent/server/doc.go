@@ -8,9 +8,8 @@
 // reading and validation of its items; operations.go Preview, Up, Refresh
 // and Destroy and the runner they share; events.go the forwarding of engine
 // events; results.go the Result; errors.go the classification of failures
-// into agenterr reasons; redact.go the scrubbing of secrets; recovery.go
-// the repair of interrupted runs; command.go and proc_*.go the process
-// handling of the CLI.
+// into agenterr reasons; recovery.go the repair of interrupted runs;
+// command.go the process handling of the CLI (on internal/proc).
 //
 // # Cancellation
 //
@@ -22,6 +21,22 @@
 // providers) are killed. The CLI is also started with a parent-death signal,
 // so a killed agent takes its CLI with it rather than leaving an update
 // running unsupervised.
+//
+// # Processes
+//
+// No process outlives the CLI run that started it. Each run is a proc.Tree:
+// the CLI leads a session of its own and carries the tree's mark in its
+// environment, and so does every plugin it starts, although the CLI starts
+// each in a process group of its own. When a run ends, on success, failure
+// or cancellation, what it left running gets SIGTERM and, after a few
+// seconds, SIGKILL: a failed `pulumi up` leaves its providers running.
+//
+// A killed agent's CLI dies with it, but its providers do not, and they may
+// be in the middle of a resource operation. Trees are therefore recorded in
+// Options.ProcessRegistry while they run, and New ends (SIGKILL) the
+// processes of every tree recorded there before the agent serves: nothing,
+// above all not the recovery below of the run that was interrupted, runs
+// while a predecessor's provider still changes resources.
 //
 // # Locks
 //
@@ -56,7 +71,7 @@
 //
 // # Secrets
 //
-// Secret config values and secret outputs are remembered by a redactor and
+// Secret config values and secret outputs are remembered in a redact.Set and
 // removed from every message, event and log line the agent produces. Secret
 // outputs are sent only when the request sets show_secrets.
 package server

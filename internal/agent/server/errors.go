@@ -56,15 +56,15 @@ var textRules = []textRule{
 func (s *Server) fail(ctx context.Context, err error, diags []diagnostic) *agenterr.Error {
 	var e *agenterr.Error
 	if errors.As(err, &e) {
-		return &agenterr.Error{Reason: e.Reason, Message: s.secrets.redact(e.Message), Metadata: e.Metadata}
+		return &agenterr.Error{Reason: e.Reason, Message: s.secrets.Redact(e.Message), Metadata: e.Metadata}
 	}
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return agenterr.New(agenterr.Cancelled, "the operation was cancelled")
 	}
 	head, stdout, stderr := splitAutoError(err.Error())
 	reason := classify(err, head+"\n"+stdout+"\n"+stderr, diags)
-	msg := s.secrets.redact(conciseMessage(head, stderr, diags))
-	s.log.V(1).Info("pulumi failed", "reason", string(reason), "stderr", s.secrets.redact(stripANSI(stderr)))
+	msg := s.secrets.Redact(conciseMessage(head, stderr, diags))
+	s.log.V(1).Info("pulumi failed", "reason", string(reason), "stderr", s.secrets.Redact(stripANSI(stderr)))
 	return agenterr.New(reason, "%s", msg)
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/redact"
 )
 
 // eventSender is the part of an operation's stream the forwarder uses.
@@ -29,7 +30,7 @@ type forwarder struct {
 	returned chan struct{}
 	done     chan struct{}
 	send     eventSender
-	redact   func(string) string
+	secrets  *redact.Set
 	log      logr.Logger
 	diags    []diagnostic
 	summary  *apitype.SummaryEvent
@@ -37,13 +38,13 @@ type forwarder struct {
 
 // newForwarder starts forwarding to send; pass its channel to the
 // Automation API and call finish once the call has returned.
-func newForwarder(send eventSender, redact func(string) string, log logr.Logger) *forwarder {
+func newForwarder(send eventSender, secrets *redact.Set, log logr.Logger) *forwarder {
 	f := &forwarder{
 		events:   make(chan events.EngineEvent, 64),
 		returned: make(chan struct{}),
 		done:     make(chan struct{}),
 		send:     send,
-		redact:   redact,
+		secrets:  secrets,
 		log:      log,
 	}
 	go f.run()
@@ -113,9 +114,9 @@ func (f *forwarder) observe(e apitype.EngineEvent) {
 	if d := e.DiagnosticEvent; d != nil {
 		switch d.Severity {
 		case "error":
-			f.diags = append(f.diags, diagnostic{urn: d.URN, message: f.redact(d.Message)})
+			f.diags = append(f.diags, diagnostic{urn: d.URN, message: f.secrets.Redact(d.Message)})
 		case "info#err":
-			f.diags = append(f.diags, diagnostic{urn: d.URN, message: f.redact(d.Message), stderr: true})
+			f.diags = append(f.diags, diagnostic{urn: d.URN, message: f.secrets.Redact(d.Message), stderr: true})
 		}
 	}
 	if e.SummaryEvent != nil {
@@ -137,7 +138,7 @@ func (f *forwarder) toProto(e apitype.EngineEvent) (*agentpb.EngineEvent, error)
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	redactStrings(m, f.redact)
+	f.secrets.RedactDecoded(m)
 	st, err := structpb.NewStruct(m)
 	if err != nil {
 		return nil, err
@@ -159,27 +160,4 @@ func eventType(m map[string]any) string {
 		}
 	}
 	return ""
-}
-
-// redactStrings passes every string inside v (maps and lists included)
-// through redact, in place.
-func redactStrings(v any, redact func(string) string) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, c := range t {
-			if str, ok := c.(string); ok {
-				t[k] = redact(str)
-			} else {
-				redactStrings(c, redact)
-			}
-		}
-	case []any:
-		for i, c := range t {
-			if str, ok := c.(string); ok {
-				t[i] = redact(str)
-			} else {
-				redactStrings(c, redact)
-			}
-		}
-	}
 }

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,6 +97,8 @@ type harness struct {
 	address string
 	// logs holds everything the agent logged, at every verbosity.
 	logs *testenv.SyncBuffer
+	// env is added to the CLI's environment, over the backend's URL.
+	env map[string]string
 }
 
 // addr is the address the agent listens on.
@@ -106,7 +108,13 @@ func (h *harness) addr() string { return h.address }
 // and starts an agent over it.
 func newHarness(t *testing.T, program string) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), backend: t.TempDir(), logs: &testenv.SyncBuffer{}}
+	return newHarnessEnv(t, program, nil)
+}
+
+// newHarnessEnv is newHarness with env added to the CLI's environment.
+func newHarnessEnv(t *testing.T, program string, env map[string]string) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), backend: t.TempDir(), logs: &testenv.SyncBuffer{}, env: env}
 	if program != "" {
 		writeFile(t, filepath.Join(h.dir, "Pulumi.yaml"), program)
 	}
@@ -117,9 +125,11 @@ func newHarness(t *testing.T, program string) *harness {
 // start starts the agent with the given grace period.
 func (h *harness) start(grace time.Duration) {
 	t := h.t
+	env := map[string]string{"PULUMI_BACKEND_URL": "file://" + h.backend}
+	maps.Copy(env, h.env)
 	srv, err := server.New(server.Options{
 		WorkDir:     h.dir,
-		Env:         map[string]string{"PULUMI_BACKEND_URL": "file://" + h.backend},
+		Env:         env,
 		GracePeriod: grace,
 		Log: funcr.New(func(prefix, args string) {
 			_, _ = fmt.Fprintln(h.logs, prefix, args)
@@ -300,34 +310,10 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// processesIn returns the pids of processes whose working directory is
-// dir: the CLI and its plugins run there.
-func processesIn(dir string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		if err != nil || cwd != dir {
-			continue
-		}
-		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			if i := strings.LastIndexByte(string(st), ')'); i > 0 && strings.HasPrefix(string(st[i+1:]), " Z") {
-				continue // a zombie waiting for a reaper is not running
-			}
-		}
-		out = append(out, pid)
-	}
-	return out
-}
-
 // killStrays kills processes left running in dir (plugins orphaned when a
 // test SIGKILLs their CLI), so tests leave nothing behind.
 func killStrays(dir string) {
-	for _, pid := range processesIn(dir) {
+	for _, pid := range testenv.ProcessesIn(dir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
+	"github.com/stackyard/stackyard/internal/proc"
 )
 
 // lockedMessage is the CLI's message for a locked stack, as v3.170.0
@@ -61,7 +62,7 @@ func TestHolderGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	self := os.Getpid()
-	started, ok := processStartTime(self)
+	started, ok := proc.StartTime(self)
 	if !ok {
 		t.Fatal("cannot read this process's start time")
 	}
@@ -134,14 +135,6 @@ func TestConciseMessage(t *testing.T) {
 	}
 	if got := conciseMessage("failed", "warning: x\nerror: \x1b[31mbad\x1b[0m thing\n", nil); got != "error: bad thing" {
 		t.Errorf("conciseMessage from stderr = %q", got)
-	}
-}
-
-func TestRedactor(t *testing.T) {
-	r := newRedactor()
-	r.add("abc", "abcdef", "")
-	if got := r.redact("x abcdef y abc z"); got != "x [secret] y [secret] z" {
-		t.Errorf("redact = %q", got)
 	}
 }
 
@@ -218,10 +211,10 @@ func TestRunnerKillsStubbornCLI(t *testing.T) {
 	}
 	child, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	deadline := time.Now().Add(3 * time.Second)
-	for processAlive(child) && time.Now().Before(deadline) {
+	for proc.Alive(child) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if processAlive(child) {
+	if proc.Alive(child) {
 		t.Errorf("the CLI's child %d survived the kill", child)
 	}
 }

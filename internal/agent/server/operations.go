@@ -296,7 +296,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 			}
 		}
 		return s.withLockRecovery(ctx, st, rec, func() error {
-			fw = newForwarder(stream, s.secrets.redact, s.log)
+			fw = newForwarder(stream, s.secrets, s.log)
 			var err error
 			out, err = op.run(ctx, st, fw.events)
 			fw.finish()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/proc"
 )
 
 // lockedText is how the CLI's self-managed backend reports a lock.
@@ -88,13 +89,13 @@ func holderGone(l stackLock, hostname string) (bool, string) {
 	if l.hostname != hostname {
 		return false, fmt.Sprintf("held on host %q, not this one (%q)", l.hostname, hostname)
 	}
-	if !processAlive(l.pid) {
+	if !proc.Alive(l.pid) {
 		return true, fmt.Sprintf("process %d is not running", l.pid)
 	}
 	if l.timestamp.IsZero() {
 		return false, fmt.Sprintf("process %d is running", l.pid)
 	}
-	if start, ok := processStartTime(l.pid); ok && start.After(l.timestamp.Add(startTolerance)) {
+	if start, ok := proc.StartTime(l.pid); ok && start.After(l.timestamp.Add(startTolerance)) {
 		return true, fmt.Sprintf("pid %d now belongs to a process started after the lock was taken", l.pid)
 	}
 	return false, fmt.Sprintf("process %d is running", l.pid)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,13 +29,13 @@ type agentProcess struct {
 	err    error
 }
 
-// startAgent starts the agent binary over dir and reads the address it
-// prints as its first line.
-func startAgent(t *testing.T, dir, backend, tokenFile string) *agentProcess {
+// startAgent starts the agent binary over dir, with env added to its
+// environment, and reads the address it prints as its first line.
+func startAgent(t *testing.T, dir, backend, tokenFile string, env ...string) *agentProcess {
 	t.Helper()
 	a := &agentProcess{stderr: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	a.cmd = exec.Command(stackyardBin, "agent", "serve", "--workspace", dir, "--token-file", tokenFile, "--grace-period", "3s")
-	a.cmd.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+backend)
+	a.cmd.Env = append(append(os.Environ(), "PULUMI_BACKEND_URL=file://"+backend), env...)
 	a.cmd.Stderr = a.stderr
 	stdout, err := a.cmd.StdoutPipe()
 	if err != nil {
@@ -113,24 +114,8 @@ func TestAgentKilledMidUpRecovers(t *testing.T) {
 
 	first := startAgent(t, dir, backend, tokenFile)
 	client := dial(t, first.addr, testToken)
-	if _, err := client.SelectStack(ctx, &agentpb.SelectStackRequest{StackName: "dev", Create: true}); err != nil {
-		t.Fatalf("SelectStack: %v", err)
-	}
-	if _, err := client.SetAllConfig(ctx, &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, 120)}}); err != nil {
-		t.Fatalf("SetAllConfig: %v", err)
-	}
-	upCtx, upCancel := context.WithCancel(ctx)
+	upCancel := upUntilCreating(ctx, t, client, backend, 120)
 	defer upCancel()
-	startUp(upCtx, t, client)
-
-	// Wait until the state records the create in flight, then kill.
-	stateFile := filepath.Join(backend, ".pulumi", "stacks", "sleepy", "dev.json")
-	if !waitFor(15*time.Second, func() bool {
-		b, _ := os.ReadFile(stateFile)
-		return bytes.Contains(b, []byte(`"creating"`))
-	}) {
-		t.Fatal("the state never recorded the pending create")
-	}
 	locks := lockFiles(t, backend, "sleepy")
 	if len(locks) != 1 {
 		t.Fatalf("lock files during the update = %v; want one", locks)
@@ -156,13 +141,7 @@ func TestAgentKilledMidUpRecovers(t *testing.T) {
 
 	second := startAgent(t, dir, backend, tokenFile)
 	client = dial(t, second.addr, testToken)
-	if _, err := client.SelectStack(ctx, &agentpb.SelectStackRequest{StackName: "dev"}); err != nil {
-		t.Fatalf("SelectStack on the new agent: %v", err)
-	}
-	if _, err := client.SetAllConfig(ctx, &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, 1)}}); err != nil {
-		t.Fatalf("SetAllConfig on the new agent: %v", err)
-	}
-	r := collect(client.Up(ctx, &agentpb.UpRequest{})).mustSucceed(t, "Up after the kill")
+	r := retryUp(ctx, t, client).mustSucceed(t, "Up after the kill")
 	rec := r.result.GetRecovery()
 	host, _ := os.Hostname()
 	if cl := rec.GetClearedLocks(); len(cl) != 1 || int(cl[0].GetPid()) != lock.Pid || cl[0].GetHostname() != host ||
@@ -225,6 +204,41 @@ func TestAgentKilledMidUpRecovers(t *testing.T) {
 	if got := lockFiles(t, backend, "sleepy"); len(got) != 0 {
 		t.Errorf("lock files after a graceful stop = %v", got)
 	}
+}
+
+// upUntilCreating selects (creating) stack dev, has its Sleep take seconds
+// and starts an Up, and returns once the state records the create in
+// flight; the returned function ends the caller's side of the stream.
+func upUntilCreating(ctx context.Context, t *testing.T, client agentpb.AutomationServiceClient, backend string, seconds int) context.CancelFunc {
+	t.Helper()
+	if _, err := client.SelectStack(ctx, &agentpb.SelectStackRequest{StackName: "dev", Create: true}); err != nil {
+		t.Fatalf("SelectStack: %v", err)
+	}
+	if _, err := client.SetAllConfig(ctx, &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, seconds)}}); err != nil {
+		t.Fatalf("SetAllConfig: %v", err)
+	}
+	upCtx, upCancel := context.WithCancel(ctx)
+	startUp(upCtx, t, client)
+	if !waitFor(30*time.Second, func() bool {
+		return slices.Contains(testenv.PendingOperations(backend, "sleepy", "dev"), sleepURN+" creating")
+	}) {
+		upCancel()
+		t.Fatal("the state never recorded the pending create")
+	}
+	return upCancel
+}
+
+// retryUp selects stack dev on a new agent, shortens the Sleep to a second
+// and runs an Up.
+func retryUp(ctx context.Context, t *testing.T, client agentpb.AutomationServiceClient) opRun {
+	t.Helper()
+	if _, err := client.SelectStack(ctx, &agentpb.SelectStackRequest{StackName: "dev"}); err != nil {
+		t.Fatalf("SelectStack on the new agent: %v", err)
+	}
+	if _, err := client.SetAllConfig(ctx, &agentpb.SetAllConfigRequest{Config: []*agentpb.ConfigItem{sleepFor(t, 1)}}); err != nil {
+		t.Fatalf("SetAllConfig on the new agent: %v", err)
+	}
+	return collect(client.Up(ctx, &agentpb.UpRequest{}))
 }
 
 func pendingStrings(ops []*agentpb.PendingOperation) []string {

@@ -34,7 +34,7 @@ func (s *Server) result(op operation, out outcome, fw *forwarder, start time.Tim
 	if h := out.history; h != nil && h.Kind != "" {
 		res.Summary.Kind = h.Kind
 		res.Summary.Result = h.Result
-		res.Summary.Message = s.secrets.redact(h.Message)
+		res.Summary.Message = s.secrets.Redact(h.Message)
 		// The Automation API passes --message=%q, so the CLI records the
 		// message with Go quotes around it; give back what was asked.
 		if op.message != "" && h.Message == strconv.Quote(op.message) {
@@ -103,12 +103,11 @@ func (s *Server) outputs(in auto.OutputMap, showSecrets bool) map[string]*agentp
 func (s *Server) rememberSecret(v any) {
 	switch t := v.(type) {
 	case string:
-		s.secrets.add(t)
+		s.secrets.Add(t)
 	case nil:
 	default:
 		if b, err := json.Marshal(t); err == nil {
-			s.secrets.add(string(b))
-			s.secrets.add(stringLeaves(string(b))...)
+			s.secrets.AddJSON(string(b))
 		}
 	}
 }

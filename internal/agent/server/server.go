@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/proc"
+	"github.com/stackyard/stackyard/internal/redact"
 )
 
 // Options configure a Server.
@@ -31,6 +34,13 @@ type Options struct {
 	// GracePeriod is how long a cancelled CLI gets between SIGINT and SIGKILL;
 	// zero means DefaultGracePeriod.
 	GracePeriod time.Duration
+	// ProcessRegistry is the directory where the agent records the process
+	// tree of every CLI run while it runs (see proc.Registry); New ends
+	// whatever the trees recorded there by a previous agent left running.
+	// Empty means $STACKYARD_PROCESS_REGISTRY (proc.RegistryEnv), which
+	// the local runtime sets; when that is empty too nothing is recorded,
+	// and only the agent's own trees are ended.
+	ProcessRegistry string
 	// Log receives the agent's own log lines; the zero value discards them.
 	Log logr.Logger
 }
@@ -45,7 +55,7 @@ type Server struct {
 	opts    Options
 	cli     *cliRunner
 	log     logr.Logger
-	secrets *redactor
+	secrets *redact.Set
 
 	// busy is a one-slot semaphore held by the running mutating call.
 	busy chan string
@@ -83,16 +93,40 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cli.trees, err = sweepPredecessor(cmp.Or(opts.ProcessRegistry, os.Getenv(proc.RegistryEnv)), log); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		opts:     opts,
 		cli:      cli,
 		log:      log,
-		secrets:  newRedactor(),
+		secrets:  redact.New(),
 		busy:     make(chan string, 1),
 		shutdown: ctx,
 		stopAll:  cancel,
 	}, nil
+}
+
+// sweepPredecessor opens the registry in dir (none when dir is empty) and
+// ends what a previous agent's CLI runs left there: a killed agent's CLI
+// dies with it, but the providers it started may still be inside a
+// resource operation. Nothing may run over the workspace before they are
+// gone, above all not the recovery of the run they belonged to, so an
+// error here stops the agent.
+func sweepPredecessor(dir string, log logr.Logger) (*proc.Registry, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	reg := proc.NewRegistry(dir)
+	ended, err := reg.Sweep()
+	if len(ended) > 0 {
+		log.Info("ended processes a previous agent left running", "pids", ended)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ending the processes a previous agent left running: %w", err)
+	}
+	return reg, nil
 }
 
 // NewGRPCServer returns a gRPC server with s registered as the

@@ -10,9 +10,9 @@
 // operation; operation.go the operation itself, talking to the agent;
 // finish.go the recording of an outcome, interruption, expiry and deletion;
 // outcome.go how an operation's end becomes a status; outputs.go the outputs
-// Secret; changes.go a preview's change summary; redact.go the scrubbing of
-// secret values; runner.go the registry of running operations; setup.go the
-// watches; metrics.go the metrics hook.
+// Secret; changes.go a preview's change summary; redact.go which secret
+// output values are removed from messages; runner.go the registry of
+// running operations; setup.go the watches; metrics.go the metrics hook.
 //
 // # Life of an Update
 //

@@ -95,7 +95,7 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 		changes = &changeCollector{}
 	}
 	res, err := consume(log, stream, first, firstErr, o, changes)
-	scrub := newScrubber(res.GetOutputs())
+	secrets := secretOutputs(res.GetOutputs())
 	switch {
 	case err != nil:
 		o.failure(err, res, contextCause(ctx))
@@ -116,7 +116,7 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 			}
 		}
 	}
-	o.message = scrub.scrub(o.message)
+	o.message = secrets.Redact(o.message)
 	o.permalink = res.GetPermalink()
 	o.changes = res.GetChanges()
 	log.V(1).Info("operation ended", "events", o.events,

@@ -88,14 +88,14 @@ func TestOutputsSecret(t *testing.T) {
 	}
 }
 
-// TestScrubber removes secret output values, whole and by their string
+// TestSecretOutputs removes secret output values, whole and by their string
 // leaves, and leaves plain outputs and short scalars alone.
-func TestScrubber(t *testing.T) {
+func TestSecretOutputs(t *testing.T) {
 	value := func(v any) *structpb.Value {
 		pv, _ := structpb.NewValue(v)
 		return pv
 	}
-	s := newScrubber(map[string]*agentpb.OutputValue{
+	s := secretOutputs(map[string]*agentpb.OutputValue{
 		"pw":     {Value: value("hunter2-long"), Secret: true},
 		"nested": {Value: value(map[string]any{"token": "tok-123456", "port": 5432.0}), Secret: true},
 		"flag":   {Value: value(true), Secret: true},
@@ -104,10 +104,10 @@ func TestScrubber(t *testing.T) {
 	})
 	in := "pw=hunter2-long token=tok-123456 port 5432 flag true plain=visible-value"
 	want := "pw=[secret] token=[secret] port 5432 flag true plain=visible-value"
-	if got := s.scrub(in); got != want {
-		t.Errorf("scrub = %q, want %q", got, want)
+	if got := s.Redact(in); got != want {
+		t.Errorf("Redact = %q, want %q", got, want)
 	}
-	if got := newScrubber(nil).scrub(in); got != in {
-		t.Errorf("an empty scrubber changed the text: %q", got)
+	if got := secretOutputs(nil).Redact(in); got != in {
+		t.Errorf("no secret outputs, yet the text changed the text: %q", got)
 	}
 }

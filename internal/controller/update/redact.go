@@ -3,53 +3,27 @@ package update
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/redact"
 )
 
-// redacted replaces a secret value in text the controller writes.
-const redacted = "[secret]"
-
-// scrubber removes the values of secret outputs from text bound for the
-// Update's status, events and logs. The agent already redacts what it
-// sends; this is a second line, since the controller alone holds the secret
-// values in clear text (it asks for them to fill the outputs Secret).
-type scrubber struct {
-	replacer *strings.Replacer
-}
-
-// newScrubber returns a scrubber for the secret outputs among outputs: each
-// secret's JSON text and every string inside it.
-func newScrubber(outputs map[string]*agentpb.OutputValue) *scrubber {
-	var values []string
+// secretOutputs returns the values to remove from text bound for the
+// Update's status, events and logs: those of the secret outputs among
+// outputs, each secret's JSON text and every string inside it. The agent
+// already redacts what it sends; this is a second line, since the
+// controller alone holds the secret values in clear text (it asks for them
+// to fill the outputs Secret).
+func secretOutputs(outputs map[string]*agentpb.OutputValue) *redact.Set {
+	set := redact.New()
 	for _, v := range outputs {
-		if !v.GetSecret() || v.GetValue() == nil {
-			continue
+		if v.GetSecret() && v.GetValue() != nil {
+			set.Add(secretStrings(v.GetValue())...)
 		}
-		values = append(values, secretStrings(v.GetValue())...)
 	}
-	if len(values) == 0 {
-		return &scrubber{}
-	}
-	// Longest first, so a secret that contains another is replaced whole.
-	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
-	values = slices.Compact(values)
-	pairs := make([]string, 0, 2*len(values))
-	for _, v := range values {
-		pairs = append(pairs, v, redacted)
-	}
-	return &scrubber{replacer: strings.NewReplacer(pairs...)}
-}
-
-// scrub returns s without any secret value.
-func (s *scrubber) scrub(text string) string {
-	if s == nil || s.replacer == nil {
-		return text
-	}
-	return s.replacer.Replace(text)
+	return set
 }
 
 // secretStrings returns the texts that would reveal v: every string inside

@@ -38,6 +38,15 @@
 // exits on its own is noticed (Options.OnExit) and started again by the next
 // Ensure.
 //
+// An agent's Pulumi operations leave more behind than the agent: plugins
+// the CLI starts in process groups of their own, still inside a resource
+// operation when the operator is killed. The agent records each
+// operation's process tree under processes/ in the state directory
+// (internal/proc, named to it by STACKYARD_PROCESS_REGISTRY); before an
+// agent starts, the runtime ends every tree recorded there, so that a
+// retried Update never runs beside its interrupted predecessor's
+// providers.
+//
 // # Environment
 //
 // An agent sees a few variables inherited from the operator (HOME, proxies,

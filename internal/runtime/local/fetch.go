@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/proc"
 	"github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/source"
@@ -136,7 +137,7 @@ func (r *Runtime) fetch(ctx context.Context, ws *autov1alpha1.Workspace, src run
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.opts.AgentPath, args...)
 	cmd.Env = env
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = proc.GroupAttr()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

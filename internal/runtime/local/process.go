@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/stackyard/stackyard/internal/agent/auth"
+	"github.com/stackyard/stackyard/internal/proc"
 )
 
 // process is one running `stackyard agent serve`.
@@ -54,10 +56,16 @@ type startSpec struct {
 	onExit     func(error)
 }
 
-// start launches an agent and waits until it prints its address. The
-// token is fresh for every process and written where only the operator's
-// user can read it.
+// start ends what an earlier agent over the state directory left running,
+// launches an agent and waits until it prints its address. The token is
+// fresh for every process and written where only the operator's user can
+// read it.
 func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*process, error) {
+	// What a previous agent over dir left running must be gone before a
+	// new one can retry its work.
+	if err := sweep(s.dir, log); err != nil {
+		return nil, err
+	}
 	token, err := auth.GenerateToken()
 	if err != nil {
 		return nil, err
@@ -71,9 +79,9 @@ func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*pro
 		args = append(args, "--verbose")
 	}
 	cmd := exec.Command(r.opts.AgentPath, args...)
-	cmd.Env = s.env
+	cmd.Env = append(slices.Clip(s.env), proc.RegistryEnv+"="+filepath.Join(s.dir, processesDir))
 	cmd.Dir = s.dir
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = proc.GroupAttr() // its own group, and dies with the operator
 	out := newAgentOutput(log)
 	cmd.Stdout = out.stdout()
 	cmd.Stderr = out.stderr()
@@ -132,6 +140,8 @@ func (r *Runtime) stop(p *process, log logr.Logger) {
 	// in the group) goes now.
 	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	<-p.done
+	// A killed agent's CLI dies with it; the providers it ran may not.
+	_ = sweep(p.dir, log)
 	removeIfPid(filepath.Join(p.dir, pidFile), p.pid)
 	_ = os.Remove(filepath.Join(p.dir, tokenFile))
 	log.V(1).Info("agent stopped", "pid", p.pid)
@@ -139,24 +149,48 @@ func (r *Runtime) stop(p *process, log logr.Logger) {
 
 // reapOrphan kills an agent recorded in dir's pid file that this runtime
 // did not start (left by a previous operator in the same process, or one
-// whose parent-death signal could not fire) but that still serves dir.
+// whose parent-death signal could not fire) but that still serves dir,
+// and then the processes its CLI runs left.
 func reapOrphan(dir string, log logr.Logger) {
-	b, err := os.ReadFile(filepath.Join(dir, pidFile))
-	if err != nil {
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || !alive(pid) || !servesDir(pid, dir) {
+	if b, err := os.ReadFile(filepath.Join(dir, pidFile)); err == nil {
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err == nil && proc.Alive(pid) && servesDir(pid, dir) {
+			log.Info("stopping an orphaned agent", "pid", pid)
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			for i := 0; i < 100 && proc.Alive(pid); i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
 		_ = os.Remove(filepath.Join(dir, pidFile))
-		return
 	}
-	log.Info("stopping an orphaned agent", "pid", pid)
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	for i := 0; i < 100 && alive(pid); i++ {
-		time.Sleep(20 * time.Millisecond)
+	_ = sweep(dir, log)
+}
+
+// processesDir, in a state directory, is the agent's proc.Registry: the
+// process trees of the CLI runs in progress.
+const processesDir = "processes"
+
+// sweep ends the processes of the trees recorded in dir's registry: those
+// an agent that was killed (alone, or with the operator) left running,
+// providers in the middle of a resource operation among them.
+func sweep(dir string, log logr.Logger) error {
+	ended, err := proc.NewRegistry(filepath.Join(dir, processesDir)).Sweep()
+	if len(ended) > 0 {
+		log.Info("ended processes a dead agent left running", "pids", ended)
 	}
-	_ = os.Remove(filepath.Join(dir, pidFile))
+	if err != nil {
+		log.Error(err, "could not end the processes a dead agent left running")
+		return fmt.Errorf("ending the processes a previous agent left running: %w", err)
+	}
+	return nil
+}
+
+// servesDir reports whether pid is an agent started for the state
+// directory dir: its command line names dir's token file. It guards
+// against killing an unrelated process that reused a recorded pid.
+func servesDir(pid int, dir string) bool {
+	return slices.Contains(proc.Cmdline(pid), filepath.Join(dir, tokenFile))
 }
 
 // removeIfPid removes the pid file when it still names pid.
