@@ -404,27 +404,25 @@ func sleepStarted(eventLog string) bool {
 
 // TestEngineCancel interrupts `pulumi up` (SIGINT, as Ctrl-C does) while a
 // Sleep resource is being created: the engine asks the provider to cancel,
-// and the 60s sleep must end at once, failing the update.
+// and the 60s sleep ends early, failing the update. What shows it is the
+// order of events, not a time: the sleep reports that it was cancelled,
+// which it does only when the cancellation comes before its end.
 func TestEngineCancel(t *testing.T) {
 	e := newPulumiEnv(t)
 	up := startUp(t, e)
-	interrupted := time.Now()
 	if err := up.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-up.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("up still running 30s after SIGINT: the sleep ignored cancellation")
-	}
-	if d := time.Since(interrupted); d > 15*time.Second {
-		t.Errorf("up took %v to stop after SIGINT", d)
+	case <-time.After(3 * time.Minute):
+		t.Fatal("up still running 3 minutes after SIGINT, long after its 60s sleep")
 	}
 	if up.result == nil {
 		t.Errorf("interrupted up succeeded\n%s", up.out.String())
 	}
-	if !strings.Contains(up.out.String(), "cancelled") {
-		t.Errorf("up output does not mention the cancelled sleep:\n%s", up.out.String())
+	if !strings.Contains(up.out.String(), "sleep of 1m0s cancelled after") {
+		t.Errorf("up output does not show the sleep cancelled before its end:\n%s", up.out.String())
 	}
 }
 
@@ -456,11 +454,14 @@ func TestEngineKilledProviderExits(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-up.done
-	deadline := time.Now().Add(10 * time.Second)
+	// A generous bound on the wait, not a claim about speed: the provider
+	// checks its parent every second, then takes at most a few seconds to
+	// stop.
+	deadline := time.Now().Add(2 * time.Minute)
 	for syscall.Kill(provider[0], 0) == nil && processName(provider[0]) == "pulumi-resource-"+Name {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(provider[0], syscall.SIGKILL)
-			t.Fatalf("the provider (pid %d) still runs 10s after its engine was killed", provider[0])
+			t.Fatalf("the provider (pid %d) still runs 2 minutes after its engine was killed", provider[0])
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

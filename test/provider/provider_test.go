@@ -416,18 +416,15 @@ func TestSleepHonoursDurationAndCancel(t *testing.T) {
 		t.Errorf("slept %v, want at least 300ms", d)
 	}
 
-	// Cancel (the engine's interrupt) ends a running sleep with an error.
-	start = time.Now()
+	// Cancel (the engine's interrupt) ends a running sleep with an error,
+	// before its end: a sleep that ran to its end would return no error.
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		_, _ = p.Cancel(context.Background(), &emptypb.Empty{})
 	}()
 	_, err := p.Create(context.Background(), &pulumirpc.CreateRequest{Urn: urn, Properties: in(30)})
-	if err == nil || !strings.Contains(err.Error(), "cancelled") {
+	if err == nil || !strings.Contains(err.Error(), "sleep of 30s cancelled after") {
 		t.Errorf("cancelled sleep returned %v", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("cancelled sleep took %v", d)
 	}
 
 	// So does the call's own context ending (the engine went away).

@@ -71,7 +71,7 @@ func isStepStart(e *agentpb.EngineEvent, urn string) bool {
 func TestCancelByCaller(t *testing.T) {
 	h := newHarness(t, sleepProgram)
 	h.selectStack()
-	h.setConfig(sleepFor(t, 120))
+	h.setConfig(sleepFor(t, 900))
 
 	ctx, cancel := context.WithCancel(h.ctx())
 	stream := startUp(ctx, t, h.client)
@@ -82,18 +82,18 @@ func TestCancelByCaller(t *testing.T) {
 		t.Errorf("SetAllConfig during Up: %v (reason %s), want AgentBusy", err, agenterr.ReasonOf(err))
 	}
 
-	cancelled := time.Now()
 	cancel()
 	for {
 		if _, err := stream.Recv(); err != nil {
 			break
 		}
 	}
-	// The CLI and its plugins stop well before the Sleep would have ended.
-	if !waitFor(15*time.Second, func() bool { return len(testenv.ProcessesIn(h.dir)) == 0 }) {
+	// The Sleep lasts 15 minutes: processes gone within 5 can only mean
+	// that the cancel ended the CLI and its plugins, however slow the
+	// machine.
+	if !waitFor(5*time.Minute, func() bool { return len(testenv.ProcessesIn(h.dir)) == 0 }) {
 		t.Fatalf("processes still running in the workspace after cancel: %v", testenv.ProcessesIn(h.dir))
 	}
-	t.Logf("the CLI stopped %v after the cancel", time.Since(cancelled).Round(time.Millisecond))
 
 	// Once the agent has finished the cancelled call it takes new ones.
 	if !waitFor(15*time.Second, func() bool {
@@ -114,7 +114,7 @@ func TestCancelByCaller(t *testing.T) {
 func TestShutdownCancels(t *testing.T) {
 	h := newHarness(t, sleepProgram)
 	h.selectStack()
-	h.setConfig(sleepFor(t, 120))
+	h.setConfig(sleepFor(t, 900))
 
 	stream := startUp(h.ctx(), t, h.client)
 	shutdownDone := make(chan error, 1)

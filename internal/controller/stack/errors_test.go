@@ -91,17 +91,9 @@ func TestStepErrorsReachStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := NewWithT(t)
-			ns := newNamespace(t)
-			dir := t.TempDir()
-			s := &pulumiv1.Stack{
-				ObjectMeta: metav1.ObjectMeta{Name: "failing", Namespace: ns},
-				Spec: shared.StackSpec{
-					Stack:     "dev",
-					Backend:   backendURL(t, dir),
-					Config:    config("hello"),
-					GitSource: programSource(t, "web", program(filepath.Join(dir, "page.txt"), false)),
-				},
-			}
+			s, _ := newFileStack(t, "failing", webProgram)
+			ns := s.Namespace
+			s.Spec.Config = config("hello")
 			tt.setup(t, ns, &s.Spec)
 			g.Expect(env.Client.Create(context.Background(), s)).To(Succeed())
 
@@ -139,20 +131,9 @@ func TestStepErrorsReachStatus(t *testing.T) {
 func TestMissingSecretRecovers(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	s := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "late-secret", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:   "dev",
-			Backend: backendURL(t, dir),
-			SecretRefs: map[string]shared.ResourceRef{"web:message": {
-				SelectorType:     shared.ResourceSelectorSecret,
-				ResourceSelector: shared.ResourceSelector{SecretRef: &shared.SecretSelector{Name: "late", Key: "message"}},
-			}},
-			GitSource: programSource(t, "web", program(filepath.Join(dir, "page.txt"), false)),
-		},
-	}
+	s, target := newFileStack(t, "late-secret", webProgram)
+	ns := s.Namespace
+	s.Spec.SecretRefs = map[string]shared.ResourceRef{"web:message": shared.NewSecretResourceRef("late", "message")}
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 	waitStack(t, ns, s.Name, opTimeout, func(g Gomega, s *pulumiv1.Stack) {
 		c := findCondition(s, sreconcile.StalledCondition)
@@ -164,7 +145,7 @@ func TestMissingSecretRecovers(t *testing.T) {
 		StringData: map[string]string{"message": "finally"},
 	})).To(Succeed())
 	waitStack(t, ns, s.Name, opTimeout, ready)
-	g.Expect(readFile(g, filepath.Join(dir, "page.txt"))).To(Equal("finally"))
+	g.Expect(readFile(g, target)).To(Equal("finally"))
 }
 
 // TestPrerequisiteCycleStalls makes two Stacks each other's prerequisite,

@@ -35,18 +35,9 @@ import (
 func TestAgentKilledMidUpdate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-	s := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:                          "dev",
-			Backend:                        backendURL(t, dir),
-			GitSource:                      programSource(t, "victim", slowProgram(target, 8)),
-			RetryMaxBackoffDurationSeconds: 1,
-		},
-	}
+	s, target := newFileStack(t, "victim", func(target string) string { return slowProgram(target, 8) })
+	ns, dir := s.Namespace, filepath.Dir(target)
+	s.Spec.RetryMaxBackoffDurationSeconds = 1
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 
 	running := waitRunningUpdate(t, ns, "victim", nil)

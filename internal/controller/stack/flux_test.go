@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +20,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/artifact"
 	"github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/controller/workspace"
 )
 
 // fluxAPIVersion is the version of Flux's source API the test objects use.
@@ -105,7 +107,10 @@ func setFluxArtifact(t *testing.T, ns, name, url, digest, revision string) {
 // (the real CRD; its status is written here as source-controller writes
 // it): the Stack deploys the artifact and records its revision as the
 // attempted and successful commit, and when the GitRepository publishes a
-// new artifact the Stack deploys that one, woken by the source's watch.
+// new artifact the Stack deploys that one, woken by the source's watch:
+// the Stack's own next look is an hour away, and the new artifact is
+// published only once its Workspace has gone idle, the last change of the
+// objects it owns that would wake it.
 func TestFluxSourceStack(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -137,6 +142,7 @@ func TestFluxSourceStack(t *testing.T) {
 				SourceRef: shared.FluxSourceReference{APIVersion: fluxAPIVersion, Kind: "GitRepository", Name: "infra"},
 				Dir:       "deploy",
 			},
+			ResyncFrequencySeconds: 3600,
 		},
 	}
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
@@ -144,6 +150,11 @@ func TestFluxSourceStack(t *testing.T) {
 	g.Expect(readFile(g, target)).To(Equal("first artifact"))
 	g.Expect(s.Status.LastUpdate.LastAttemptedCommit).To(Equal(rev1))
 	g.Expect(s.Status.LastUpdate.LastSuccessfulCommit).To(Equal(rev1))
+	g.Eventually(func(g Gomega) {
+		active := apimeta.FindStatusCondition(getWorkspace(g, ns, "flux").Status.Conditions, workspace.ConditionActive)
+		g.Expect(active).NotTo(BeNil())
+		g.Expect(active.Reason).To(Equal(workspace.ReasonIdle))
+	}, opTimeout, 250*time.Millisecond).Should(Succeed(), "the Workspace never went idle")
 
 	// Flux publishes a new revision: a new tarball at a new path.
 	const rev2 = "main@sha1:2222222222222222222222222222222222222222"
@@ -151,9 +162,7 @@ func TestFluxSourceStack(t *testing.T) {
 		"deploy/Pulumi.yaml": fileProgram("flux", target, "second artifact", 0),
 	})
 	setFluxArtifact(t, ns, "infra", url, digest, rev2)
-	// Well within the Stack's 60 s poll interval: the GitRepository's watch
-	// wakes it.
-	s = waitStack(t, ns, "flux", 45*time.Second, func(g Gomega, s *pulumiv1.Stack) {
+	s = waitStack(t, ns, "flux", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
 		ready(g, s)
 		g.Expect(s.Status.LastUpdate.LastSuccessfulCommit).To(Equal(rev2))
 	})

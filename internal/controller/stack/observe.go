@@ -108,11 +108,11 @@ func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, fa
 		if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
 			last.Failures = prev.Failures + 1
 		}
-		if reason == autov1alpha1.UpdateReasonInterrupted {
-			// An interruption (operator restart, lost agent) is not the
-			// program's fault: it adds nothing to the failures in a row,
-			// also when it is the first attempt, so it never brings the
-			// stall closer.
+		if notCounted(s.stack, reason) {
+			// An interruption (operator restart, lost agent), or a
+			// conflict the spec says to retry, is not the program's fault:
+			// it adds nothing to the failures in a row, also when it is
+			// the first attempt, so it never brings the stall closer.
 			last.Failures = 0
 			if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
 				last.Failures = prev.Failures
@@ -134,6 +134,15 @@ func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, fa
 	st.LastUpdate = last
 	s.appendHistory(upd, last, reason)
 	return nil
+}
+
+// notCounted reports whether an update that failed for reason is left out
+// of the failures in a row that stall the Stack: an interruption, and an
+// update conflict while spec.retryOnUpdateConflict asks to retry those
+// (without it a conflict stalls at once, see conflictStalled).
+func notCounted(stack *pulumiv1.Stack, reason string) bool {
+	return reason == autov1alpha1.UpdateReasonInterrupted ||
+		(reason == autov1alpha1.UpdateReasonConflict && stack.Spec.RetryOnUpdateConflict)
 }
 
 // sameAttempt reports whether two updates ran for the same generation,

@@ -61,18 +61,9 @@ func backendStacks(t *testing.T, dir string) []string {
 func TestUseLocalStackOnly(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-	s := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:             "missing",
-			Backend:           backendURL(t, dir),
-			GitSource:         programSource(t, "local", fileProgram("local", target, "created", 0)),
-			UseLocalStackOnly: true,
-		},
-	}
+	s, target := newFileStack(t, "local", func(target string) string { return fileProgram("local", target, "created", 0) })
+	ns, dir := s.Namespace, filepath.Dir(target)
+	s.Spec.Stack, s.Spec.UseLocalStackOnly = "missing", true
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
@@ -176,18 +167,11 @@ func TestTargets(t *testing.T) {
 func TestEnvRefs(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "environ")
-	const secretValue = "env-secret-31337"
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns},
-		StringData: map[string]string{"token": secretValue},
-	})).To(Succeed())
 	// Pulumi YAML has no function to read an environment variable, but the
 	// language host, which evaluates the program, can read its own
 	// environment from /proc.
-	project := fmt.Sprintf(`name: envs
+	s, target := newFileStack(t, "envs", func(target string) string {
+		return fmt.Sprintf(`name: envs
 runtime: yaml
 resources:
   environ:
@@ -197,17 +181,16 @@ resources:
       content:
         fn::readFile: /proc/self/environ
 `, target)
-	s := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "envs", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:     "dev",
-			Backend:   backendURL(t, dir),
-			GitSource: programSource(t, "envs", project),
-			EnvRefs: map[string]shared.ResourceRef{
-				"STACKYARD_GREETING": shared.NewLiteralResourceRef("hello from envRefs"),
-				"STACKYARD_TOKEN":    shared.NewSecretResourceRef("creds", "token"),
-			},
-		},
+	})
+	ns := s.Namespace
+	const secretValue = "env-secret-31337"
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns},
+		StringData: map[string]string{"token": secretValue},
+	})).To(Succeed())
+	s.Spec.EnvRefs = map[string]shared.ResourceRef{
+		"STACKYARD_GREETING": shared.NewLiteralResourceRef("hello from envRefs"),
+		"STACKYARD_TOKEN":    shared.NewSecretResourceRef("creds", "token"),
 	}
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 	waitStack(t, ns, "envs", opTimeout, ready)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -51,22 +50,12 @@ resources:
 func TestOperatorRestartMidUpdate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
 	restart := operatorRestarter(t)
 
-	prog := programSource(t, "slow", slowProgram(target, 20))
-	stack := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:     "dev",
-			Backend:   backendURL(t, dir),
-			GitSource: prog,
-			// Keeps the retry after each interruption quick.
-			RetryMaxBackoffDurationSeconds: 1,
-		},
-	}
+	stack, target := newFileStack(t, "slow", func(target string) string { return slowProgram(target, 20) })
+	ns := stack.Namespace
+	// Keeps the retry after each interruption quick.
+	stack.Spec.RetryMaxBackoffDurationSeconds = 1
 	g.Expect(env.Client.Create(ctx, stack)).To(Succeed())
 
 	var interrupted []string

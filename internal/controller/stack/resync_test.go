@@ -2,7 +2,6 @@ package stack_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,23 +25,12 @@ import (
 func TestResyncOnCommitMatchWithUpdateTTL(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-
-	src := programSource(t, "resync", fileProgram("resync", target, "synced", 0))
-	s := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "resync", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:                       "dev",
-			Backend:                     backendURL(t, dir),
-			GitSource:                   src,
-			ResyncFrequencySeconds:      2,
-			ContinueResyncOnCommitMatch: true,
-			UpdateTemplate: &autov1alpha1.UpdateTemplate{
-				Spec: &autov1alpha1.UpdateSpec{TtlAfterCompleted: &metav1.Duration{Duration: time.Second}},
-			},
-		},
+	s, target := newFileStack(t, "resync", func(target string) string { return fileProgram("resync", target, "synced", 0) })
+	ns := s.Namespace
+	s.Spec.ResyncFrequencySeconds = 2
+	s.Spec.ContinueResyncOnCommitMatch = true
+	s.Spec.UpdateTemplate = &autov1alpha1.UpdateTemplate{
+		Spec: &autov1alpha1.UpdateSpec{TtlAfterCompleted: &metav1.Duration{Duration: time.Second}},
 	}
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 	// Stop the resyncs when done: the namespace outlives the test.

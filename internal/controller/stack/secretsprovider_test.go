@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackyard/stackyard/api/pulumi/shared"
-	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -25,8 +24,8 @@ import (
 func TestSecretsProviderFromEnvRef(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
+	s, target := newFileStack(t, "sealed", webProgram)
+	ns, dir, backend := s.Namespace, filepath.Dir(target), s.Spec.Backend
 	const own = "the stack's own passphrase"
 	neverLogged(own)
 
@@ -34,19 +33,10 @@ func TestSecretsProviderFromEnvRef(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "passphrase", Namespace: ns},
 		StringData: map[string]string{"value": own},
 	})).To(Succeed())
-	backend := backendURL(t, dir)
-	s := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "sealed", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:           "dev",
-			Backend:         backend,
-			SecretsProvider: "passphrase",
-			Config:          config("sealed"),
-			GitSource:       programSource(t, "sealed", program(filepath.Join(dir, "page.txt"), false)),
-			EnvRefs: map[string]shared.ResourceRef{
-				"PULUMI_CONFIG_PASSPHRASE": shared.NewSecretResourceRef("passphrase", "value"),
-			},
-		},
+	s.Spec.SecretsProvider = "passphrase"
+	s.Spec.Config = config("sealed")
+	s.Spec.EnvRefs = map[string]shared.ResourceRef{
+		"PULUMI_CONFIG_PASSPHRASE": shared.NewSecretResourceRef("passphrase", "value"),
 	}
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 	waitStack(t, ns, "sealed", opTimeout, ready)

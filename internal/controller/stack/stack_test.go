@@ -265,24 +265,15 @@ func TestPreviewStack(t *testing.T) {
 func TestSecretsNeverReachStatus(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
+	stack, target := newFileStack(t, "secretive", webProgram)
+	ns := stack.Namespace
 	const value = "very-secret-message-4711"
 	neverLogged(value)
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "msg", Namespace: ns},
 		StringData: map[string]string{"text": value},
 	})).To(Succeed())
-	stack := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "secretive", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:      "dev",
-			Backend:    backendURL(t, dir),
-			GitSource:  programSource(t, "web", program(target, false)),
-			SecretRefs: map[string]shared.ResourceRef{"web:message": shared.NewSecretResourceRef("msg", "text")},
-		},
-	}
+	stack.Spec.SecretRefs = map[string]shared.ResourceRef{"web:message": shared.NewSecretResourceRef("msg", "text")}
 	g.Expect(env.Client.Create(ctx, stack)).To(Succeed())
 	s := waitStack(t, ns, "secretive", opTimeout, ready)
 	g.Expect(readFile(g, target)).To(Equal(value), "the program received the secret")
@@ -341,6 +332,30 @@ func programStack(t *testing.T, name string, mutate func(*shared.StackSpec)) (*p
 	return s, target
 }
 
+// newFileStack returns, not yet created, a Stack named name in a new
+// namespace that deploys a Pulumi YAML project from a new git repository,
+// on branch main, to stack "dev" of its own file:// backend. The project is
+// made by project from the path of the file it is to write, in the
+// backend's directory; newFileStack returns that path too. Tests adjust the
+// spec, then create the Stack.
+func newFileStack(t *testing.T, name string, project func(target string) string) (*pulumiv1.Stack, string) {
+	t.Helper()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "page.txt")
+	return &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: newNamespace(t)},
+		Spec: shared.StackSpec{
+			Stack:     "dev",
+			Backend:   backendURL(t, dir),
+			GitSource: programSource(t, name, project(target)),
+		},
+	}, target
+}
+
+// webProgram is program without failing, the project of most Stacks made
+// with newFileStack.
+func webProgram(target string) string { return program(target, false) }
+
 // programObject is a Program that writes a file.
 func programObject(ns, name, target string) *pulumiv1.Program {
 	return &pulumiv1.Program{
@@ -367,21 +382,11 @@ func programObject(ns, name, target string) *pulumiv1.Program {
 func TestExpectNoRefreshChanges(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "page.txt")
-	stack := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "strict", Namespace: ns},
-		Spec: shared.StackSpec{
-			Stack:                          "dev",
-			Backend:                        backendURL(t, dir),
-			Config:                         config("hello"),
-			GitSource:                      programSource(t, "web", program(target, false)),
-			Refresh:                        true,
-			ExpectNoRefreshChanges:         true,
-			RetryMaxBackoffDurationSeconds: 1,
-		},
-	}
+	stack, target := newFileStack(t, "strict", webProgram)
+	ns := stack.Namespace
+	stack.Spec.Config = config("hello")
+	stack.Spec.Refresh, stack.Spec.ExpectNoRefreshChanges = true, true
+	stack.Spec.RetryMaxBackoffDurationSeconds = 1
 	g.Expect(env.Client.Create(ctx, stack)).To(Succeed())
 	s := waitStack(t, ns, "strict", opTimeout, ready)
 

@@ -3,6 +3,7 @@ package flux
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -80,7 +82,10 @@ func TestWatchEnqueuesReferencingStacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	b := ctrl.NewControllerManagedBy(mgr).Named("fluxwatchtest").For(&pulumiv1.Stack{})
+	// One worker, which takes requests in the order they were queued:
+	// waitFor relies on it.
+	b := ctrl.NewControllerManagedBy(mgr).Named("fluxwatchtest").For(&pulumiv1.Stack{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1})
 	for _, obj := range sources {
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(StacksFor(mgr.GetClient())), builder.WithPredicates(ArtifactChanged()))
 	}
@@ -104,13 +109,14 @@ func TestWatchEnqueuesReferencingStacks(t *testing.T) {
 		stackFor(ns, "a2", "GitRepository", "repo-a"),
 		stackFor(ns, "b", "GitRepository", "repo-b"),
 		stackFor(ns, "oci", "OCIRepository", "repo-a"),
+		stackFor(ns, barrier, "GitRepository", "no-such-source"),
 	} {
 		if err := env.Client.Create(ctx, st); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The Stacks' own creation events arrive first.
-	waitFor(t, rec, []string{"a1", "a2", "b", "oci"}, nil)
+	waitFor(t, rec, ns, []string{"a1", "a2", "b", "oci", barrier}, nil)
 
 	// The map function alone, through the manager's cache and index.
 	reqs := StacksFor(mgr.GetClient())(ctx, gitA)
@@ -125,7 +131,7 @@ func TestWatchEnqueuesReferencingStacks(t *testing.T) {
 
 	// A new artifact on repo-a enqueues exactly the Stacks referencing it.
 	publish(t, gitA, metav1.ConditionTrue, "http://source.test/a.tar.gz", "sha256:"+hex64('a'), "main@sha1:1")
-	waitFor(t, rec, []string{"a1", "a2"}, []string{"b", "oci"})
+	waitFor(t, rec, ns, []string{"a1", "a2"}, []string{"b", "oci"})
 
 	// A status change that leaves the artifact alone enqueues nothing.
 	if err := unstructuredSetMessage(gitA, "reconciled again"); err != nil {
@@ -135,39 +141,70 @@ func TestWatchEnqueuesReferencingStacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	publish(t, oci, metav1.ConditionTrue, "http://source.test/o.tar.gz", "sha256:"+hex64('b'), "latest@sha256:1")
-	waitFor(t, rec, []string{"oci"}, []string{"a1", "a2", "b"})
+	waitFor(t, rec, ns, []string{"oci"}, []string{"a1", "a2", "b"})
 }
 
-// waitFor waits until rec has seen every Stack in want, then briefly
-// checks that none in never shows up, and clears what rec saw.
-func waitFor(t *testing.T, rec *recorder, want, never []string) {
+// barrier is a Stack that references no source the tests change; waitFor
+// touches it to mark a point in the controller's queue.
+const barrier = "barrier"
+
+// waitFor waits until rec has seen every Stack in want, then checks that
+// none in never was enqueued, and clears what rec saw. The check is by
+// order, not by waiting a while: waitFor touches the barrier Stack, which
+// enqueues it after whatever the event under test enqueued, and since the
+// controller's one worker takes requests in the order they were queued,
+// by the time the barrier is reconciled every Stack queued before it has
+// been too.
+func waitFor(t *testing.T, rec *recorder, ns string, want, never []string) {
 	t.Helper()
 	var seen []string
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		for _, n := range rec.take() {
-			if !slices.Contains(seen, n) {
-				seen = append(seen, n)
+	until := func(names []string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			for _, n := range rec.take() {
+				if !slices.Contains(seen, n) {
+					seen = append(seen, n)
+				}
 			}
+			all := true
+			for _, n := range names {
+				all = all && slices.Contains(seen, n)
+			}
+			if all {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("reconciled %v, want %v", seen, names)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		all := true
-		for _, w := range want {
-			all = all && slices.Contains(seen, w)
-		}
-		if all {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reconciled %v, want %v", seen, want)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
-	seen = append(seen, rec.take()...)
+	until(want)
+	if len(never) == 0 {
+		return
+	}
+	seen = slices.DeleteFunc(seen, func(n string) bool { return n == barrier })
+	touch(t, ns, barrier)
+	until([]string{barrier})
 	for _, n := range never {
 		if slices.Contains(seen, n) {
 			t.Errorf("Stack %s was enqueued but does not reference the changed source (saw %v)", n, seen)
 		}
+	}
+}
+
+// touch changes an annotation of the Stack ns/name, which enqueues it.
+func touch(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	var s pulumiv1.Stack
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Annotations = map[string]string{"test.stackyard.dev/touched": strconv.FormatInt(time.Now().UnixNano(), 10)}
+	if err := env.Client.Update(ctx, &s); err != nil {
+		t.Fatal(err)
 	}
 }
 
