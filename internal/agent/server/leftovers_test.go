@@ -126,7 +126,10 @@ func TestKilledAgentsProvidersEndBeforeRetry(t *testing.T) {
 			t.Errorf("provider %d still runs", pid)
 		}
 	}
-	if !strings.Contains(second.stderr.String(), "ended processes a previous agent left running") {
+	// Its log is copied from a pipe: it may arrive a moment after it serves.
+	if !waitFor(time.Minute, func() bool {
+		return strings.Contains(second.stderr.String(), "ended processes a previous agent left running")
+	}) {
 		t.Errorf("the new agent did not log what it ended; stderr:\n%s", second.stderr.String())
 	}
 
