@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/artifact"
@@ -114,6 +115,7 @@ func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, pulumiv1.AddToScheme, pulumiv1alpha1.AddToScheme, autov1alpha1.AddToScheme,
+		promotionv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, err
@@ -198,12 +200,18 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("update controller: %w", err)
 	}
+	// One poller answers every Stack and Pipeline: many of them on one
+	// repository make one query per interval.
+	poller := source.NewPoller()
 	stackReconciler := &stack.Reconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("stack-controller"), Poller: source.NewPoller(),
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("stack-controller"), Poller: poller,
 		MinResync: opts.MinResync, StallAfter: opts.StallAfter,
 	}
 	if err := stackReconciler.SetupWithManager(ctx, mgr, stack.Options{MaxConcurrentReconciles: opts.StackConcurrency}); err != nil {
 		return nil, fmt.Errorf("stack controller: %w", err)
+	}
+	if err := setupPromotion(mgr, opts, poller); err != nil {
+		return nil, err
 	}
 	return &Operator{Manager: mgr}, nil
 }

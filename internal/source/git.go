@@ -98,24 +98,14 @@ func FetchGit(ctx context.Context, target string, spec GitSpec) (*Result, error)
 // full tag ref, or "" for the default branch) points to in the repository
 // at url, without cloning. Controllers use it to poll branches.
 func LsRemote(ctx context.Context, url, ref string, auth *GitAuth) (string, error) {
-	ep, err := parseGitURL(url)
-	if err != nil {
+	if _, err := parseGitURL(url); err != nil {
 		return "", err
 	}
 	name, err := refName(ref)
 	if err != nil {
 		return "", err
 	}
-	ra, err := resolveAuth(ctx, url, ep, auth)
-	if err != nil {
-		return "", err
-	}
-	url = ra.url
-	for _, w := range ra.warnings {
-		logr.FromContextOrDiscard(ctx).Info("WARNING: "+w, "url", redactURL(url))
-	}
-	refs, err := listRefs(ctx, url, ra)
-	ra.settle(err)
+	refs, url, err := remoteRefs(ctx, url, auth)
 	if err != nil {
 		return "", err
 	}

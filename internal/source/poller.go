@@ -31,11 +31,13 @@ const pollRetention = time.Hour
 // repository and branch cause one `git ls-remote` per polling interval, not
 // a thousand. Results are shared per (repository, branch, credentials), so
 // callers with different credentials never see each other's answers;
-// credentials enter the key only as a keyed hash. The zero value is not
-// usable: create one with NewPoller and share it. It is safe for
-// concurrent use.
+// credentials enter the key only as a keyed hash. Refs shares the listing
+// of every ref the same way, and History and Describe remember the commits
+// they describe. The zero value is not usable: create one with NewPoller
+// and share it. It is safe for concurrent use.
 type Poller struct {
 	lsRemote func(ctx context.Context, url, ref string, auth *GitAuth) (string, error)
+	listRefs func(ctx context.Context, url string, auth *GitAuth) ([]Ref, error)
 	timeout  time.Duration
 	now      func() time.Time
 	hashKey  []byte
@@ -45,23 +47,35 @@ type Poller struct {
 	mu        sync.Mutex
 	results   map[pollKey]pollResult
 	lastSweep time.Time
+
+	// commits remembers described commits (see Describe and History),
+	// which never change, under their own lock.
+	commits commitCache
 }
 
 // pollKey identifies one shared query. creds is an HMAC of the credentials
 // (and of any user info in the URL), never the credentials themselves.
 type pollKey struct {
 	repo, branch, creds string
+	// all marks a query for every ref (Refs) rather than one branch.
+	all bool
 }
 
 // String joins the key's fields for singleflight; none is secret.
 func (k pollKey) String() string {
-	return strconv.Quote(k.repo) + " " + strconv.Quote(k.branch) + " " + k.creds
+	s := strconv.Quote(k.repo) + " " + strconv.Quote(k.branch) + " " + k.creds
+	if k.all {
+		s += " all"
+	}
+	return s
 }
 
 // pollResult is the outcome of one query.
 type pollResult struct {
 	commit string
-	err    error
+	// refs is the answer of a query for every ref; callers get copies.
+	refs []Ref
+	err  error
 	// started is when the query began: the answer is at least that fresh.
 	started time.Time
 	// finished is when it was stored.
@@ -74,6 +88,7 @@ func NewPoller() *Poller {
 	_, _ = rand.Read(key)
 	return &Poller{
 		lsRemote: LsRemote,
+		listRefs: ListRefs,
 		timeout:  DefaultPollTimeout,
 		now:      time.Now,
 		hashKey:  key,
@@ -90,10 +105,25 @@ func NewPoller() *Poller {
 // ends first, Latest returns ctx.Err() and the query goes on for the
 // others.
 func (p *Poller) Latest(ctx context.Context, repoURL, branch string, auth *GitAuth, maxAge time.Duration) (string, error) {
-	key := p.key(repoURL, branch, auth)
+	r, err := p.shared(ctx, p.key(repoURL, branch, auth), maxAge, func(qctx context.Context) pollResult {
+		var r pollResult
+		r.commit, r.err = p.lsRemote(qctx, repoURL, branch, auth)
+		return r
+	})
+	if err != nil {
+		return "", err
+	}
+	return r.commit, r.err
+}
+
+// shared answers key from a result whose query started at most maxAge ago,
+// or runs query once for all the callers that miss at the same time. The
+// query runs under its own timeout, not under any caller's context; the
+// error is ctx's when ctx ends first.
+func (p *Poller) shared(ctx context.Context, key pollKey, maxAge time.Duration, query func(context.Context) pollResult) (pollResult, error) {
 	missed := p.now()
 	if r, ok := p.cached(key, func(r pollResult) bool { return missed.Sub(r.started) <= maxAge }); ok {
-		return r.commit, r.err
+		return r, nil
 	}
 	ch := p.flights.DoChan(key.String(), func() (any, error) {
 		// A query that finished after this caller looked is as fresh as
@@ -104,18 +134,17 @@ func (p *Poller) Latest(ctx context.Context, repoURL, branch string, auth *GitAu
 		}
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
 		defer cancel()
-		r := pollResult{started: p.now()}
-		r.commit, r.err = p.lsRemote(qctx, repoURL, branch, auth)
-		r.finished = p.now()
+		started := p.now()
+		r := query(qctx)
+		r.started, r.finished = started, p.now()
 		p.store(key, r)
 		return r, nil
 	})
 	select {
 	case res := <-ch:
-		r := res.Val.(pollResult)
-		return r.commit, r.err
+		return res.Val.(pollResult), nil
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return pollResult{}, ctx.Err()
 	}
 }
 

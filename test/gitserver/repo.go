@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // DefaultBranch is the branch a new repository's HEAD points to.
@@ -59,6 +60,37 @@ func (r *Repo) Git(args ...string) string {
 // does not exist, and returns the new commit's SHA.
 func (r *Repo) Commit(branch string, files map[string]string) string {
 	r.t.Helper()
+	return r.CommitWith(branch, files, CommitOptions{})
+}
+
+// CommitOptions sets what a commit leaves at the server's defaults.
+type CommitOptions struct {
+	// Message is the commit message; empty means "commit N on BRANCH".
+	Message string
+	// Author is "Name <email>"; empty means the server's fixed identity.
+	Author string
+	// Time is the author and committer time; zero means the server's
+	// fixed clock, 2024-01-01T00:00:00Z.
+	Time time.Time
+}
+
+// env returns the git environment the options set.
+func (o CommitOptions) env() []string {
+	var env []string
+	if o.Author != "" {
+		name, email, _ := strings.Cut(o.Author, " <")
+		env = append(env, "GIT_AUTHOR_NAME="+name, "GIT_AUTHOR_EMAIL="+strings.TrimSuffix(email, ">"))
+	}
+	if !o.Time.IsZero() {
+		at := o.Time.UTC().Format(time.RFC3339)
+		env = append(env, "GIT_AUTHOR_DATE="+at, "GIT_COMMITTER_DATE="+at)
+	}
+	return env
+}
+
+// CommitWith is Commit with a message, author or time of its own.
+func (r *Repo) CommitWith(branch string, files map[string]string, opts CommitOptions) string {
+	r.t.Helper()
 	parent := r.Head(branch)
 	index := r.scratchIndex()
 	if parent != "" {
@@ -73,7 +105,7 @@ func (r *Repo) Commit(branch string, files map[string]string) string {
 		blob := r.run(files[p], nil, "--git-dir="+r.Dir, "hash-object", "-w", "--stdin")
 		r.run("", index, "--git-dir="+r.Dir, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+p)
 	}
-	return r.finish(branch, parent, index)
+	return r.finish(branch, parent, index, opts)
 }
 
 // CommitDir adds a commit on branch whose tree is exactly the content of the
@@ -84,7 +116,23 @@ func (r *Repo) CommitDir(branch, dir string) string {
 	parent := r.Head(branch)
 	index := r.scratchIndex()
 	r.run("", index, "--git-dir="+r.Dir, "--work-tree="+dir, "add", "--all", ".")
-	return r.finish(branch, parent, index)
+	return r.finish(branch, parent, index, CommitOptions{})
+}
+
+// Tag points the lightweight tag name at rev (a commit SHA or a branch
+// name), creating or moving it.
+func (r *Repo) Tag(name, rev string) {
+	r.t.Helper()
+	sha := r.Git("rev-parse", "--verify", rev+"^{commit}")
+	r.Git("update-ref", "refs/tags/"+name, sha)
+}
+
+// AnnotatedTag creates the annotated tag name of rev with message,
+// replacing any tag of that name.
+func (r *Repo) AnnotatedTag(name, rev, message string) {
+	r.t.Helper()
+	sha := r.Git("rev-parse", "--verify", rev+"^{commit}")
+	r.Git("tag", "--force", "--annotate", "--message", message, name, sha)
 }
 
 // Branch points branch at rev (a commit SHA or another branch name),
@@ -115,16 +163,20 @@ func (r *Repo) Head(branch string) string {
 }
 
 // finish writes the scratch index as a tree, commits it on top of parent
-// and moves branch to the new commit.
-func (r *Repo) finish(branch, parent string, index []string) string {
+// with opts and moves branch to the new commit.
+func (r *Repo) finish(branch, parent string, index []string, opts CommitOptions) string {
 	r.t.Helper()
 	tree := r.run("", index, "--git-dir="+r.Dir, "write-tree")
 	r.commits++
-	args := []string{"--git-dir=" + r.Dir, "commit-tree", tree, "-m", fmt.Sprintf("commit %d on %s", r.commits, branch)}
+	msg := opts.Message
+	if msg == "" {
+		msg = fmt.Sprintf("commit %d on %s", r.commits, branch)
+	}
+	args := []string{"--git-dir=" + r.Dir, "commit-tree", tree, "-m", msg}
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
-	sha := r.run("", nil, args...)
+	sha := r.run("", opts.env(), args...)
 	r.Git("update-ref", "refs/heads/"+branch, sha)
 	return sha
 }

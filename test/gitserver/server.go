@@ -8,12 +8,16 @@
 package gitserver
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,12 +36,28 @@ type Server struct {
 	// Root is the directory that holds the bare repositories.
 	Root string
 
-	t       testing.TB
-	httpSrv *httptest.Server
-	mu      sync.Mutex
-	auth    AuthFunc
-	outage  bool
+	t        testing.TB
+	httpSrv  *httptest.Server
+	mu       sync.Mutex
+	auth     AuthFunc
+	outage   bool
+	requests map[string]Requests
 }
+
+// Requests counts what clients asked of one repository, in any version
+// of the git protocol.
+type Requests struct {
+	// RefLists are the times the server listed the repository's refs:
+	// one per `git ls-remote`, and one at the start of every fetch or
+	// clone.
+	RefLists int
+	// Fetches are the times the server sent objects: one per fetch or
+	// clone (more when negotiation takes rounds).
+	Fetches int
+}
+
+// LsRemotes returns the ref listings that were not part of a fetch.
+func (r Requests) LsRemotes() int { return r.RefLists - r.Fetches }
 
 // New starts a server on a loopback port with no authentication and
 // registers its shutdown with t.Cleanup.
@@ -93,11 +113,84 @@ func (s *Server) RepoURL(name string) string {
 	return s.URL + "/" + name + ".git"
 }
 
+// Requests returns what the server has been asked for the named repository
+// so far, over HTTP, whether or not the request was allowed.
+func (s *Server) Requests(name string) Requests {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[name]
+}
+
+// count records request r in the per-repository counters. In protocol
+// v0 and v1 the refs are listed by GET info/refs and objects sent by POST
+// git-upload-pack; in v2 (asked for by a Git-Protocol header) GET
+// info/refs only advertises capabilities, and each POST carries a command,
+// ls-refs or fetch.
+func (s *Server) count(r *http.Request) {
+	name, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+	if !ok {
+		return
+	}
+	v2 := strings.Contains(r.Header.Get("Git-Protocol"), "version=2")
+	var lists, fetches int
+	switch {
+	case r.Method == http.MethodGet && rest == "info/refs" && !v2:
+		lists = 1
+	case r.Method == http.MethodPost && rest == "git-upload-pack" && !v2:
+		fetches = 1
+	case r.Method == http.MethodPost && rest == "git-upload-pack":
+		switch uploadPackCommand(r) {
+		case "ls-refs":
+			lists = 1
+		case "fetch":
+			fetches = 1
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.requests == nil {
+		s.requests = map[string]Requests{}
+	}
+	c := s.requests[name]
+	c.RefLists += lists
+	c.Fetches += fetches
+	s.requests[name] = c
+}
+
+// uploadPackCommand returns the command of a protocol v2 upload-pack
+// request (its first pkt-line, "command=<name>"), leaving the body for the
+// backend to read.
+func uploadPackCommand(r *http.Request) string {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return ""
+	}
+	data := body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return ""
+		}
+		data, _ = io.ReadAll(io.LimitReader(zr, 1024))
+	}
+	if len(data) < 4 {
+		return ""
+	}
+	n, err := strconv.ParseUint(string(data[:4]), 16, 16)
+	if err != nil || n < 4 || int(n) > len(data) {
+		return ""
+	}
+	command, _ := strings.CutPrefix(strings.TrimSpace(string(data[4:n])), "command=")
+	return command
+}
+
 // guard wraps the backend with the current authentication policy, answering
 // 401 with a challenge the way git hosts do so clients retry with
 // credentials.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.count(r)
 		s.mu.Lock()
 		auth, outage := s.auth, s.outage
 		s.mu.Unlock()

@@ -94,7 +94,9 @@ type PromotionStatus struct {
 	// +optional
 	Phase PromotionPhase `json:"phase,omitempty"`
 
-	// Message says why the promotion waits, or how it ended.
+	// Message says why the promotion waits, or how it ended. While the
+	// promotion is Pending or Running it also shows a failure the operator
+	// is retrying (an API call refused, for instance).
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
@@ -103,7 +105,8 @@ type PromotionStatus struct {
 	// +optional
 	Commit string `json:"commit,omitempty"`
 
-	// StartTime is when the Stacks were pinned.
+	// StartTime is when the promotion started: its Stacks' previous
+	// commits were recorded, and then the Stacks were pinned.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 
@@ -118,10 +121,17 @@ type PromotionStatus struct {
 }
 
 // Promotion moves one Release into one Stage: it pins the stage's Stacks
-// to the release's commit and follows their updates to an outcome. One
-// runs per stage at a time; of the promotions waiting, the newest runs
-// next and the older ones are Aborted as superseded. Promotions are the
-// stage's audit trail: nobody can change one once it has finished.
+// to the release's commit and follows their updates to an outcome.
+// Promotions are the stage's audit trail: nobody can change one once it has
+// finished.
+//
+// The queue rule: one Promotion runs per stage at a time, and a Running one
+// is never interrupted. Of the Pending promotions of a stage, the newest
+// (by creationTimestamp, then name) runs next; the older ones are Aborted
+// with the message "superseded by <name>". A Pending promotion also waits
+// for the stage's promotion windows; it is Aborted when it names a release
+// or stage that does not exist, a release of another pipeline, a frozen
+// stage, or, as a rollback, a release never verified in the stage.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:categories=stackyard
@@ -132,6 +142,7 @@ type PromotionStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="By",type=string,priority=10,JSONPath=`.spec.requestedBy`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:selectablefield:JSONPath=`.spec.stage`
 type Promotion struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -79,6 +79,10 @@ type AutoPromotionOptions struct {
 	Enabled bool `json:"enabled,omitempty"`
 
 	// SelectionPolicy picks the release; default NewestRelease.
+	// NewestRelease picks the newest available release (by commit time)
+	// that is newer than every release verified in the stage, so a
+	// rollback stays until a newer release arrives. MatchUpstream follows
+	// the release the single upstream stage runs, rollbacks included.
 	// +optional
 	// +kubebuilder:default=NewestRelease
 	SelectionPolicy SelectionPolicy `json:"selectionPolicy,omitempty"`
@@ -99,14 +103,21 @@ const (
 
 // PromotionWindow is a recurring time window, as in an iCalendar event
 // (RFC 5545): the first occurrence runs from dtstart to dtend, and rrule
-// repeats it.
+// repeats it. Every occurrence starts at dtstart's time of day in UTC, on a
+// day the rule selects, from dtstart's day on (dtstart itself counts only
+// when the rule selects its day), and lasts dtend - dtstart. A rule the
+// operator cannot read stalls the Stage, naming the window.
+//
+// +kubebuilder:validation:XValidation:rule="self.dtend > self.dtstart",message="dtend must be after dtstart",fieldPath=".dtend"
 type PromotionWindow struct {
 	// Kind is Allow or Deny.
 	Kind WindowKind `json:"kind"`
 
 	// RRule repeats the window, e.g. "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH". The
-	// supported parts are FREQ (DAILY, WEEKLY), INTERVAL, BYDAY and UNTIL.
-	// Empty: the window occurs once.
+	// supported parts are FREQ (DAILY, WEEKLY), INTERVAL, BYDAY (weekday
+	// codes MO to SU, without numbers) and UNTIL (a UTC date-time such as
+	// 20261231T235959Z, or a date, meaning the end of that day). Empty: the
+	// window occurs once.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	RRule string `json:"rrule,omitempty"`
@@ -130,6 +141,8 @@ type Freeze struct {
 
 // StageSpec is an environment: the Stacks it deploys and where its
 // releases come from.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.autoPromotionOptions) || !has(self.autoPromotionOptions.selectionPolicy) || self.autoPromotionOptions.selectionPolicy != 'MatchUpstream' || (has(self.sources.stages) && size(self.sources.stages) == 1)",message="spec.autoPromotionOptions.selectionPolicy MatchUpstream needs exactly one stage in spec.sources.stages",fieldPath=".autoPromotionOptions.selectionPolicy"
 type StageSpec struct {
 	// Pipeline is the Pipeline, in the same namespace, whose releases the
 	// stage promotes. It cannot change.
@@ -139,7 +152,10 @@ type StageSpec struct {
 	Pipeline string `json:"pipeline"`
 
 	// Stacks are the Stacks the stage deploys; a Stack belongs to one
-	// stage at most.
+	// stage at most: when two stages name it, the older one (by
+	// creationTimestamp, then name) keeps it and the other is Stalled.
+	// Each Stack must deploy from git with spec.commit (not spec.branch):
+	// a promotion pins that field.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
@@ -232,7 +248,8 @@ type StageStatus struct {
 
 	// WaitingFor says what keeps the next release from being promoted:
 	// an upstream verification, a soak time, a window, a freeze, a
-	// running promotion; empty when nothing waits.
+	// running promotion, or a person (auto-promotion off); empty when the
+	// stage runs the release it would pick.
 	// +optional
 	WaitingFor string `json:"waitingFor,omitempty"`
 
@@ -255,6 +272,7 @@ type StageStatus struct {
 // +kubebuilder:printcolumn:name="Waiting For",type=string,priority=10,JSONPath=`.status.waitingFor`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.sources.stages) || !self.spec.sources.stages.exists(s, s == self.metadata.name)",message="spec.sources.stages: a stage cannot take releases from itself",fieldPath=".spec.sources.stages"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it is a label value on the stage's Promotions"
 type Stage struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -1,0 +1,34 @@
+package pipeline
+
+import (
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// SetupWithManager registers the reconciler with mgr. A Pipeline is
+// reconciled when it is created, on a new generation and on a reconcile
+// request, then every interval; status-only updates (its own) are ignored.
+// A change to one of its Releases (a stage starting or stopping to run it)
+// wakes it too, so that retention sees it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	for _, kind := range []string{"Pipeline", "Release", "Promotion"} {
+		if !r.scheme.Recognizes(promotionv1alpha1.GroupVersion.WithKind(kind)) {
+			return fmt.Errorf("the scheme does not know %s %s: add api/promotion/v1alpha1 to it", promotionv1alpha1.GroupVersion, kind)
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&promotionv1alpha1.Pipeline{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			sreconcile.AnnotationChanged(shared.ReconcileRequestAnnotation),
+		))).
+		Owns(&promotionv1alpha1.Release{}).
+		Named("pipeline").
+		Complete(r)
+}

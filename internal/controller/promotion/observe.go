@@ -1,0 +1,100 @@
+package promotion
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// ReasonDeploying is the reason of the wait of a promotion whose Stacks
+// are deploying the release.
+const ReasonDeploying = "Deploying"
+
+// deployWait is how long a Running promotion waits before it looks at its
+// Stacks again by itself; their changes wake it sooner.
+const deployWait = time.Minute
+
+// StackState is where one Stack is in a promotion to a commit.
+type StackState int
+
+const (
+	// StackDeploying: the Stack has not finished with the commit yet.
+	StackDeploying StackState = iota
+	// StackDeployed: the Stack is Ready at the commit.
+	StackDeployed
+	// StackFailed: the Stack is Stalled, or an update of the commit failed.
+	StackFailed
+)
+
+// Observe says where stack is in its promotion to commit, with a message:
+// deployed once it is Ready, its generation handled, and its last
+// successful update at commit; failed when it is Stalled for its
+// generation, or its update of commit for its generation failed. What
+// happened before the pin (another generation) does not count.
+func Observe(stack *pulumiv1.Stack, commit string) (StackState, string) {
+	st := &stack.Status
+	if stack.Spec.Commit != commit {
+		return StackDeploying, "waiting for the pin to be seen"
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == stack.Generation {
+		return StackFailed, "stalled: " + c.Message
+	}
+	if lu := st.LastUpdate; lu != nil && lu.State == shared.FailedStackStateMessage && lu.LastAttemptedCommit == commit && lu.Generation == stack.Generation {
+		return StackFailed, fmt.Sprintf("update %s failed: %s", lu.Name, lu.Message)
+	}
+	if sreconcile.IsReady(st.Conditions) && st.ObservedGeneration == stack.Generation && st.LastUpdate != nil && st.LastUpdate.LastSuccessfulCommit == commit {
+		return StackDeployed, st.LastUpdate.Message
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, sreconcile.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue {
+		return StackDeploying, c.Message
+	}
+	return StackDeploying, fmt.Sprintf("waiting for the operator to handle generation %d", stack.Generation)
+}
+
+// observeStacks follows the Stacks of a Running promotion: it records each
+// one's Update and message as it ends, fails the promotion at the first
+// Stack that failed, and succeeds it once all are deployed. Until then it
+// waits, woken by the Stacks' changes.
+func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) {
+	if !s.running() || s.outcome != "" {
+		return sreconcile.ResultEmpty, nil
+	}
+	waiting := ""
+	for i := range s.p.Status.Stacks {
+		ps := &s.p.Status.Stacks[i]
+		stack, err := get(ctx, s.r.Client, s.p.Namespace, "Stack", ps.Name, &pulumiv1.Stack{})
+		if err != nil {
+			return sreconcile.ResultEmpty, err
+		}
+		if stack == nil {
+			s.outcome, s.message = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %q was deleted", ps.Name)
+			return sreconcile.ResultEmpty, nil
+		}
+		state, msg := Observe(stack, ps.Commit)
+		if state != StackDeploying && stack.Status.LastUpdate != nil {
+			ps.Update, ps.Message = stack.Status.LastUpdate.Name, sreconcile.Truncate(msg, maxMessage)
+		}
+		switch state {
+		case StackFailed:
+			s.outcome, s.message, s.releaseFailed = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %s: %s", ps.Name, msg), true
+			return sreconcile.ResultEmpty, nil
+		case StackDeploying:
+			if waiting == "" {
+				waiting = fmt.Sprintf("waiting for Stack %s: %s", ps.Name, msg)
+			}
+		}
+	}
+	if waiting != "" {
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonDeploying, fmt.Errorf("%s", waiting), deployWait)
+	}
+	s.outcome, s.message = promotionv1alpha1.PromotionSucceeded, fmt.Sprintf("every Stack is Ready at %s", short(s.p.Status.Commit))
+	return sreconcile.ResultEmpty, nil
+}

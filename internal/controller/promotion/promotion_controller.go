@@ -1,0 +1,189 @@
+package promotion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// What the Promotion controller needs of the API (collected into
+// config/rbac/role.yaml by `make generate`). It patches the Stacks it
+// promotes (spec.commit only, by server-side apply) and the status of
+// Releases, and deletes the promotions retention lets go.
+//
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=promotions,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=promotions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=releases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=stages;pipelines;releases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// FieldManager is the server-side apply field manager that owns the
+// spec.commit of a promoted Stack. Argo CD users list it in
+// ignoreDifferences.managedFieldsManagers.
+const FieldManager = "stackyard-promotion"
+
+// Event reasons, on the Promotion and on its Stage.
+const (
+	// EventStarted: the promotion recorded the Stacks' commits and pins
+	// them.
+	EventStarted = "PromotionStarted"
+	// EventSucceeded: every Stack is Ready at the release's commit.
+	EventSucceeded = "PromotionSucceeded"
+	// EventFailed: a Stack failed, or could not be pinned (Warning).
+	EventFailed = "PromotionFailed"
+	// EventAborted: refused or superseded before it started (Warning).
+	EventAborted = "PromotionAborted"
+)
+
+// Reconciler reconciles Promotions. It must run with one worker: the
+// decision that a promotion starts relies on no other promotion of the
+// stage being decided at the same time.
+type Reconciler struct {
+	// Client reads (cached) and writes the API.
+	Client client.Client
+	// APIReader reads the API without the cache: the queue decision is
+	// taken on it.
+	APIReader client.Reader
+	// Recorder emits Kubernetes events on Promotions and Stages.
+	Recorder events.EventRecorder
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// session is one reconcile of one Promotion: the steps are its methods and
+// share what earlier steps learned.
+type session struct {
+	r   *Reconciler
+	p   *promotionv1alpha1.Promotion
+	now time.Time
+
+	// stage and release are what the promotion names (reconcileRequest,
+	// or the stage alone while Running; nil when it is gone).
+	stage   *promotionv1alpha1.Stage
+	release *promotionv1alpha1.Release
+	// outcome is the final phase observeStacks found, with its message;
+	// releaseFailed says the release itself failed (an update), so that
+	// auto-promotion leaves it out of the stage from now on.
+	outcome       promotionv1alpha1.PromotionPhase
+	message       string
+	releaseFailed bool
+}
+
+// Reconcile moves one Promotion along its lifecycle. The chain is:
+//
+//	reconcileRequest → reconcileQueue → reconcileWindow → startPromotion →
+//	pinStacks → observeStacks → recordOutcome → garbageCollect
+//
+// finish, in a defer, writes a failure being retried into status.message
+// while the promotion is not finished, patches the status once and maps
+// the outcome to controller-runtime's result.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	p := &promotionv1alpha1.Promotion{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	s := &session{r: r, p: p, now: r.now()}
+	patcher := sreconcile.NewPatcher(r.Client, p)
+	var (
+		res sreconcile.Result
+		err error
+	)
+	defer func() { result, retErr = s.finish(ctx, patcher, res, err) }()
+
+	if p.Status.Phase == "" {
+		p.Status.Phase = promotionv1alpha1.PromotionPending
+	}
+	res, err = sreconcile.Steps{
+		{Name: "reconcileRequest", Run: s.reconcileRequest},
+		{Name: "reconcileQueue", Run: s.reconcileQueue},
+		{Name: "reconcileWindow", Run: s.reconcileWindow},
+		{Name: "startPromotion", Run: s.startPromotion},
+		{Name: "pinStacks", Run: s.pinStacks},
+		{Name: "observeStacks", Run: s.observeStacks},
+		{Name: "recordOutcome", Run: s.recordOutcome},
+		{Name: "garbageCollect", Run: s.garbageCollect},
+	}.Run(ctx)
+	return
+}
+
+// finish records a failure or a wait in status.message while the
+// promotion is not finished (a finished one never changes), patches the
+// Promotion once and maps the outcome to controller-runtime's result.
+func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res sreconcile.Result, err error) (ctrl.Result, error) {
+	if err != nil && !s.p.Status.Phase.IsFinished() {
+		s.p.Status.Message = sreconcile.Truncate(err.Error(), maxMessage)
+	}
+	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{})
+	if perr := patcher.Patch(ctx, s.p); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	return result, err
+}
+
+// maxMessage is the API's limit on status.message.
+const maxMessage = 4096
+
+// pending reports whether the promotion has not started.
+func (s *session) pending() bool { return s.p.Status.Phase == promotionv1alpha1.PromotionPending }
+
+// running reports whether the promotion runs.
+func (s *session) running() bool { return s.p.Status.Phase == promotionv1alpha1.PromotionRunning }
+
+// end finishes the promotion with phase and msg, and records the event
+// that says so on the Promotion and its Stage.
+func (s *session) end(phase promotionv1alpha1.PromotionPhase, msg string) {
+	st := &s.p.Status
+	now := metav1.NewTime(s.now)
+	st.Phase, st.Message, st.EndTime = phase, sreconcile.Truncate(msg, maxMessage), &now
+	if st.StartTime == nil && phase == promotionv1alpha1.PromotionFailed {
+		st.StartTime = &now
+	}
+	switch phase {
+	case promotionv1alpha1.PromotionSucceeded:
+		s.event(corev1.EventTypeNormal, EventSucceeded, fmt.Sprintf("release %s is in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, msg))
+	case promotionv1alpha1.PromotionFailed:
+		s.event(corev1.EventTypeWarning, EventFailed, fmt.Sprintf("release %s failed in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, msg))
+	default:
+		s.event(corev1.EventTypeWarning, EventAborted, fmt.Sprintf("promotion of release %s into stage %s aborted: %s", s.p.Spec.Release, s.p.Spec.Stage, msg))
+	}
+}
+
+// abort ends a Pending promotion as Aborted. It returns no error: the
+// refusal is the outcome, recorded in status.
+func (s *session) abort(format string, args ...any) (sreconcile.Result, error) {
+	s.end(promotionv1alpha1.PromotionAborted, fmt.Sprintf(format, args...))
+	return sreconcile.ResultSuccess, nil
+}
+
+// event records a Kubernetes event on the Promotion and, when it exists,
+// on its Stage.
+func (s *session) event(eventType, reason, note string) {
+	if s.r.Recorder == nil {
+		return
+	}
+	s.r.Recorder.Eventf(s.p, nil, eventType, reason, "Promote", "%s", note)
+	if s.stage != nil {
+		s.r.Recorder.Eventf(s.stage, s.p, eventType, reason, "Promote", "%s: %s", s.p.Name, note)
+	}
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}

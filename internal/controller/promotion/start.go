@@ -1,0 +1,83 @@
+package promotion
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/stage"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// startPromotion turns a Pending promotion whose turn has come into a
+// Running one: it checks that every Stack of the stage exists, belongs to
+// the stage and can be pinned, records each one's spec.commit before the
+// promotion, and asks for a requeue, so that this record is stored before
+// pinStacks changes any Stack. A Stack that cannot be pinned fails the
+// promotion before anything is changed.
+func (s *session) startPromotion(ctx context.Context) (sreconcile.Result, error) {
+	if !s.pending() {
+		return sreconcile.ResultEmpty, nil
+	}
+	var stages promotionv1alpha1.StageList
+	if err := s.r.Client.List(ctx, &stages, client.InNamespace(s.p.Namespace)); err != nil {
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing stages: %w", err))
+	}
+	sha := s.release.Spec.Commit.SHA
+	recorded := make([]promotionv1alpha1.PromotedStack, 0, len(s.stage.Spec.Stacks))
+	for _, b := range s.stage.Spec.Stacks {
+		if owner := stage.OwnerOf(stages.Items, b.Name); owner != nil && owner.Name != s.stage.Name {
+			return s.abort("spec.stage: Stack %q of stage %q is bound to Stage %q, which is older", b.Name, s.stage.Name, owner.Name)
+		}
+		// Read live: the commit recorded as previous is the one the Stack
+		// has now, whatever the cache says.
+		stack, err := get(ctx, s.r.APIReader, s.p.Namespace, "Stack", b.Name, &pulumiv1.Stack{})
+		if err != nil {
+			return sreconcile.ResultEmpty, err
+		}
+		if err := pinnable(b.Name, stack); err != nil {
+			s.end(promotionv1alpha1.PromotionFailed, err.Error())
+			return sreconcile.ResultSuccess, nil
+		}
+		recorded = append(recorded, promotionv1alpha1.PromotedStack{Name: b.Name, PreviousCommit: stack.Spec.Commit, Commit: sha})
+	}
+	now := metav1.NewTime(s.now)
+	st := &s.p.Status
+	st.Phase, st.StartTime, st.Commit, st.Stacks = promotionv1alpha1.PromotionRunning, &now, sha, recorded
+	st.Message = fmt.Sprintf("pinning %d Stacks to %s", len(recorded), sha)
+	s.event(corev1.EventTypeNormal, EventStarted, fmt.Sprintf("promoting release %s (%s) into stage %s", s.p.Spec.Release, short(sha), s.stage.Name))
+	return sreconcile.ResultRequeue, nil
+}
+
+// pinnable says why the Stack named name (nil when missing) cannot be
+// pinned to a commit by a promotion, or nil when it can.
+func pinnable(name string, stack *pulumiv1.Stack) error {
+	switch {
+	case stack == nil:
+		return fmt.Errorf("Stack %q not found", name)
+	case stack.Spec.ProgramRef != nil:
+		return fmt.Errorf("Stack %q deploys Program %q (spec.programRef): promoting a Program-backed Stack is not supported yet",
+			name, stack.Spec.ProgramRef.Name)
+	case stack.Spec.FluxSource != nil:
+		return fmt.Errorf("Stack %q deploys a Flux source (spec.fluxSource): promoting it is not supported yet", name)
+	case stack.Spec.GitSource == nil || stack.Spec.ProjectRepo == "":
+		return fmt.Errorf("Stack %q has no git source: set spec.projectRepo and pin spec.commit", name)
+	case stack.Spec.Branch != "":
+		return fmt.Errorf("Stack %q tracks spec.branch %q, which a commit cannot be pinned beside: pin spec.commit instead (and remove spec.branch)",
+			name, stack.Spec.Branch)
+	}
+	return nil
+}
+
+// short is the abbreviated form of a commit SHA.
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

@@ -1,0 +1,41 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stackyard/stackyard/internal/controller/pipeline"
+	"github.com/stackyard/stackyard/internal/controller/promotion"
+	"github.com/stackyard/stackyard/internal/controller/stage"
+	"github.com/stackyard/stackyard/internal/source"
+)
+
+// setupPromotion adds the change-management controllers
+// (promotion.stackyard.dev: Pipelines, Stages, Promotions) to mgr. The
+// Pipeline controller shares poller with the Stack controller.
+func setupPromotion(mgr manager.Manager, opts Options, poller *source.Poller) error {
+	if err := pipeline.New(mgr, poller, pipeline.Options{
+		MinInterval: opts.MinResync, StallAfter: opts.StallAfter,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("pipeline controller: %w", err)
+	}
+	// The Stage and Promotion controllers share cache indexes (stages by
+	// Stack, upstream and pipeline; promotions by stage).
+	ctx := context.Background()
+	if err := stage.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("stage indexes: %w", err)
+	}
+	if err := (&stage.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("stage-controller"), StallAfter: opts.StallAfter,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("stage controller: %w", err)
+	}
+	if err := (&promotion.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("promotion-controller"),
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("promotion controller: %w", err)
+	}
+	return nil
+}
