@@ -95,7 +95,8 @@ vet: ## go vet the main module.
 
 .PHONY: dev
 dev: $(TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
-	go run ./cmd/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases
+	go build -o $(BIN)/stackyard ./cmd/stackyard
+	$(BIN)/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases --policy-dir $(CURDIR)/config/policy
 
 ##@ Test
 

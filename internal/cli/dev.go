@@ -46,6 +46,7 @@ func newDevCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.StateDir, "state-dir", ".stackyard", "directory for all state: control plane, workspaces, sample repository, Pulumi state")
 	cmd.Flags().StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding etcd, kube-apiserver, pulumi, the YAML host and the test provider (built by `make tools`)")
 	cmd.Flags().StringVar(&opts.CRDDir, "crd-dir", "config/crd/bases", "directory of the CRD manifests to install")
+	cmd.Flags().StringVar(&opts.PolicyDir, "policy-dir", "config/policy", "directory of the admission policies to apply (empty: none)")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "operator log file (default: <state-dir>/operator.log)")
 	return cmd
 }

@@ -30,8 +30,8 @@ func (p *promoteFlags) add(cmd *cobra.Command) {
 func promoteCommand() *cobra.Command {
 	var f promoteFlags
 	cmd := &cobra.Command{
-		Use:   "promote STAGE RELEASE",
-		Short: "Ask for a release to be promoted into a stage",
+		Use:   "promote STAGE [RELEASE]",
+		Short: "Ask for a release to be promoted into a stage (default: the one it would take next)",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, pipelinectl.Request{Stage: args[0], Release: secondArg(args), Reason: f.reason})

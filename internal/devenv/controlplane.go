@@ -32,6 +32,9 @@ type Options struct {
 	BinDir string
 	// CRDDir holds the CRD manifests to install (config/crd/bases).
 	CRDDir string
+	// PolicyDir holds the admission policies to apply (config/policy);
+	// empty applies none.
+	PolicyDir string
 }
 
 // ControlPlane is a running etcd + kube-apiserver pair.
@@ -77,6 +80,12 @@ func StartControlPlane(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		_ = env.Stop() // envtest leaves the processes up when installing CRDs fails
 		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	if opts.PolicyDir != "" {
+		if err := applyPolicies(cfg, opts.PolicyDir); err != nil {
+			_ = env.Stop()
+			return nil, err
+		}
 	}
 	cp := &ControlPlane{env: env, Config: cfg, KubeconfigPath: filepath.Join(opts.StateDir, "kubeconfig")}
 	if err := writeKubeconfig(cfg, cp.KubeconfigPath); err != nil {
@@ -130,4 +139,16 @@ func writeKubeconfig(cfg *rest.Config, path string) error {
 	kc.Contexts["stackyard-dev"] = &clientcmdapi.Context{Cluster: "stackyard-dev", AuthInfo: "admin", Namespace: "default"}
 	kc.CurrentContext = "stackyard-dev"
 	return clientcmd.WriteToFile(*kc, path)
+}
+
+// applyPolicies applies the admission policies in dir.
+func applyPolicies(cfg *rest.Config, dir string) error {
+	cl, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	if err := ApplyDir(context.Background(), cl, dir); err != nil {
+		return fmt.Errorf("applying the admission policies: %w", err)
+	}
+	return nil
 }

@@ -2,7 +2,7 @@ package pipelinectl
 
 import (
 	"context"
-	"errors"
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -11,14 +11,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/controller/stage"
 )
 
 // Request is a promotion a person asks for.
 type Request struct {
 	// Stage is the stage to promote into.
 	Stage string
-	// Release is the release to promote; for a rollback, empty means the
-	// newest release verified in the stage other than the one it runs.
+	// Release is the release to promote. Empty means, for a promotion, the
+	// release auto-promotion would pick next; for a rollback, the newest
+	// release verified in the stage other than the one it runs.
 	Release string
 	// Rollback marks the promotion as a rollback.
 	Rollback bool
@@ -42,7 +44,9 @@ func (c *Client) Promote(ctx context.Context, req Request) (*promotionv1alpha1.P
 			return nil, err
 		}
 	case release == "":
-		return nil, errors.New("name the release to promote (see `stackyard releases " + stage.Spec.Pipeline + "`)")
+		if release, err = c.nextRelease(ctx, stage); err != nil {
+			return nil, err
+		}
 	}
 	user, err := c.WhoAmI(ctx)
 	if err != nil {
@@ -65,6 +69,26 @@ func (c *Client) Promote(ctx context.Context, req Request) (*promotionv1alpha1.P
 		return nil, fmt.Errorf("creating the promotion: %w", err)
 	}
 	return p, nil
+}
+
+// nextRelease is the release the stage would promote next, by the same
+// choice auto-promotion makes (stage.Select): available to the stage,
+// newer than what it verified, never one that failed there.
+func (c *Client) nextRelease(ctx context.Context, st *promotionv1alpha1.Stage) (string, error) {
+	releases, err := c.releases(ctx, st.Spec.Pipeline)
+	if err != nil {
+		return "", err
+	}
+	current := ""
+	if cur := st.Status.CurrentRelease; cur != nil {
+		current = cur.Name
+	}
+	sel := stage.Select(st, releases, current, c.now())
+	if sel.Release == nil {
+		why := cmp.Or(sel.Waiting, "it runs the newest available release")
+		return "", fmt.Errorf("stage %q has no release to promote next (%s); name one (see `stackyard releases %s`)", st.Name, why, st.Spec.Pipeline)
+	}
+	return sel.Release.Name, nil
 }
 
 // rollbackTarget is the newest release verified in stage, by when it was

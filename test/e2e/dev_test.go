@@ -37,7 +37,7 @@ type devRun struct {
 func startDev(t *testing.T, bin, stateDir string) *devRun {
 	t.Helper()
 	cmd := exec.Command(bin, "dev", "--state-dir", stateDir, "--bin-dir", testenv.BinDir(),
-		"--crd-dir", filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"))
+		"--crd-dir", filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"), "--policy-dir", testenv.PolicyDir())
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -87,16 +87,19 @@ func (r *devRun) stop(t *testing.T) {
 	}
 }
 
-// sampleClient reads the dev control plane through the kubeconfig it wrote.
-func sampleClient(t *testing.T, stateDir string) client.Client {
+// devClient reads the dev control plane through the kubeconfig it wrote,
+// knowing the kinds adders register.
+func devClient(t *testing.T, stateDir string, adders ...func(*k8sruntime.Scheme) error) client.Client {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	scheme := k8sruntime.NewScheme()
-	if err := pulumiv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+	for _, add := range adders {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -138,7 +141,7 @@ func TestDev(t *testing.T) {
 	stateDir := filepath.Join(tmp, "state")
 
 	run := startDev(t, bin, stateDir)
-	c := sampleClient(t, stateDir)
+	c := devClient(t, stateDir, pulumiv1.AddToScheme)
 	var stack pulumiv1.Stack
 	key := client.ObjectKey{Namespace: "default", Name: "sample"}
 	g.Eventually(func(g Gomega) {
@@ -155,7 +158,7 @@ func TestDev(t *testing.T) {
 	// A restart keeps everything: the same Stack, Ready, with no new update
 	// needed for an unchanged program.
 	run = startDev(t, bin, stateDir)
-	c = sampleClient(t, stateDir)
+	c = devClient(t, stateDir, pulumiv1.AddToScheme)
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Get(context.Background(), key, &stack)).To(Succeed())
 		g.Expect(sreconcile.IsReady(stack.Status.Conditions)).To(BeTrue())
