@@ -1,8 +1,8 @@
 package pipelinectl
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"time"
