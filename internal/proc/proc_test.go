@@ -138,13 +138,21 @@ func TestEndKillsWithoutGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("sh", "-c", "trap '' TERM; while :; do sleep 1; done")
+	cmd := exec.Command("sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done")
 	cmd.Env = append(os.Environ(), tree.Env())
 	cmd.SysProcAttr = SessionAttr()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	tree.Started(cmd.Process.Pid)
+	// Only once the shell ignores SIGTERM does its end prove the SIGKILL.
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
