@@ -32,6 +32,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/artifact"
+	"github.com/stackyard/stackyard/internal/cloudapi"
 	"github.com/stackyard/stackyard/internal/controller/program"
 	"github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/controller/update"
@@ -66,6 +67,10 @@ type Options struct {
 	// ArtifactListen is the artifact server's listen address
 	// ("127.0.0.1:0" picks a free port).
 	ArtifactListen string
+	// CloudAPIAddr is the listen address of the Pulumi Cloud-compatible
+	// update history API that Kargo AnalysisTemplates query
+	// (internal/cloudapi); empty or "0" disables it.
+	CloudAPIAddr string
 	// ArtifactURL is the base URL agents use to download artifacts; empty
 	// derives it from the listen address, which only the local runtime can
 	// use: the kubernetes runtime requires it.
@@ -176,6 +181,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 
+	if err := addCloudAPI(mgr, opts); err != nil {
+		return nil, err
+	}
+
 	events, notify := workspace.NotifyChannel()
 	rt, owns, err := newRuntime(mgr, opts, notify)
 	if err != nil {
@@ -279,6 +288,25 @@ func addArtifactServer(mgr manager.Manager, opts Options) (*artifact.Store, erro
 		return nil, err
 	}
 	return store, nil
+}
+
+// The cloud API checks each caller's token and right to get a Stack with
+// the API server.
+//
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// addCloudAPI serves the cloud API when an address is set. It reads Stacks
+// and Updates through the manager's cache.
+func addCloudAPI(mgr manager.Manager, opts Options) error {
+	if opts.CloudAPIAddr == "" || opts.CloudAPIAddr == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", opts.CloudAPIAddr)
+	if err != nil {
+		return fmt.Errorf("cloud API: %w", err)
+	}
+	return mgr.Add(cloudapi.NewServer(ln, cloudapi.NewHandler(mgr.GetClient(), mgr.GetLogger().WithName("cloud-api"))))
 }
 
 var (
