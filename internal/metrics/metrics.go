@@ -6,6 +6,10 @@
 //     is always the level and never drifts from the objects;
 //   - stackyard_updates_total{type,result} and
 //     stackyard_update_duration_seconds{type,result}: finished operations;
+//   - stackyard_promotions_total{namespace,stage,result},
+//     stackyard_promotion_approval_wait_seconds{namespace,stage} and
+//     stackyard_verification_checks_total{namespace,stage,check,result}:
+//     change management (promotions.go);
 //   - the work queue depth, latency and retries of every controller, which
 //     controller-runtime exports itself (workqueue_depth{name=...}).
 package metrics
@@ -125,7 +129,14 @@ func (u *Updates) Collectors() []prometheus.Collector {
 // a new one) are replaced, so that the metrics come from the manager that
 // runs and not from a stopped one.
 func Register(reader client.Reader, updates *Updates) error {
-	for _, c := range append(updates.Collectors(), &StackCollector{Reader: reader}) {
+	return RegisterCollectors(append(updates.Collectors(), &StackCollector{Reader: reader})...)
+}
+
+// RegisterCollectors adds collectors to controller-runtime's registry,
+// replacing those of the same metrics left there by an operator assembled
+// earlier in the same process.
+func RegisterCollectors(collectors ...prometheus.Collector) error {
+	for _, c := range collectors {
 		err := ctrlmetrics.Registry.Register(c)
 		var dup prometheus.AlreadyRegisteredError
 		if errors.As(err, &dup) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stackyard/stackyard/internal/controller/pipeline"
 	"github.com/stackyard/stackyard/internal/controller/promotion"
 	"github.com/stackyard/stackyard/internal/controller/stage"
+	"github.com/stackyard/stackyard/internal/metrics"
 	"github.com/stackyard/stackyard/internal/source"
 )
 
@@ -32,8 +33,13 @@ func setupPromotion(mgr manager.Manager, opts Options, poller *source.Poller) er
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("stage controller: %w", err)
 	}
+	promotions := metrics.NewPromotions()
+	if err := metrics.RegisterCollectors(promotions.Collectors()...); err != nil {
+		return fmt.Errorf("promotion metrics: %w", err)
+	}
 	if err := (&promotion.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("promotion-controller"),
+		Metrics: promotions,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("promotion controller: %w", err)
 	}

@@ -50,11 +50,28 @@ func (c *Client) now() time.Time {
 // WhoAmI returns the user name the API server authenticates the client
 // as, which a Promotion's spec.requestedBy must carry.
 func (c *Client) WhoAmI(ctx context.Context) (string, error) {
+	who, err := c.Identity(ctx)
+	return who.User, err
+}
+
+// Identity is who the API server authenticates a client as.
+type Identity struct {
+	// User is the user name.
+	User string
+	// Groups are the user's groups, as the API server sees them (with
+	// system:authenticated).
+	Groups []string
+}
+
+// Identity asks the API server who the client is (a SelfSubjectReview):
+// the user name and groups an Approval's spec.user and spec.groups must
+// carry.
+func (c *Client) Identity(ctx context.Context) (Identity, error) {
 	review := &authenticationv1.SelfSubjectReview{}
 	if err := c.Client.Create(ctx, review); err != nil {
-		return "", fmt.Errorf("asking the API server who you are: %w", err)
+		return Identity{}, fmt.Errorf("asking the API server who you are: %w", err)
 	}
-	return review.Status.UserInfo.Username, nil
+	return Identity{User: review.Status.UserInfo.Username, Groups: review.Status.UserInfo.Groups}, nil
 }
 
 // stages lists the Stages of pipeline ("" for every pipeline), by name.

@@ -25,11 +25,17 @@ const (
 	EventPromotionStarted = "PromotionStarted"
 	// EventPromotionFinished: the promotion ended; Phase says how.
 	EventPromotionFinished = "PromotionFinished"
+	// EventApprovalGiven: a person approved a promotion (By, Groups, and
+	// their comment in Message).
+	EventApprovalGiven = "ApprovalGiven"
+	// EventApprovalRejected: a person rejected a promotion, for the reason
+	// in Message.
+	EventApprovalRejected = "ApprovalRejected"
 )
 
 // HistoryEntry is one event of the audit trail, read back from the
 // immutable objects that record it: a Release's creation, a Promotion's
-// creation, start and end.
+// creation, start and end, an Approval's creation.
 type HistoryEntry struct {
 	// Time is when it happened.
 	Time metav1.Time `json:"time"`
@@ -47,11 +53,15 @@ type HistoryEntry struct {
 	Promotion string `json:"promotion,omitempty"`
 	// Rollback marks a rollback.
 	Rollback bool `json:"rollback,omitempty"`
-	// By is who asked, for a request.
+	// By is who asked, for a request, or who decided, for an approval.
 	By string `json:"by,omitempty"`
-	// Phase is how a promotion ended.
+	// Groups are the groups of who decided, for an approval.
+	Groups []string `json:"groups,omitempty"`
+	// Phase is how a promotion ended, or the decision (Approve, Reject)
+	// of an approval.
 	Phase string `json:"phase,omitempty"`
-	// Message is the promotion's message when it ended.
+	// Message is the promotion's message when it ended, or the approver's
+	// comment.
 	Message string `json:"message,omitempty"`
 }
 
@@ -102,6 +112,11 @@ func (c *Client) History(ctx context.Context, stage string) ([]HistoryEntry, err
 			out = append(out, ended)
 		}
 	}
+	decisions, err := c.decisions(ctx, stage, promotions, pipelineOf)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, decisions...)
 	slices.SortStableFunc(out, func(a, b HistoryEntry) int {
 		return cmp.Or(a.Time.Time.Compare(b.Time.Time), eventOrder(a.Event)-eventOrder(b.Event), strings.Compare(a.Promotion, b.Promotion))
 	})
@@ -110,7 +125,41 @@ func (c *Client) History(ctx context.Context, stage string) ([]HistoryEntry, err
 
 // eventOrder orders events of the same second as they happen.
 func eventOrder(event string) int {
-	return slices.Index([]string{EventReleaseDiscovered, EventPromotionRequested, EventPromotionStarted, EventPromotionFinished}, event)
+	return slices.Index([]string{
+		EventReleaseDiscovered, EventPromotionRequested, EventApprovalGiven, EventApprovalRejected, EventPromotionStarted, EventPromotionFinished,
+	}, event)
+}
+
+// decisions are the approvals and rejections given on the promotions of
+// stage ("" for every stage), one entry each, whether they counted or not.
+func (c *Client) decisions(ctx context.Context, stage string, promotions []promotionv1alpha1.Promotion, pipelineOf map[string]string) ([]HistoryEntry, error) {
+	var list promotionv1alpha1.ApprovalList
+	if err := c.Client.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing approvals: %w", err)
+	}
+	byName := map[string]*promotionv1alpha1.Promotion{}
+	for i := range promotions {
+		byName[promotions[i].Name] = &promotions[i]
+	}
+	var out []HistoryEntry
+	for _, a := range list.Items {
+		spec := a.Spec
+		if stage != "" && spec.Stage != stage {
+			continue
+		}
+		e := HistoryEntry{
+			Time: a.CreationTimestamp, Event: EventApprovalGiven, Pipeline: pipelineOf[spec.Stage], Stage: spec.Stage,
+			Promotion: spec.Promotion, By: spec.User, Groups: spec.Groups, Phase: string(spec.Decision), Message: spec.Comment,
+		}
+		if spec.Decision == promotionv1alpha1.Reject {
+			e.Event = EventApprovalRejected
+		}
+		if p := byName[spec.Promotion]; p != nil {
+			e.Release, e.Commit, e.Rollback = p.Spec.Release, p.Status.Commit, p.Spec.Rollback
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // ReleaseRow is one release as `stackyard releases` shows it.

@@ -6,11 +6,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -44,6 +46,13 @@ func run(m *testing.M) int {
 // kinds of ns (and nothing else).
 func as(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) client.Client {
 	t.Helper()
+	return asMember(t, ns, user, nil, rules...)
+}
+
+// asMember returns a client acting as user, member of groups, granted
+// verbs on the promotion kinds of ns (and nothing else).
+func asMember(t *testing.T, ns, user string, groups []string, rules ...rbacv1.PolicyRule) client.Client {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: rules}
@@ -54,7 +63,7 @@ func as(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) client.Client
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	})).To(Succeed())
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	return c
@@ -131,4 +140,74 @@ func TestStageGovernance(t *testing.T) {
 	g.Expect(editor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
 	plain.Spec.Freeze = nil
 	g.Expect(editor.Update(ctx, plain)).To(MatchError(ContainSubstring("spec.freeze")))
+
+	// So is dropping an approval requirement.
+	gated := stage("gated")
+	gated.Spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 2}
+	g.Expect(governor.Create(ctx, gated)).To(Succeed())
+	g.Expect(editor.Get(ctx, client.ObjectKeyFromObject(gated), gated)).To(Succeed())
+	gated.Spec.Approval = nil
+	g.Expect(editor.Update(ctx, gated)).To(MatchError(ContainSubstring("spec.approval: changing the gate settings")))
+}
+
+// TestApprovals: an Approval is accepted only from the user and groups
+// the API server authenticated, allowed the verb approve on its stage.
+func TestApprovals(t *testing.T) {
+	ns := env.NewNamespace(t, "policy-")
+	ctx := context.Background()
+	approvals := rule("approvals", "create", "get", "update")
+	alice := asMember(t, ns, "alice", []string{"qa"}, approvals, rule("stages", "approve"))
+	bob := asMember(t, ns, "bob", []string{"qa"}, approvals)
+	carol := asMember(t, ns, "carol", nil, approvals, rbacv1.PolicyRule{
+		APIGroups: []string{promotionv1alpha1.GroupVersion.Group}, Resources: []string{"stages"}, ResourceNames: []string{"dev"}, Verbs: []string{"approve"},
+	})
+	approval := func(name, user string, groups []string) *promotionv1alpha1.Approval {
+		return &promotionv1alpha1.Approval{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: promotionv1alpha1.ApprovalSpec{
+				Promotion: "prod-1", Stage: "prod", PlanDigest: "sha256:0123", Decision: promotionv1alpha1.Approve, User: user, Groups: groups,
+			},
+		}
+	}
+	g := NewWithT(t)
+	aliceGroups := groupsOf(t, alice)
+	g.Expect(aliceGroups).To(ContainElement("qa"))
+
+	// Refusals first: the policy may take a moment to load, and a
+	// success before it has would prove nothing.
+	eventually(t, func() error { return bob.Create(ctx, approval("bob", "bob", groupsOf(t, bob))) }).
+		Should(MatchError(ContainSubstring(`spec.stage: deciding on a promotion into stage prod needs the verb "approve" on stages.promotion.stackyard.dev, which bob is not allowed`)))
+	g.Expect(carol.Create(ctx, approval("carol", "carol", groupsOf(t, carol)))).To(MatchError(ContainSubstring("spec.stage")),
+		"carol may approve stage dev only")
+	g.Expect(alice.Create(ctx, approval("as-bob", "bob", aliceGroups))).To(MatchError(ContainSubstring(`spec.user: must be the name you are authenticated as, "alice"`)))
+	g.Expect(alice.Create(ctx, approval("more-groups", "alice", append([]string{"security"}, aliceGroups...)))).
+		To(MatchError(ContainSubstring("spec.groups: must be the groups you are authenticated with")))
+	g.Expect(alice.Create(ctx, approval("no-groups", "alice", nil))).To(MatchError(ContainSubstring("spec.groups")))
+
+	// The groups are compared as a set: order does not matter.
+	reversed := slices.Clone(aliceGroups)
+	slices.Reverse(reversed)
+	given := approval("alice", "alice", reversed)
+	g.Expect(alice.Create(ctx, given)).To(Succeed())
+	carolOnDev := approval("carol-dev", "carol", groupsOf(t, carol))
+	carolOnDev.Spec.Stage = "dev"
+	g.Expect(carol.Create(ctx, carolOnDev)).To(Succeed())
+
+	// A rejection needs a reason, and a decision never changes.
+	reject := approval("alice-rejects", "alice", aliceGroups)
+	reject.Spec.Decision = promotionv1alpha1.Reject
+	g.Expect(alice.Create(ctx, reject)).To(MatchError(ContainSubstring("spec.comment: a rejection needs a reason")))
+	reject.Spec.Comment = "the plan replaces the database"
+	g.Expect(alice.Create(ctx, reject)).To(Succeed())
+	given.Spec.Decision = promotionv1alpha1.Reject
+	given.Spec.Comment = "changed my mind"
+	g.Expect(alice.Update(ctx, given)).To(MatchError(ContainSubstring("an Approval is a record")))
+}
+
+// groupsOf asks the API server which groups c is authenticated with.
+func groupsOf(t *testing.T, c client.Client) []string {
+	t.Helper()
+	review := &authenticationv1.SelfSubjectReview{}
+	NewWithT(t).Expect(c.Create(context.Background(), review)).To(Succeed())
+	return review.Status.UserInfo.Groups
 }

@@ -105,7 +105,31 @@ type UpdateSpec struct {
 	// run time). Ignored by preview and up, which always run it.
 	// +optional
 	RunProgram *bool `json:"runProgram,omitempty"`
+
+	// SavePlan, for a preview, saves the update plan the preview computes
+	// (`pulumi preview --save-plan`) in an immutable Secret owned by the
+	// Update, named in status.plan, under the key "plan". A plan holds the
+	// stack's configuration and the planned resources' inputs and outputs:
+	// secret values encrypted by the stack's secrets provider, the others
+	// in clear text. A stackyard extension; ignored by other types.
+	// +optional
+	SavePlan *bool `json:"savePlan,omitempty"`
+
+	// PlanSecret, for an up, names a Secret in the Update's namespace whose
+	// key "plan" holds an update plan a preview saved (see savePlan): the up
+	// is held to it (`pulumi up --plan`), and fails with a message
+	// containing "violates plan", before changing the resource concerned,
+	// where it would do anything the plan does not allow (an input changed
+	// since the preview). A missing Secret or key fails the Update. A
+	// stackyard extension; ignored by other types.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PlanSecret string `json:"planSecret,omitempty"`
 }
+
+// PlanKey is the key of the update plan in the Secret status.plan and
+// spec.planSecret name.
+const PlanKey = "plan"
 
 // UpdateStatus is the observed state of an Update.
 type UpdateStatus struct {
@@ -160,6 +184,12 @@ type UpdateStatus struct {
 	// +optional
 	Changes map[string]int64 `json:"changes,omitempty"`
 
+	// Plan, for a preview with spec.savePlan, names the immutable Secret,
+	// owned by the Update, whose key "plan" holds the saved update plan. A
+	// stackyard extension.
+	// +optional
+	Plan string `json:"plan,omitempty"`
+
 	// ResourceChanges lists, for a preview, each resource the update would
 	// change (at most 500): URN, type and operation. A stackyard extension;
 	// approvals and verification read it.
@@ -177,6 +207,13 @@ type ResourceChange struct {
 	Type string `json:"type,omitempty"`
 	// Op is the operation: create, update, delete, replace, ...
 	Op string `json:"op"`
+	// Properties names the top-level input properties whose change causes
+	// the step (the engine's "diffs"): names only, never values, so a
+	// secret's value cannot leak through it. A stackyard extension; empty
+	// for creates and deletes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Properties []string `json:"properties,omitempty"`
 }
 
 // Update is one Pulumi operation (preview, up, destroy or refresh) on a

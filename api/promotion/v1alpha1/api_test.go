@@ -11,7 +11,7 @@ import (
 func TestCRDsAreAccepted(t *testing.T) {
 	for _, name := range []string{
 		"pipelines.promotion.stackyard.dev", "releases.promotion.stackyard.dev",
-		"stages.promotion.stackyard.dev", "promotions.promotion.stackyard.dev",
+		"stages.promotion.stackyard.dev", "promotions.promotion.stackyard.dev", "approvals.promotion.stackyard.dev",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if errs := crdtest.Load(t, name).DefinitionErrors(); len(errs) > 0 {

@@ -17,10 +17,11 @@ const (
 	// their updates run.
 	PromotionRunning PromotionPhase = "Running"
 	// PromotionSucceeded: every Stack of the stage is Ready at the
-	// release's commit.
+	// release's commit (in a preview-only stage: every preview
+	// succeeded).
 	PromotionSucceeded PromotionPhase = "Succeeded"
-	// PromotionFailed: a Stack's update failed or stalled, or the
-	// promotion could not be applied.
+	// PromotionFailed: a preview failed, a Stack's update failed or
+	// stalled, or the promotion could not be applied.
 	PromotionFailed PromotionPhase = "Failed"
 	// PromotionAborted: superseded by a newer request before it started,
 	// or refused (a release that does not exist, a stage that is gone).
@@ -106,7 +107,9 @@ type PromotionStatus struct {
 	Commit string `json:"commit,omitempty"`
 
 	// StartTime is when the promotion started: its Stacks' previous
-	// commits were recorded, and then the Stacks were pinned.
+	// commits were recorded, and then the Stacks were pinned. A promotion
+	// that ended with its previews (a failed preview, a preview-only
+	// stage) records when they ended.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 
@@ -118,6 +121,142 @@ type PromotionStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	Stacks []PromotedStack `json:"stacks,omitempty"`
+
+	// Previews are the changes the promotion would make, Stack by Stack,
+	// from a `pulumi preview` of the release's commit with each Stack's
+	// configuration, run before anything changes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Previews []StackPreview `json:"previews,omitempty"`
+
+	// PlanDigest identifies what was previewed (the release's commit, the
+	// Stacks' configuration and the versions of the Secrets they read, and
+	// the previews' plans): approvals count only for this digest.
+	// +optional
+	PlanDigest string `json:"planDigest,omitempty"`
+
+	// Approvals are the decisions that count, for PlanDigest.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Approvals []ApprovalRecord `json:"approvals,omitempty"`
+
+	// Verification is the progress of the stage's checks.
+	// +optional
+	Verification *VerificationStatus `json:"verification,omitempty"`
+}
+
+// ChangeSummary counts the changes of a preview by operation.
+type ChangeSummary struct {
+	// Create, Update, Replace and Delete count resources.
+	Create  int32 `json:"create"`
+	Update  int32 `json:"update"`
+	Replace int32 `json:"replace"`
+	Delete  int32 `json:"delete"`
+	// Same counts resources left as they are.
+	// +optional
+	Same int32 `json:"same,omitempty"`
+}
+
+// ResourceChange is one resource a preview would change.
+type ResourceChange struct {
+	// URN is the resource's URN.
+	URN string `json:"urn"`
+	// Op is create, update, replace or delete.
+	Op string `json:"op"`
+	// Properties names the changed properties (names only, never values).
+	// +optional
+	Properties []string `json:"properties,omitempty"`
+}
+
+// StackPreview is the preview of one Stack.
+type StackPreview struct {
+	// Name is the Stack's name.
+	Name string `json:"name"`
+	// Update is the preview Update (auto.pulumi.com), owned by the
+	// promotion and kept with it as the record of the preview.
+	// +optional
+	Update string `json:"update,omitempty"`
+	// Summary counts the changes; unset until the preview succeeded.
+	// +optional
+	Summary *ChangeSummary `json:"summary,omitempty"`
+	// Changes lists the resources that would change, at most 200.
+	// +optional
+	// +kubebuilder:validation:MaxItems=200
+	Changes []ResourceChange `json:"changes,omitempty"`
+	// Plan is the promotion's Secret (key "plan") holding the update plan
+	// the preview saved. The Stack's up is held to it (`pulumi up --plan`),
+	// so that only what was previewed can happen; its digest is part of
+	// planDigest.
+	// +optional
+	Plan string `json:"plan,omitempty"`
+	// Message says how the preview ended.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ApprovalRecord is one decision on a promotion, as the Approval recorded
+// it.
+type ApprovalRecord struct {
+	// Approval is the Approval object.
+	Approval string `json:"approval"`
+	// User is who decided.
+	User string `json:"user"`
+	// Groups are the user's groups when they decided.
+	// +optional
+	Groups []string `json:"groups,omitempty"`
+	// Decision is Approve or Reject.
+	Decision ApprovalDecision `json:"decision"`
+	// Comment is the approver's words.
+	// +optional
+	Comment string `json:"comment,omitempty"`
+	// Time is when the decision was made.
+	Time metav1.Time `json:"time"`
+}
+
+// VerificationStatus is the progress of a stage's checks on a promotion.
+type VerificationStatus struct {
+	// Phase is Running, Succeeded or Failed.
+	Phase string `json:"phase"`
+	// StartTime is when the checks began.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// Checks are the checks' results.
+	// +optional
+	Checks []CheckStatus `json:"checks,omitempty"`
+	// Message says how verification ended: which check failed and why,
+	// or that all passed.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// CheckStatus is one check's measurements.
+type CheckStatus struct {
+	// Name is the check's name.
+	Name string `json:"name"`
+	// Phase is Running, Succeeded or Failed.
+	Phase string `json:"phase"`
+	// Successes and Failures count measurements (an Error counts as a
+	// failure).
+	Successes int32 `json:"successes"`
+	Failures  int32 `json:"failures"`
+	// Measurements are the last measurements, at most 10.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Measurements []Measurement `json:"measurements,omitempty"`
+}
+
+// Measurement is one measurement of a check.
+type Measurement struct {
+	// Time is when it was taken.
+	Time metav1.Time `json:"time"`
+	// Phase is Successful, Failed or Error.
+	Phase string `json:"phase"`
+	// Value is the measured value, cut to 256 bytes.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Message says what went wrong, for an error.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Promotion moves one Release into one Stage: it pins the stage's Stacks

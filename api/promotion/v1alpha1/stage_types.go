@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -180,6 +182,217 @@ type StageSpec struct {
 	// Freeze stops every promotion into the stage while it is set.
 	// +optional
 	Freeze *Freeze `json:"freeze,omitempty"`
+
+	// PreviewOnly makes the stage a preview stage: a promotion runs
+	// `pulumi preview` of each bound Stack at the release's commit,
+	// records the changes, and succeeds without changing anything; the
+	// release is verified there when every preview succeeded.
+	// +optional
+	PreviewOnly bool `json:"previewOnly,omitempty"`
+
+	// Approval requires people to approve a promotion, after its preview
+	// and before it changes anything. Changing it requires the "govern"
+	// verb on the stage.
+	// +optional
+	Approval *ApprovalPolicy `json:"approval,omitempty"`
+
+	// Verification adds checks that must pass after a promotion's updates
+	// before the release counts as verified in the stage (beyond the
+	// built-in one: every Stack Ready at the release's commit), and what
+	// to do when they fail.
+	// +optional
+	Verification *Verification `json:"verification,omitempty"`
+}
+
+// Approver names who may approve: a user or a group, as the API server
+// authenticates them. One of the two.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.user) != has(self.group)",message="set one of user and group"
+type Approver struct {
+	// User is a user name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	User string `json:"user,omitempty"`
+	// Group is a group name; any member may approve.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Group string `json:"group,omitempty"`
+}
+
+// ApprovalPolicy says how many people, and who, must approve a promotion
+// into a stage. Whoever approves also needs the verb "approve" on the
+// stage, checked by the API server (config/policy), so kubectl, the CLI
+// and the dashboard are judged alike.
+type ApprovalPolicy struct {
+	// Required is how many distinct people must approve (N of M).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Required int32 `json:"required"`
+
+	// From lists who counts (the M); empty means anyone allowed the verb
+	// "approve" on the stage. With RequireEach, every entry must be
+	// represented by at least one approval (e.g. a functional and a
+	// security group), and Required counts on top.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	From []Approver `json:"from,omitempty"`
+
+	// RequireEach requires an approval from each entry of From.
+	// +optional
+	RequireEach bool `json:"requireEach,omitempty"`
+
+	// AllowSelfApproval lets the user who asked for the promotion approve
+	// it too; by default their approval does not count.
+	// +optional
+	AllowSelfApproval bool `json:"allowSelfApproval,omitempty"`
+
+	// ExpireAfter is how long an approval counts; default: until the
+	// promotion ends.
+	// +optional
+	ExpireAfter *metav1.Duration `json:"expireAfter,omitempty"`
+
+	// SkipForRollback lets an automatic rollback run without approvals.
+	// +optional
+	SkipForRollback bool `json:"skipForRollback,omitempty"`
+}
+
+// Verification is what proves a promotion worked.
+type Verification struct {
+	// Checks must all pass, after every Stack is Ready at the release's
+	// commit.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Checks []VerificationCheck `json:"checks,omitempty"`
+
+	// RollbackOnFailure promotes the last release verified in the stage
+	// when verification fails; the rollback is a Promotion like any other
+	// (previewed, and approved unless approval.skipForRollback).
+	// +optional
+	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
+}
+
+// VerificationCheck is one check, with the field names of an Argo
+// Rollouts AnalysisTemplate metric (web provider), so that templates port
+// by copy and paste. Conditions are CEL expressions over `result` (the
+// measured value); see docs/change-management.md for how they differ from
+// Argo's.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.http) != has(self.job)",message="set one of http and job"
+type VerificationCheck struct {
+	// Name names the check.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// InitialDelay waits this long after the updates before the first
+	// measurement.
+	// +optional
+	InitialDelay *metav1.Duration `json:"initialDelay,omitempty"`
+
+	// Interval is the time between measurements; default 10s.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Count is how many measurements to take; default 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Count int32 `json:"count,omitempty"`
+
+	// FailureLimit is how many failed measurements are tolerated; default
+	// 0. A measurement that could not be taken (Error) counts as failed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FailureLimit int32 `json:"failureLimit,omitempty"`
+
+	// SuccessCondition is a CEL expression over `result` that is true when
+	// a measurement succeeded, e.g. "result.status == 'ok'".
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	SuccessCondition string `json:"successCondition,omitempty"`
+
+	// FailureCondition is a CEL expression over `result` that is true when
+	// a measurement failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	FailureCondition string `json:"failureCondition,omitempty"`
+
+	// HTTP measures the answer of an HTTP endpoint.
+	// +optional
+	HTTP *HTTPCheck `json:"http,omitempty"`
+
+	// Job runs a Kubernetes Job, which must complete.
+	// +optional
+	Job *JobCheck `json:"job,omitempty"`
+}
+
+// HTTPCheck is Argo Rollouts' web metric provider.
+type HTTPCheck struct {
+	// URL is the address to call.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// Method is GET (default), POST or PUT.
+	// +optional
+	// +kubebuilder:validation:Enum=GET;POST;PUT
+	Method string `json:"method,omitempty"`
+	// Headers are sent with the request.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Headers []HTTPHeader `json:"headers,omitempty"`
+	// Body is sent with POST and PUT.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Body string `json:"body,omitempty"`
+	// JSONPath selects the measured value from a JSON answer, e.g.
+	// "{$.data.ok}" (the braces may be left out); one match is the value,
+	// several a list. Default: the whole answer, or its text when it is
+	// not JSON.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	JSONPath string `json:"jsonPath,omitempty"`
+	// TimeoutSeconds bounds one request; default 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+}
+
+// HTTPHeader is one request header, given inline or read from a Secret of
+// the stage's namespace.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.value) != has(self.valueFrom)",message="set one of value and valueFrom"
+type HTTPHeader struct {
+	// Key is the header's name.
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+	// Value is the header's value.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// ValueFrom reads the value from a Secret key.
+	// +optional
+	ValueFrom *HeaderValueSource `json:"valueFrom,omitempty"`
+}
+
+// HeaderValueSource points at a Secret key.
+type HeaderValueSource struct {
+	// SecretKeyRef selects the key.
+	SecretKeyRef corev1.SecretKeySelector `json:"secretKeyRef"`
+}
+
+// JobCheck runs a Job that must complete. A measurement is Successful
+// when the Job completes and Failed when it fails (its backoffLimit
+// retries happen within one measurement); successCondition and
+// failureCondition do not apply.
+type JobCheck struct {
+	// Spec is the Job's spec; the Job is created in the stage's namespace,
+	// owned by the Promotion.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Spec batchv1.JobSpec `json:"spec"`
 }
 
 // StageHealthStatus sums up the health of a stage's Stacks.

@@ -65,6 +65,12 @@ const (
 	// UnexpectedChanges means expect_no_changes was set and the engine
 	// found changes: for a preview-only refresh, the stack has drifted.
 	UnexpectedChanges Reason = "UnexpectedChanges"
+	// PlanViolation means an update held to a plan (UpRequest.plan) would
+	// have done something the plan does not allow, because an input
+	// (program, configuration, a provider's view of a resource) changed
+	// since the preview that saved it. The engine stops before changing the
+	// resource concerned; only a new preview, with a new plan, can go on.
+	PlanViolation Reason = "PlanViolation"
 	// Unsupported means the backend does not support the request (for
 	// example ESC environments on a self-managed backend).
 	Unsupported Reason = "Unsupported"
@@ -82,7 +88,7 @@ func (r Reason) Code() codes.Code {
 		return codes.Aborted
 	case InvalidAccessToken:
 		return codes.Unauthenticated
-	case ProgramError, ResourceFailed, MissingPlugin, NoStackSelected, ProjectNotFound, UnexpectedChanges:
+	case ProgramError, ResourceFailed, MissingPlugin, NoStackSelected, ProjectNotFound, UnexpectedChanges, PlanViolation:
 		return codes.FailedPrecondition
 	case StackNotFound:
 		return codes.NotFound

@@ -1034,7 +1034,12 @@ type PreviewRequest struct {
 	// TargetDependents includes the targets' dependents.
 	TargetDependents bool `protobuf:"varint,6,opt,name=target_dependents,json=targetDependents,proto3" json:"target_dependents,omitempty"`
 	// Refresh refreshes the state before previewing.
-	Refresh       bool `protobuf:"varint,7,opt,name=refresh,proto3" json:"refresh,omitempty"`
+	Refresh bool `protobuf:"varint,7,opt,name=refresh,proto3" json:"refresh,omitempty"`
+	// SavePlan saves the update plan the preview computes (`pulumi preview
+	// --save-plan`) and returns it in Result.plan, for an Up to be held to.
+	// The plan holds non-secret input values in clear text and secret ones
+	// encrypted by the stack's secrets provider.
+	SavePlan      bool `protobuf:"varint,8,opt,name=save_plan,json=savePlan,proto3" json:"save_plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1118,6 +1123,13 @@ func (x *PreviewRequest) GetRefresh() bool {
 	return false
 }
 
+func (x *PreviewRequest) GetSavePlan() bool {
+	if x != nil {
+		return x.SavePlan
+	}
+	return false
+}
+
 type UpRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Parallel caps concurrent resource operations; 0 uses the CLI default.
@@ -1142,8 +1154,13 @@ type UpRequest struct {
 	// before updating anything, when that refresh finds changes (the
 	// resources were changed outside Pulumi). It implies refresh.
 	ExpectNoRefreshChanges bool `protobuf:"varint,10,opt,name=expect_no_refresh_changes,json=expectNoRefreshChanges,proto3" json:"expect_no_refresh_changes,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// Plan is an update plan a preview saved (Result.plan): the update is held
+	// to it (`pulumi up --plan`) and fails with reason PlanViolation, before
+	// changing the resource concerned, where it would do anything the plan
+	// does not allow. Empty updates without a plan.
+	Plan          []byte `protobuf:"bytes,11,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpRequest) Reset() {
@@ -1244,6 +1261,13 @@ func (x *UpRequest) GetExpectNoRefreshChanges() bool {
 		return x.ExpectNoRefreshChanges
 	}
 	return false
+}
+
+func (x *UpRequest) GetPlan() []byte {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
 }
 
 type RefreshRequest struct {
@@ -1655,7 +1679,9 @@ type Result struct {
 	// state. After recovery they were cleared; see Recovery.
 	PendingOperations []*PendingOperation `protobuf:"bytes,6,rep,name=pending_operations,json=pendingOperations,proto3" json:"pending_operations,omitempty"`
 	// Error describes why the operation failed; unset on success.
-	Error         *OperationError `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Error *OperationError `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	// Plan is the update plan a preview with save_plan saved; empty otherwise.
+	Plan          []byte `protobuf:"bytes,8,opt,name=plan,proto3" json:"plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1735,6 +1761,13 @@ func (x *Result) GetPendingOperations() []*PendingOperation {
 func (x *Result) GetError() *OperationError {
 	if x != nil {
 		return x.Error
+	}
+	return nil
+}
+
+func (x *Result) GetPlan() []byte {
+	if x != nil {
+		return x.Plan
 	}
 	return nil
 }
@@ -2203,7 +2236,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x0fno_dependencies\x18\x02 \x01(\bR\x0enoDependencies\x12\x1c\n" +
 	"\treinstall\x18\x03 \x01(\bR\treinstall\x12;\n" +
 	"\x1ause_language_version_tools\x18\x04 \x01(\bR\x17useLanguageVersionTools\"\x0f\n" +
-	"\rInstallResult\"\xeb\x01\n" +
+	"\rInstallResult\"\x88\x02\n" +
 	"\x0ePreviewRequest\x12\x1a\n" +
 	"\bparallel\x18\x01 \x01(\x05R\bparallel\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12*\n" +
@@ -2211,7 +2244,8 @@ const file_agent_proto_rawDesc = "" +
 	"\areplace\x18\x04 \x03(\tR\areplace\x12\x16\n" +
 	"\x06target\x18\x05 \x03(\tR\x06target\x12+\n" +
 	"\x11target_dependents\x18\x06 \x01(\bR\x10targetDependents\x12\x18\n" +
-	"\arefresh\x18\a \x01(\bR\arefresh\"\xf0\x02\n" +
+	"\arefresh\x18\a \x01(\bR\arefresh\x12\x1b\n" +
+	"\tsave_plan\x18\b \x01(\bR\bsavePlan\"\x84\x03\n" +
 	"\tUpRequest\x12\x1a\n" +
 	"\bparallel\x18\x01 \x01(\x05R\bparallel\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12*\n" +
@@ -2223,7 +2257,8 @@ const file_agent_proto_rawDesc = "" +
 	"\x11continue_on_error\x18\b \x01(\bR\x0fcontinueOnError\x12!\n" +
 	"\fshow_secrets\x18\t \x01(\bR\vshowSecrets\x129\n" +
 	"\x19expect_no_refresh_changes\x18\n" +
-	" \x01(\bR\x16expectNoRefreshChanges\"\xb1\x02\n" +
+	" \x01(\bR\x16expectNoRefreshChanges\x12\x12\n" +
+	"\x04plan\x18\v \x01(\fR\x04plan\"\xb1\x02\n" +
 	"\x0eRefreshRequest\x12\x1a\n" +
 	"\bparallel\x18\x01 \x01(\x05R\bparallel\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12*\n" +
@@ -2252,7 +2287,7 @@ const file_agent_proto_rawDesc = "" +
 	"\bsequence\x18\x01 \x01(\x05R\bsequence\x128\n" +
 	"\ttimestamp\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12-\n" +
-	"\x05event\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05event\"\xcb\x04\n" +
+	"\x05event\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05event\"\xdf\x04\n" +
 	"\x06Result\x12;\n" +
 	"\asummary\x18\x01 \x01(\v2!.stackyard.agent.v1.UpdateSummaryR\asummary\x12A\n" +
 	"\achanges\x18\x02 \x03(\v2'.stackyard.agent.v1.Result.ChangesEntryR\achanges\x12\x1c\n" +
@@ -2260,7 +2295,8 @@ const file_agent_proto_rawDesc = "" +
 	"\aoutputs\x18\x04 \x03(\v2'.stackyard.agent.v1.Result.OutputsEntryR\aoutputs\x128\n" +
 	"\brecovery\x18\x05 \x01(\v2\x1c.stackyard.agent.v1.RecoveryR\brecovery\x12S\n" +
 	"\x12pending_operations\x18\x06 \x03(\v2$.stackyard.agent.v1.PendingOperationR\x11pendingOperations\x128\n" +
-	"\x05error\x18\a \x01(\v2\".stackyard.agent.v1.OperationErrorR\x05error\x1a:\n" +
+	"\x05error\x18\a \x01(\v2\".stackyard.agent.v1.OperationErrorR\x05error\x12\x12\n" +
+	"\x04plan\x18\b \x01(\fR\x04plan\x1a:\n" +
 	"\fChangesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a[\n" +

@@ -110,6 +110,9 @@ func (r *cliRunner) Run(ctx context.Context, workdir string, stdin io.Reader,
 	cmd := exec.Command(r.path, args...) //nolint:gosec // the path is the configured CLI
 	cmd.Dir = workdir
 	cmd.Env = append(os.Environ(), additionalEnv...)
+	if usesPlan(args) {
+		cmd.Env = append(cmd.Env, experimentalEnv)
+	}
 	cmd.Env = prependPath(cmd.Env, filepath.Dir(r.path))
 	cmd.Env = append(cmd.Env, tree.Env())
 

@@ -37,6 +37,7 @@ type textRule struct {
 }
 
 var textRules = []textRule{
+	{agenterr.PlanViolation, regexp.MustCompile(`violates plan`)},
 	{agenterr.StackLocked, regexp.MustCompile(`the stack is currently locked by`)},
 	{agenterr.UpdateConflict, regexp.MustCompile(`\[409\] Conflict|[Aa]nother update is currently in progress`)},
 	{agenterr.InvalidAccessToken, regexp.MustCompile(`(?i)invalid access token|\[401\]|unauthorized: no credentials|PULUMI_ACCESS_TOKEN must be set`)},
@@ -61,7 +62,7 @@ func (s *Server) fail(ctx context.Context, err error, diags []diagnostic) *agent
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return agenterr.New(agenterr.Cancelled, "the operation was cancelled")
 	}
-	head, stdout, stderr := splitAutoError(err.Error())
+	head, stdout, stderr := splitAutoError(withholdPlanValues(err.Error()))
 	reason := classify(err, head+"\n"+stdout+"\n"+stderr, diags)
 	msg := s.secrets.Redact(conciseMessage(head, stderr, diags))
 	s.log.V(1).Info("pulumi failed", "reason", string(reason), "stderr", s.secrets.Redact(stripANSI(stderr)))

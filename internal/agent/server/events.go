@@ -114,9 +114,9 @@ func (f *forwarder) observe(e apitype.EngineEvent) {
 	if d := e.DiagnosticEvent; d != nil {
 		switch d.Severity {
 		case "error":
-			f.diags = append(f.diags, diagnostic{urn: d.URN, message: f.secrets.Redact(d.Message)})
+			f.diags = append(f.diags, diagnostic{urn: d.URN, message: withholdPlanValues(f.secrets.Redact(d.Message))})
 		case "info#err":
-			f.diags = append(f.diags, diagnostic{urn: d.URN, message: f.secrets.Redact(d.Message), stderr: true})
+			f.diags = append(f.diags, diagnostic{urn: d.URN, message: withholdPlanValues(f.secrets.Redact(d.Message)), stderr: true})
 		}
 	}
 	if e.SummaryEvent != nil {
@@ -139,6 +139,13 @@ func (f *forwarder) toProto(e apitype.EngineEvent) (*agentpb.EngineEvent, error)
 		return nil, err
 	}
 	f.secrets.RedactDecoded(m)
+	if d, ok := m["diagnosticEvent"].(map[string]any); ok {
+		for _, k := range []string{"message", "prefix"} {
+			if text, ok := d[k].(string); ok {
+				d[k] = withholdPlanValues(text)
+			}
+		}
+	}
 	st, err := structpb.NewStruct(m)
 	if err != nil {
 		return nil, err

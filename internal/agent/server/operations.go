@@ -44,6 +44,8 @@ type outcome struct {
 	changes   map[apitype.OpType]int
 	outputs   auto.OutputMap
 	permalink string
+	// plan is the update plan a preview saved.
+	plan []byte
 }
 
 // Preview computes the changes an update would make.
@@ -70,15 +72,32 @@ func (s *Server) Preview(req *agentpb.PreviewRequest, stream grpc.ServerStreamin
 	if req.GetRefresh() {
 		opts = append(opts, optpreview.Refresh())
 	}
+	savePlan := req.GetSavePlan()
 	return s.operate(stream, operation{
 		kind:    "preview",
 		message: req.GetMessage(),
 		run: func(ctx context.Context, st auto.Stack, ch chan<- events.EngineEvent) (outcome, error) {
-			res, err := st.Preview(ctx, append(opts, optpreview.EventStreams(ch))...)
+			opts := append(opts, optpreview.EventStreams(ch))
+			var plan *planFile
+			if savePlan {
+				var err error
+				if plan, err = newPlanFile(nil); err != nil {
+					return outcome{}, err
+				}
+				defer plan.remove()
+				opts = append(opts, optpreview.Plan(plan.path))
+			}
+			res, err := st.Preview(ctx, opts...)
 			if err != nil {
 				return outcome{}, err
 			}
-			return outcome{changes: res.ChangeSummary, permalink: permalinkOf(res.GetPermalink())}, nil
+			out := outcome{changes: res.ChangeSummary, permalink: permalinkOf(res.GetPermalink())}
+			if plan != nil {
+				if out.plan, err = plan.read(); err != nil {
+					return outcome{}, err
+				}
+			}
+			return out, nil
 		},
 	})
 }
@@ -111,6 +130,7 @@ func (s *Server) Up(req *agentpb.UpRequest, stream grpc.ServerStreamingServer[ag
 	if req.GetContinueOnError() {
 		opts = append(opts, optup.ContinueOnError())
 	}
+	planData := req.GetPlan()
 	return s.operate(stream, operation{
 		kind:        "update",
 		mutating:    true,
@@ -140,7 +160,16 @@ func (s *Server) Up(req *agentpb.UpRequest, stream grpc.ServerStreamingServer[ag
 					return outcome{}, err
 				}
 			}
-			res, err := st.Up(ctx, append(opts, optup.EventStreams(ch))...)
+			opts := append(opts, optup.EventStreams(ch))
+			if len(planData) > 0 {
+				plan, err := newPlanFile(planData)
+				if err != nil {
+					return outcome{}, err
+				}
+				defer plan.remove()
+				opts = append(opts, optup.Plan(plan.path))
+			}
+			res, err := st.Up(ctx, opts...)
 			if err != nil {
 				return outcome{}, err
 			}

@@ -29,12 +29,13 @@ func (s *Server) result(op operation, out outcome, fw *forwarder, start time.Tim
 		},
 		Changes:           map[string]int32{},
 		Permalink:         out.permalink,
+		Plan:              out.plan,
 		PendingOperations: pending,
 	}
 	if h := out.history; h != nil && h.Kind != "" {
 		res.Summary.Kind = h.Kind
 		res.Summary.Result = h.Result
-		res.Summary.Message = s.secrets.Redact(h.Message)
+		res.Summary.Message = withholdPlanValues(s.secrets.Redact(h.Message))
 		// The Automation API passes --message=%q, so the CLI records the
 		// message with Go quotes around it; give back what was asked.
 		if op.message != "" && h.Message == strconv.Quote(op.message) {

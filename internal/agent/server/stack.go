@@ -62,7 +62,9 @@ func (s *Server) Info(ctx context.Context, _ *agentpb.InfoRequest) (*agentpb.Inf
 }
 
 // SelectStack selects the stack the following calls work on, creating it
-// first when req.Create is set (with req.SecretsProvider, if given).
+// first when req.Create is set (with req.SecretsProvider, if given). A
+// workspace without key material for the stack's secrets adopts the one
+// its state records (adoptStateSecretsKey).
 func (s *Server) SelectStack(ctx context.Context, req *agentpb.SelectStackRequest) (*agentpb.SelectStackResult, error) {
 	name := strings.TrimSpace(req.GetStackName())
 	if name == "" {
@@ -92,6 +94,9 @@ func (s *Server) SelectStack(ctx context.Context, req *agentpb.SelectStackReques
 		st, err = auto.SelectStack(ctx, name, ws)
 	}
 	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	if err := s.adoptStateSecretsKey(ctx, ws, st); err != nil {
 		return nil, s.fail(ctx, err, nil)
 	}
 	s.setSelected(st)

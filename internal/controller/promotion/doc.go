@@ -33,12 +33,52 @@
 // stage's promotion windows it stays Pending, and is looked at again when
 // the next window opens.
 //
+// # Previews
+//
+// reconcilePreview runs, for a Pending promotion whose turn has come and
+// whose window is open, a `pulumi preview` of the release's commit for
+// every Stack of the stage, before anything changes (and before the
+// approvals, which approve what the previews showed). Each runs in a
+// Workspace of its own, built by the Stack controller's builder
+// (stack.BuildWorkspace with stack.SourceAt: the Stack's config, secrets,
+// environment and backend, the source pinned to the commit), with a
+// preview Update built as the Stack's own (stack.BuildUpdate), both owned
+// by the promotion and labelled with PromotionLabel and StackLabel, not
+// with the Stack's pulumi.com/stack-name. A Stack running an update is
+// previewed once it has finished. status.previews records each outcome:
+// counts, and the resources that would change with the names (never the
+// values) of the properties that change. An Interrupted or UpdateConflict
+// preview is run again (maxPreviewAttempts). Once all are in, the preview
+// Workspaces are deleted and the Updates stay, as the record. A failed
+// preview, or a preview Workspace that stalls, fails the promotion and the
+// release in the stage with nothing changed. In a preview-only stage
+// (spec.previewOnly, whose Stacks another stage deploys) the promotion
+// succeeds once previewed and, where the stage requires it, approved,
+// which verifies the release there without pinning anything. A promotion that finished while previewing (superseded,
+// refused) has its preview Workspaces and unfinished Updates deleted.
+//
+// # Plans
+//
+// Each preview saves its update plan (the Update's spec.savePlan); the
+// promotion copies it into a Secret of its own, PlanSecretName, named in
+// status.previews[].plan, whose sha256 is an input of the plan digest the
+// approvals are bound to (planInputs). pinStacks sets, in the same
+// server-side apply as spec.commit, the Stack annotations
+// stack.PlanAnnotation and stack.PlanCommitAnnotation, which make the
+// Stack controller hold its up of that commit to the plan (`pulumi up
+// --plan`). An up that would do anything the plan does not allow (an input
+// changed since the preview) is refused before it changes that resource,
+// "violates plan"; observeStacks then fails the promotion with a message
+// asking for a new promotion (new preview, new approvals), without failing
+// the release in the stage.
+//
 // # Running
 //
 // Each reconcile runs
 //
-//	reconcileRequest → reconcileQueue → reconcileWindow → startPromotion →
-//	pinStacks → observeStacks → recordOutcome → garbageCollect
+//	reconcileRequest → reconcileQueue → reconcileWindow → reconcilePreview →
+//	reconcileApproval → startPromotion → pinStacks → observeStacks → verify →
+//	recordOutcome → garbageCollect
 //
 // where each step does nothing in a phase it does not concern.
 // startPromotion checks that every Stack can be pinned (git-sourced, not
@@ -57,13 +97,41 @@
 //
 // recordOutcome writes the Release's status first and the Promotion's
 // last, so a reconcile killed between the two writes the same again:
-// Succeeded sets verifiedIn and currentlyIn for the stage (verification,
-// for now, is every Stack Ready at the commit; the checks of the next
-// issue add to it) and takes the stage out of currentlyIn of the release
-// it replaced; Failed sets failedIn, which keeps auto-promotion from
+// Succeeded sets verifiedIn and currentlyIn for the stage (every Stack
+// Ready at the commit, and the stage's checks passed: see Verification)
+// and takes the stage out of currentlyIn of the release it replaced; Failed sets failedIn, which keeps auto-promotion from
 // trying the release there again. Events PromotionStarted,
 // PromotionSucceeded, PromotionFailed and PromotionAborted (the last two
 // Warnings) go to the Promotion and the Stage.
+//
+// # Verification
+//
+// verify (verify.go, checks.go; the measuring itself is internal/verify)
+// runs the stage's spec.verification.checks once observeStacks found
+// every Stack deployed, the built-in verification. Each reconcile takes
+// the measurements that are due (initialDelay after the start, interval
+// after the previous one, at whole seconds as status records them),
+// records them in status.verification, and returns a wait until the next
+// one: nothing sleeps. An HTTP call runs in a goroutine (probes) so the
+// one worker never waits for an endpoint; its end wakes the promotion
+// through a channel source. A Job check creates a Job owned by the
+// Promotion, whose changes wake it. The promotion stays Running, its
+// message naming the checks that run. All checks passed: recordOutcome
+// goes on, adding the checks to the message. A check failed: the
+// promotion fails with the check's message and the release fails in the
+// stage (failedIn), so that downstream stages, which take only verified
+// releases, never get it; Jobs still running are deleted; with
+// rollbackOnFailure, a rollback Promotion of the release verified last in
+// the stage is created, named by RollbackName after the failed one (a
+// failed rollback is not rolled back in turn). Events
+// VerificationSucceeded, VerificationFailed and RollbackRequested (the
+// last two Warnings) tell. Header values read from Secrets are sent and
+// never written (internal/redact).
+//
+// Metrics (internal/metrics.Promotions) are recorded once the status
+// that holds what they count is stored: finished promotions by stage and
+// result, the wait from creation to start of promotions into stages that
+// require approvals, and finished checks by stage, check and result.
 //
 // # Retention
 //

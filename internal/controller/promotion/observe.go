@@ -85,6 +85,10 @@ func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) 
 		switch state {
 		case StackFailed:
 			s.outcome, s.message, s.releaseFailed = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %s: %s", ps.Name, msg), true
+			if violatesPlan(msg) {
+				// Not the release's fault: a new promotion may take it.
+				s.message, s.releaseFailed = planViolation(ps.Name, msg), false
+			}
 			return sreconcile.ResultEmpty, nil
 		case StackDeploying:
 			if waiting == "" {

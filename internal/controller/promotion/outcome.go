@@ -31,8 +31,11 @@ const ReasonRecordFailed = "RecordFailed"
 //   - Failed because an update failed: the release's failedIn names the
 //     stage. A failure to pin (a Stack gone or made unpinnable) is not the
 //     release's fault and is recorded on the Promotion only.
+//
+// reconcilePreview also ends a Pending promotion through it: a failed
+// preview (the release failed), a preview-only stage's success.
 func (s *session) recordOutcome(ctx context.Context) (sreconcile.Result, error) {
-	if !s.running() || s.outcome == "" {
+	if s.p.Status.Phase.IsFinished() || s.outcome == "" {
 		return sreconcile.ResultEmpty, nil
 	}
 	name, stageName := s.p.Spec.Release, s.p.Spec.Stage

@@ -18,7 +18,8 @@ import (
 const ReasonPinFailed = "PinFailed"
 
 // pinStacks sets spec.commit of each Stack of a Running promotion to the
-// release's commit, unless it is there already. A Stack that disappeared,
+// release's commit, with the annotations that hold its up to the plan its
+// preview saved, unless they are there already. A Stack that disappeared,
 // or that someone made unpinnable since the promotion started, fails the
 // promotion; so does a pin the API server refuses as invalid or forbidden.
 func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
@@ -34,10 +35,11 @@ func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
 			s.outcome, s.message = promotionv1alpha1.PromotionFailed, err.Error()
 			return sreconcile.ResultEmpty, nil
 		}
-		if stack.Spec.Commit == ps.Commit {
+		plan := s.planOf(ps.Name)
+		if stack.Spec.Commit == ps.Commit && pinnedWithPlan(stack.Annotations, plan, ps.Commit) {
 			continue
 		}
-		err = s.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(PinConfiguration(s.p.Namespace, ps.Name, ps.Commit)),
+		err = s.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(PinConfiguration(s.p.Namespace, ps.Name, ps.Commit, plan)),
 			client.FieldOwner(FieldManager), client.ForceOwnership)
 		switch {
 		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
@@ -52,13 +54,20 @@ func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
 
 // PinConfiguration is the server-side apply configuration that pins the
 // Stack namespace/name to commit: apiVersion, kind, name, namespace and
-// spec.commit, nothing else, so that the field manager FieldManager owns
-// that one field.
-func PinConfiguration(namespace, name, commit string) *unstructured.Unstructured {
+// spec.commit and, with a plan (the name of the promotion's plan Secret
+// for the Stack), the annotations that hold the Stack's next up of commit
+// to it (stack.PlanAnnotation, stack.PlanCommitAnnotation); nothing else,
+// so that the field manager FieldManager owns those fields only. Setting
+// them in one apply means no up of commit can start without its plan.
+func PinConfiguration(namespace, name, commit, plan string) *unstructured.Unstructured {
+	metadata := map[string]any{"name": name, "namespace": namespace}
+	if a := planAnnotations(plan, commit); a != nil {
+		metadata["annotations"] = a
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": pulumiv1.GroupVersion.String(),
 		"kind":       "Stack",
-		"metadata":   map[string]any{"name": name, "namespace": namespace},
+		"metadata":   metadata,
 		"spec":       map[string]any{"commit": commit},
 	}}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/metrics"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -59,6 +60,12 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Metrics records promotions, approval waits and verification checks;
+	// nil records nothing.
+	Metrics *metrics.Promotions
+
+	// probes runs the HTTP measurements of verification checks.
+	probes *probes
 }
 
 // session is one reconcile of one Promotion: the steps are its methods and
@@ -78,12 +85,15 @@ type session struct {
 	outcome       promotionv1alpha1.PromotionPhase
 	message       string
 	releaseFailed bool
+	// obs is what the metrics record once the status is stored.
+	obs observations
 }
 
 // Reconcile moves one Promotion along its lifecycle. The chain is:
 //
-//	reconcileRequest → reconcileQueue → reconcileWindow → startPromotion →
-//	pinStacks → observeStacks → recordOutcome → garbageCollect
+//	reconcileRequest → reconcileQueue → reconcileWindow → reconcilePreview →
+//	reconcileApproval → startPromotion → pinStacks → observeStacks → verify →
+//	recordOutcome → garbageCollect
 //
 // finish, in a defer, writes a failure being retried into status.message
 // while the promotion is not finished, patches the status once and maps
@@ -96,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	s := &session{r: r, p: p, now: r.now()}
+	s := &session{r: r, p: p, now: r.now(), obs: observations{began: p.Status.Phase}}
 	patcher := sreconcile.NewPatcher(r.Client, p)
 	var (
 		res sreconcile.Result
@@ -111,9 +121,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{Name: "reconcileRequest", Run: s.reconcileRequest},
 		{Name: "reconcileQueue", Run: s.reconcileQueue},
 		{Name: "reconcileWindow", Run: s.reconcileWindow},
+		{Name: "reconcilePreview", Run: s.reconcilePreview},
+		{Name: "reconcileApproval", Run: s.reconcileApproval},
 		{Name: "startPromotion", Run: s.startPromotion},
 		{Name: "pinStacks", Run: s.pinStacks},
 		{Name: "observeStacks", Run: s.observeStacks},
+		{Name: "verify", Run: s.verify},
 		{Name: "recordOutcome", Run: s.recordOutcome},
 		{Name: "garbageCollect", Run: s.garbageCollect},
 	}.Run(ctx)
@@ -131,6 +144,7 @@ func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res s
 	if perr := patcher.Patch(ctx, s.p); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
+	s.observe()
 	return result, err
 }
 

@@ -3,6 +3,7 @@ package promotion
 import (
 	"context"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -13,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stage"
@@ -27,8 +30,10 @@ const StackIndex = "promotion.status.stacks.name"
 // SetupWithManager registers the reconciler, with one worker (see
 // Reconciler), and what wakes a Promotion: its creation; a change of phase
 // (or the deletion) of another promotion of its stage, for the queue; a
-// change of its Stage (a freeze lifted, windows changed); and, while it
-// runs, a change of one of its Stacks. stage.SetupIndexes must have run.
+// change of its Stage (a freeze lifted, windows changed); while it runs, a
+// change of one of its Stacks; a change of the preview Workspaces and
+// Updates and the verification Jobs it owns; and the end of one of its
+// HTTP measurements. stage.SetupIndexes must have run.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &promotionv1alpha1.Promotion{}, StackIndex, func(obj client.Object) []string {
 		p, ok := obj.(*promotionv1alpha1.Promotion)
@@ -56,6 +61,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
 			return r.unfinished(ctx, obj.GetNamespace(), StackIndex, obj.GetName())
 		})).
+		Watches(&promotionv1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(promotionOfApproval)).
+		Owns(&autov1alpha1.Workspace{}).
+		Owns(&autov1alpha1.Update{}).
+		Owns(&batchv1.Job{}).
+		WatchesRawSource(source.Channel(r.prober().wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
 }

@@ -24,6 +24,10 @@ func (s *session) startPromotion(ctx context.Context) (sreconcile.Result, error)
 	if !s.pending() {
 		return sreconcile.ResultEmpty, nil
 	}
+	if s.stage.Spec.PreviewOnly {
+		// Previewed and approved: a preview stage pins nothing.
+		return s.finishPreviewOnly(ctx)
+	}
 	var stages promotionv1alpha1.StageList
 	if err := s.r.Client.List(ctx, &stages, client.InNamespace(s.p.Namespace)); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing stages: %w", err))

@@ -17,9 +17,9 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/stack/flux"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/source"
-	"github.com/stackyard/stackyard/internal/controller/stack/flux"
 )
 
 // GitPoller answers the commit a branch points to. One is shared by every
@@ -129,16 +129,42 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 			r.freshPolls.Store(stack.UID, req)
 		}
 	}
+	return gitSourceAt(spec, commit, wsAuth), nil
+}
+
+// gitSourceAt is the Source of the git source spec at commit, fetched with
+// the credentials auth.
+func gitSourceAt(spec *shared.GitSource, commit string, auth *autov1alpha1.GitAuth) Source {
 	return Source{
 		Git: &autov1alpha1.GitSource{
 			URL:     spec.ProjectRepo,
 			Ref:     commit,
 			Dir:     spec.RepoDir,
 			Shallow: spec.Shallow,
-			Auth:    wsAuth,
+			Auth:    auth,
 		},
 		Revision: commit,
-	}, nil
+	}
+}
+
+// SourceAt returns the Source of a git-sourced Stack (spec.projectRepo)
+// pinned to commit, whatever commit or branch the Stack itself names, with
+// the Stack's git credentials as Secret references, and without polling.
+// With BuildWorkspace it makes a Workspace that runs the Stack's program at
+// a commit the Stack does not run yet: the Promotion controller previews a
+// release this way. c reads the credentials' Secrets (never cached); errors
+// are typed and name the Stack's fields, as the Stack's own reconcile does.
+func SourceAt(ctx context.Context, c client.Client, stack *pulumiv1.Stack, commit string) (Source, error) {
+	spec := stack.Spec.GitSource
+	if spec == nil || spec.ProjectRepo == "" {
+		return Source{}, sreconcile.NewStalling(pulumiv1.StalledSpecInvalidReason,
+			errors.New("the stack has no git source: set spec.projectRepo"))
+	}
+	auth, _, err := (&Reconciler{Client: c}).gitAuth(ctx, stack)
+	if err != nil {
+		return Source{}, err
+	}
+	return gitSourceAt(spec, commit, auth), nil
 }
 
 // stalledOnSource reports whether the Stack is stalled because its source

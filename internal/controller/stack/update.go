@@ -109,7 +109,8 @@ func reconcileRequest(stack *pulumiv1.Stack) string {
 }
 
 // BuildUpdate returns the Update that runs typ for the Stack at revision,
-// with the Stack's updateTemplate merged in. Its name is a digest of what it
+// with the Stack's updateTemplate merged in, and an up held to the Stack's
+// update plan when it has one for revision (PlanFor). Its name is a digest of what it
 // is for (generation, reconcile request, revision, attempt, type, the last
 // finished Update), so that it is stable across reconciles.
 func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.UpdateType, trigger string) *autov1alpha1.Update {
@@ -134,6 +135,11 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 		if c := stack.Status.LastDriftCheck; c != nil {
 			key += strconv.FormatInt(c.Time.Unix(), 10)
 		}
+	}
+	if plan := PlanFor(stack, revision); typ == autov1alpha1.UpType && plan != "" {
+		// A new plan (a new promotion of the same commit) is a new
+		// Update.
+		key += "\x00plan\x00" + plan
 	}
 	sum := sha256.Sum256([]byte(key))
 	upd := &autov1alpha1.Update{
@@ -167,6 +173,7 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 		upd.Spec.RunProgram = ptr.To(true)
 	}
 	applyUpdateTemplate(upd, spec.UpdateTemplate)
+	holdToPlan(upd, stack, revision)
 	if upd.Spec.TtlAfterCompleted == nil {
 		upd.Spec.TtlAfterCompleted = &metav1.Duration{Duration: DefaultUpdateTTL}
 	}

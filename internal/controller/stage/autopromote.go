@@ -33,8 +33,13 @@ func (s *session) reconcileAutoPromotion(ctx context.Context) (sreconcile.Result
 	st := &s.stage.Status
 	name := AutoPromotionName(s.stage.Name, s.pick.Name, st.CurrentRelease)
 	if p := s.promotions[name]; p != nil {
-		if p.Status.Phase.IsFinished() {
+		switch {
+		case p.Status.Phase.IsFinished():
 			st.WaitingFor = fmt.Sprintf("release %s: auto-promotion %s was %s (%s); promote it by hand", s.pick.Name, name, p.Status.Phase, p.Status.Message)
+		case p.Status.Message != "":
+			st.WaitingFor = fmt.Sprintf("promotion %s pending: %s", name, p.Status.Message)
+		default:
+			st.WaitingFor = fmt.Sprintf("promotion %s pending", name)
 		}
 		return sreconcile.ResultEmpty, nil
 	}

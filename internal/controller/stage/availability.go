@@ -102,7 +102,7 @@ func (s *session) reconcileAvailability(context.Context) (sreconcile.Result, err
 	case p != nil && p.Status.Phase == promotionv1alpha1.PromotionRunning:
 		st.WaitingFor = fmt.Sprintf("promotion %s running", p.Name)
 		return sreconcile.ResultSuccess, nil
-	case p != nil:
+	case p != nil && !supersedable(p):
 		st.WaitingFor = fmt.Sprintf("promotion %s pending", p.Name)
 		if p.Status.Message != "" {
 			st.WaitingFor += ": " + p.Status.Message
@@ -268,4 +268,15 @@ func policy(stage *promotionv1alpha1.Stage) promotionv1alpha1.SelectionPolicy {
 		return o.SelectionPolicy
 	}
 	return promotionv1alpha1.NewestRelease
+}
+
+// supersedable reports whether p, the stage's pending promotion, gives way
+// to a newer release: one auto-promotion asked for (not a rollback, not a
+// person's request) that has not started, e.g. because it waits for
+// approval. Auto-promotion then asks for the newer release, and the
+// Promotion controller's queue rule (the newest pending runs) aborts p as
+// superseded, so a gate never holds a stale release back.
+func supersedable(p *promotionv1alpha1.Promotion) bool {
+	return p.Status.Phase != promotionv1alpha1.PromotionRunning &&
+		p.Spec.RequestedBy == promotionv1alpha1.RequestedByAutoPromotion && !p.Spec.Rollback
 }

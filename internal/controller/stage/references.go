@@ -36,7 +36,7 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 		if err := s.r.Client.List(ctx, &binders, client.InNamespace(ns), client.MatchingFields{StackIndex: b.Name}); err != nil {
 			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("%s: listing the stages bound to Stack %q: %w", field, b.Name, err))
 		}
-		if owner := OwnerOf(binders.Items, b.Name); owner != nil && owner.Name != s.stage.Name {
+		if owner := OwnerOf(binders.Items, b.Name); owner != nil && owner.Name != s.stage.Name && !spec.PreviewOnly {
 			return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
 				"%s: Stack %q is bound to Stage %q, which is older; a Stack belongs to one stage: remove it from one of them", field, b.Name, owner.Name))
 		}
@@ -94,13 +94,14 @@ func CompareAge(a, b metav1.Object) int {
 
 // OwnerOf returns, of stages, the oldest one that binds the Stack named
 // stack and is not being deleted: the one that deploys it. Nil when none
-// binds it.
+// binds it. Preview-only stages own no Stack: they bind the Stacks of
+// another stage to preview them, and never change them.
 func OwnerOf(stages []promotionv1alpha1.Stage, stack string) *promotionv1alpha1.Stage {
 	var owner *promotionv1alpha1.Stage
 	for i := range stages {
 		st := &stages[i]
 		binds := slices.ContainsFunc(st.Spec.Stacks, func(b promotionv1alpha1.StackBinding) bool { return b.Name == stack })
-		if !binds || !st.DeletionTimestamp.IsZero() {
+		if !binds || !st.DeletionTimestamp.IsZero() || st.Spec.PreviewOnly {
 			continue
 		}
 		if owner == nil || CompareAge(st, owner) < 0 {

@@ -53,6 +53,8 @@ func TestFindCycle(t *testing.T) {
 	}
 }
 
+// TestOwnerOf finds the oldest stage binding a Stack; a preview-only
+// stage, however old, owns none.
 func TestOwnerOf(t *testing.T) {
 	deleting := stageOf("aaa", 0, nil, "web")
 	deleting.DeletionTimestamp = ptr(at(time.Hour))
@@ -61,6 +63,7 @@ func TestOwnerOf(t *testing.T) {
 		stageOf("dev", time.Minute, nil, "web", "api"), // same age: the name decides
 		stageOf("prod", 0, nil, "db"),
 		deleting,
+		previewOnly(stageOf("preview", -time.Hour, nil, "web", "api", "db", "cache")),
 	}
 	for stack, want := range map[string]string{"web": "dev", "api": "dev", "db": "prod", "cache": ""} {
 		got := ""
@@ -71,6 +74,12 @@ func TestOwnerOf(t *testing.T) {
 			t.Errorf("OwnerOf(%s) = %q, want %q", stack, got, want)
 		}
 	}
+}
+
+// previewOnly makes st a preview-only stage.
+func previewOnly(st promotionv1alpha1.Stage) promotionv1alpha1.Stage {
+	st.Spec.PreviewOnly = true
+	return st
 }
 
 func TestWindowsNameTheField(t *testing.T) {

@@ -1,6 +1,8 @@
 package update
 
 import (
+	"slices"
+
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 )
@@ -10,8 +12,9 @@ import (
 const maxResourceChanges = 500
 
 // changeCollector gathers the resource changes of a preview from its engine
-// events. Only a resourcePreEvent's metadata is read (URN, type and
-// operation), which carries no property values, so nothing secret is kept.
+// events. Only a resourcePreEvent's metadata is read (URN, type, operation
+// and the names of the changed properties), never property values, so
+// nothing secret is kept.
 type changeCollector struct {
 	resources []autov1alpha1.ResourceChange
 	truncated bool
@@ -20,7 +23,7 @@ type changeCollector struct {
 
 // observe records e when it announces a resource step other than "same".
 func (c *changeCollector) observe(e *agentpb.EngineEvent) {
-	urn, typ, op := stepOf(e)
+	urn, typ, op, props := stepOf(e)
 	if urn == "" || op == "" || op == "same" {
 		return
 	}
@@ -36,15 +39,31 @@ func (c *changeCollector) observe(e *agentpb.EngineEvent) {
 		c.truncated = true
 		return
 	}
-	c.resources = append(c.resources, autov1alpha1.ResourceChange{URN: urn, Type: typ, Op: op})
+	c.resources = append(c.resources, autov1alpha1.ResourceChange{URN: urn, Type: typ, Op: op, Properties: props})
 }
 
-// stepOf returns the URN, type and operation of a resourcePreEvent, or
-// empty strings for any other event.
-func stepOf(e *agentpb.EngineEvent) (urn, typ, op string) {
+// maxProperties caps the property names kept per resource at the API's
+// limit.
+const maxProperties = 64
+
+// stepOf returns the URN, type and operation of a resourcePreEvent, and
+// the names of the properties whose change causes the step (the metadata's
+// "diffs", sorted, at most maxProperties), or empty values for any other
+// event. The metadata's old and new states, which hold values, are never
+// read.
+func stepOf(e *agentpb.EngineEvent) (urn, typ, op string, props []string) {
 	if e.GetType() != "resourcePreEvent" {
-		return "", "", ""
+		return "", "", "", nil
 	}
 	md := e.GetEvent().GetFields()["resourcePreEvent"].GetStructValue().GetFields()["metadata"].GetStructValue().GetFields()
-	return md["urn"].GetStringValue(), md["type"].GetStringValue(), md["op"].GetStringValue()
+	for _, v := range md["diffs"].GetListValue().GetValues() {
+		if name := v.GetStringValue(); name != "" && !slices.Contains(props, name) {
+			props = append(props, name)
+		}
+	}
+	slices.Sort(props)
+	if len(props) > maxProperties {
+		props = props[:maxProperties]
+	}
+	return md["urn"].GetStringValue(), md["type"].GetStringValue(), md["op"].GetStringValue(), props
 }

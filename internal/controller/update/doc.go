@@ -10,9 +10,10 @@
 // operation; operation.go the operation itself, talking to the agent;
 // finish.go the recording of an outcome, interruption, expiry and deletion;
 // outcome.go how an operation's end becomes a status; outputs.go the outputs
-// Secret; changes.go a preview's change summary; redact.go which secret
-// output values are removed from messages; runner.go the registry of
-// running operations; setup.go the watches; metrics.go the metrics hook.
+// Secret; plan.go a preview's saved plan and an up's plan; changes.go a
+// preview's change summary; redact.go which secret output values are
+// removed from messages; runner.go the registry of running operations;
+// setup.go the watches; metrics.go the metrics hook.
 //
 // # Life of an Update
 //
@@ -91,8 +92,21 @@
 //
 // A preview has no outputs and no Secret; what it found goes to the status:
 // status.changes (counts per operation kind, for every operation type) and
-// status.resourceChanges (each resource it would change: URN, type and
-// operation, at most 500).
+// status.resourceChanges (each resource it would change: URN, type,
+// operation and the names of the properties that cause it, never their
+// values; at most 500).
+//
+// # Plans
+//
+// Two stackyard extensions hold an up to what a preview showed. A preview
+// with spec.savePlan asks the agent to save the update plan (`pulumi
+// preview --save-plan`) and writes it to an immutable Secret
+// "<update>-plan", owned by the Update, under the key "plan", named in
+// status.plan (plan.go). An up with spec.planSecret reads that key before
+// it starts (a missing Secret or key fails the Update without running it)
+// and sends it with the request: the agent runs `pulumi up --plan`, which
+// fails, with the agent reason PlanViolation at the start of the message,
+// where the update would do anything the plan does not allow.
 //
 // # Secrets
 //

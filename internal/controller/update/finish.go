@@ -15,8 +15,8 @@ import (
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
-// recordOutcome writes a finished run's outcome: the outputs Secret first,
-// then the status that names it. Both are idempotent, so a reconcile that
+// recordOutcome writes a finished run's outcome: the outputs Secret and a
+// preview's plan Secret first, then the status that names them. Both are idempotent, so a reconcile that
 // fails half way is completed by the next; the run leaves the registry
 // only once the status is written (see finish), which is what makes the
 // outcome written exactly once.
@@ -31,7 +31,12 @@ func (r *Reconciler) recordOutcome(ctx context.Context, s *session) (sreconcile.
 		if err != nil {
 			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
 		}
-		o.apply(&obj.Status, obj.Generation, name, note)
+		plan, planNote, err := r.ensurePlanSecret(ctx, obj, o)
+		if err != nil {
+			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
+		}
+		o.apply(&obj.Status, obj.Generation, name, joinSentences(note, planNote))
+		obj.Status.Plan = plan
 	}
 	s.announce = append(s.announce, func(ctx context.Context) {
 		r.release(ctx, run)

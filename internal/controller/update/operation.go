@@ -29,6 +29,16 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 	}
 	defer func() { o.end = metav1.NewTime(r.now()) }()
 
+	plan, failure, err := r.readPlan(ctx, obj)
+	switch {
+	case failure != "":
+		o.reason, o.message = autov1alpha1.UpdateReasonFailed, failure
+		return o
+	case err != nil:
+		o.reason = ReasonInterrupted
+		o.message = fmt.Sprintf("%v; the operation did not start and will be retried", err)
+		return o
+	}
 	conn, err := r.runtime.Dial(ctx, ws)
 	if err != nil && contextCause(ctx) == nil {
 		// No agent to talk to (after an operator restart the Workspace's
@@ -75,7 +85,7 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 		if _, err := agent.SelectStack(ctx, selectStack(ws, obj.Spec.StackName)); err != nil {
 			return err
 		}
-		s, err := startOperation(ctx, agent, &obj.Spec)
+		s, err := startOperation(ctx, agent, &obj.Spec, plan)
 		if err != nil {
 			return err
 		}
@@ -109,6 +119,9 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 			o.message = fmt.Sprintf("%s succeeded: %s", obj.Spec.Type, describeChanges(res.GetChanges()))
 		}
 		o.outputs = res.GetOutputs()
+		if savesPlan(obj) {
+			o.plan = res.GetPlan()
+		}
 		if changes != nil {
 			o.resourceChanges = changes.resources
 			if changes.truncated {
@@ -124,10 +137,10 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 	return o
 }
 
-// startOperation sends the request for spec's operation type. Secret
-// outputs are asked for in clear text: they go into the outputs Secret,
-// and nowhere else.
-func startOperation(ctx context.Context, agent agentpb.AutomationServiceClient, spec *autov1alpha1.UpdateSpec) (grpc.ServerStreamingClient[agentpb.OperationStream], error) {
+// startOperation sends the request for spec's operation type, an up held
+// to plan when it is not empty. Secret outputs are asked for in clear
+// text: they go into the outputs Secret, and nowhere else.
+func startOperation(ctx context.Context, agent agentpb.AutomationServiceClient, spec *autov1alpha1.UpdateSpec, plan []byte) (grpc.ServerStreamingClient[agentpb.OperationStream], error) {
 	parallel := ptr.Deref(spec.Parallel, 0)
 	message := ptr.Deref(spec.Message, "")
 	switch spec.Type {
@@ -135,14 +148,14 @@ func startOperation(ctx context.Context, agent agentpb.AutomationServiceClient, 
 		return agent.Preview(ctx, &agentpb.PreviewRequest{
 			Parallel: parallel, Message: message, ExpectNoChanges: ptr.Deref(spec.ExpectNoChanges, false),
 			Replace: spec.Replace, Target: spec.Target, TargetDependents: ptr.Deref(spec.TargetDependents, false),
-			Refresh: ptr.Deref(spec.Refresh, false),
+			Refresh: ptr.Deref(spec.Refresh, false), SavePlan: ptr.Deref(spec.SavePlan, false),
 		})
 	case autov1alpha1.UpType:
 		return agent.Up(ctx, &agentpb.UpRequest{
 			Parallel: parallel, Message: message, ExpectNoChanges: ptr.Deref(spec.ExpectNoChanges, false),
 			Replace: spec.Replace, Target: spec.Target, TargetDependents: ptr.Deref(spec.TargetDependents, false),
 			Refresh: ptr.Deref(spec.Refresh, false), ContinueOnError: ptr.Deref(spec.ContinueOnError, false), ShowSecrets: true,
-			ExpectNoRefreshChanges: ptr.Deref(spec.ExpectNoRefreshChanges, false),
+			ExpectNoRefreshChanges: ptr.Deref(spec.ExpectNoRefreshChanges, false), Plan: plan,
 		})
 	case autov1alpha1.RefreshType:
 		return agent.Refresh(ctx, &agentpb.RefreshRequest{
@@ -182,7 +195,7 @@ func consume(log logr.Logger, stream grpc.ServerStreamingClient[agentpb.Operatio
 				changes.observe(ev)
 			}
 			if debug := log.V(1); debug.Enabled() {
-				urn, _, op := stepOf(ev)
+				urn, _, op, _ := stepOf(ev)
 				debug.Info("engine event", "type", ev.GetType(), "sequence", ev.GetSequence(), "urn", urn, "op", op,
 					"sinceLast", time.Since(last).Round(time.Millisecond).String())
 			}

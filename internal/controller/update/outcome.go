@@ -61,6 +61,8 @@ type outcome struct {
 	// resourceChanges lists what a preview would change; nil for other
 	// operations.
 	resourceChanges []autov1alpha1.ResourceChange
+	// plan is the update plan a preview with spec.savePlan saved.
+	plan []byte
 }
 
 // failed reports whether the operation failed.

@@ -3,6 +3,7 @@ package update
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -78,10 +79,13 @@ func TestApply(t *testing.T) {
 // TestChangeCollector keeps the steps other than "same", once each, up to
 // the cap.
 func TestChangeCollector(t *testing.T) {
-	step := func(urn, typ, op string) *agentpb.EngineEvent {
-		ev, err := structpb.NewStruct(map[string]any{"resourcePreEvent": map[string]any{
-			"metadata": map[string]any{"urn": urn, "type": typ, "op": op},
-		}})
+	step := func(urn, typ, op string, diffs ...any) *agentpb.EngineEvent {
+		md := map[string]any{"urn": urn, "type": typ, "op": op,
+			"old": map[string]any{"inputs": map[string]any{"content": "old value"}}}
+		if diffs != nil {
+			md["diffs"] = diffs
+		}
+		ev, err := structpb.NewStruct(map[string]any{"resourcePreEvent": map[string]any{"metadata": md}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,11 +96,16 @@ func TestChangeCollector(t *testing.T) {
 	c.observe(step("urn:a", "t:a", "create"))
 	c.observe(step("urn:b", "t:b", "same"))
 	c.observe(&agentpb.EngineEvent{Type: "diagnosticEvent"})
+	c.observe(step("urn:c", "t:c", "update", "path", "content", "content"))
 	for i := range maxResourceChanges + 5 {
 		c.observe(step(fmt.Sprintf("urn:%d", i), "t", "update"))
 	}
-	if len(c.resources) != maxResourceChanges || !c.truncated || c.resources[0] != (autov1alpha1.ResourceChange{URN: "urn:a", Type: "t:a", Op: "create"}) {
-		t.Errorf("collected %d resources, truncated %v, first %+v", len(c.resources), c.truncated, c.resources[0])
+	want := []autov1alpha1.ResourceChange{
+		{URN: "urn:a", Type: "t:a", Op: "create"},
+		{URN: "urn:c", Type: "t:c", Op: "update", Properties: []string{"content", "path"}},
+	}
+	if len(c.resources) != maxResourceChanges || !c.truncated || !reflect.DeepEqual(c.resources[:2], want) {
+		t.Errorf("collected %d resources, truncated %v, first %+v", len(c.resources), c.truncated, c.resources[:2])
 	}
 }
 

@@ -33,14 +33,19 @@ const outputsSuffix = "-stack-outputs"
 // the Update named update: "<update>-stack-outputs", as in the Pulumi
 // Kubernetes Operator v2. A name that would exceed the 253 characters of an
 // object name is shortened and made unique with a hash of the whole.
-func OutputsSecretName(update string) string {
-	name := update + outputsSuffix
+func OutputsSecretName(update string) string { return suffixed(update, outputsSuffix) }
+
+// suffixed returns "<update><suffix>", shortened and made unique with a
+// hash of update when it would exceed the 253 characters of an object
+// name.
+func suffixed(update, suffix string) string {
+	name := update + suffix
 	if len(name) <= 253 {
 		return name
 	}
 	sum := sha256.Sum256([]byte(update))
 	tag := "-" + hex.EncodeToString(sum[:])[:10]
-	return update[:253-len(outputsSuffix)-len(tag)] + tag + outputsSuffix
+	return update[:253-len(suffix)-len(tag)] + tag + suffix
 }
 
 // invalidKeyChars are the characters a Secret key may not hold.
@@ -119,6 +124,16 @@ func (r *Reconciler) ensureOutputsSecret(ctx context.Context, obj *autov1alpha1.
 	if s == nil {
 		return "", "", nil
 	}
+	return r.createOwnedSecret(ctx, obj, s, "the outputs were")
+}
+
+// createOwnedSecret creates s, an immutable Secret owned by obj holding
+// what ("the outputs were", "the plan was": the subject of the note), and
+// returns its name. A Secret of that name
+// already owned by obj (an earlier attempt created it, then the status
+// write failed) is taken as it is. A failure retrying cannot fix is
+// returned as note, with an empty name; any other error for a retry.
+func (r *Reconciler) createOwnedSecret(ctx context.Context, obj *autov1alpha1.Update, s *corev1.Secret, what string) (name, note string, err error) {
 	err = r.client.Create(ctx, s)
 	switch {
 	case err == nil:
@@ -126,15 +141,15 @@ func (r *Reconciler) ensureOutputsSecret(ctx context.Context, obj *autov1alpha1.
 	case apierrors.IsAlreadyExists(err):
 		existing := &corev1.Secret{}
 		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, existing); err != nil {
-			return "", "", fmt.Errorf("reading the outputs Secret %s: %w", s.Name, err)
+			return "", "", fmt.Errorf("reading Secret %s: %w", s.Name, err)
 		}
 		if metav1.IsControlledBy(existing, obj) {
 			return s.Name, "", nil
 		}
-		return "", fmt.Sprintf("the outputs were not recorded: Secret %s exists and does not belong to this Update", s.Name), nil
+		return "", fmt.Sprintf("%s not recorded: Secret %s exists and does not belong to this Update", what, s.Name), nil
 	case apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsForbidden(err):
-		return "", fmt.Sprintf("the outputs were not recorded: creating Secret %s: %s", s.Name, apierrors.ReasonForError(err)), nil
+		return "", fmt.Sprintf("%s not recorded: creating Secret %s: %s", what, s.Name, apierrors.ReasonForError(err)), nil
 	default:
-		return "", "", fmt.Errorf("creating the outputs Secret %s: %w", s.Name, err)
+		return "", "", fmt.Errorf("creating Secret %s: %w", s.Name, err)
 	}
 }

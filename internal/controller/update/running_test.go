@@ -151,7 +151,7 @@ func TestUpdateWaitsForBusyAgent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the test's up ended before its Sleep started: %v", err)
 		}
-		if urn, _, _ := stepOf(msg.GetEvent()); urn == sleepURN {
+		if urn, _, _, _ := stepOf(msg.GetEvent()); urn == sleepURN {
 			break
 		}
 	}

@@ -49,7 +49,9 @@ func TestLifecycle(t *testing.T) {
 	if u.Status.Changes["create"] < 3 {
 		t.Errorf("status.changes %v: want at least 3 creates", u.Status.Changes)
 	}
-	if !slices.Contains(u.Status.ResourceChanges, autov1alpha1.ResourceChange{URN: randomURN, Type: "stackyardtest:index:Random", Op: "create"}) {
+	if !slices.ContainsFunc(u.Status.ResourceChanges, func(c autov1alpha1.ResourceChange) bool {
+		return c.URN == randomURN && c.Type == "stackyardtest:index:Random" && c.Op == "create"
+	}) {
 		t.Errorf("status.resourceChanges %v lack the creation of %s", u.Status.ResourceChanges, randomURN)
 	}
 

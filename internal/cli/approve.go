@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stackyard/stackyard/internal/pipelinectl"
+)
+
+func init() {
+	subcommands = append(subcommands, approveCommand, rejectCommand)
+}
+
+// decideFlags are the flags of approve and reject.
+type decideFlags struct {
+	listFlags
+	comment string
+}
+
+// approveCommand is `stackyard approve PROMOTION [-m comment]`.
+func approveCommand() *cobra.Command {
+	return decideCommand("approve PROMOTION",
+		"Approve a promotion waiting for approval (needs the verb approve on its stage)",
+		"a comment, recorded with the approval", false)
+}
+
+// rejectCommand is `stackyard reject PROMOTION -m reason`.
+func rejectCommand() *cobra.Command {
+	return decideCommand("reject PROMOTION -m REASON",
+		"Reject a promotion waiting for approval, which fails it (needs the verb approve on its stage)",
+		"why (required), recorded with the rejection", true)
+}
+
+// decideCommand is approve, or reject, whose -m is required.
+func decideCommand(use, short, usage string, reject bool) *cobra.Command {
+	var f decideFlags
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd, pipelinectl.Decision{Promotion: args[0], Reject: reject, Comment: f.comment})
+		},
+	}
+	f.listFlags.add(cmd)
+	cmd.Flags().StringVarP(&f.comment, "message", "m", "", usage)
+	if reject {
+		_ = cmd.MarkFlagRequired("message")
+	}
+	return cmd
+}
+
+// run records the decision and prints it.
+func (f *decideFlags) run(cmd *cobra.Command, d pipelinectl.Decision) error {
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	a, err := c.Decide(cmd.Context(), d)
+	if err != nil {
+		return err
+	}
+	if f.output != "table" {
+		return pipelinectl.PrintObject(cmd.OutOrStdout(), f.output, a)
+	}
+	verb := "approved"
+	if d.Reject {
+		verb = "rejected"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "promotion %s %s by %s (approval %s, stage %s, plan %s)\n", d.Promotion, verb, a.Spec.User, a.Name, a.Spec.Stage, a.Spec.PlanDigest)
+	return nil
+}

@@ -1,0 +1,299 @@
+package promotion
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// The Promotion controller reads the Approvals of the promotions it runs.
+// It never writes one: an Approval is a person's record, admitted by the
+// API server (config/policy/approval.yaml).
+//
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=approvals,verbs=get;list;watch
+
+// ReasonAwaitingApproval is the reason of the wait of a promotion whose
+// stage requires approvals it does not have yet.
+const ReasonAwaitingApproval = "AwaitingApproval"
+
+// ApprovalPromotionField is the selectable field of an Approval that
+// names its Promotion.
+const ApprovalPromotionField = "spec.promotion"
+
+// approvalWait is how long a promotion waiting for approvals waits before
+// it looks again by itself; a new Approval wakes it sooner, and one that
+// expires wakes it when it does.
+const approvalWait = time.Hour
+
+// maxApprovalRecords is the API's limit on status.approvals.
+const maxApprovalRecords = 64
+
+// reconcileApproval computes the promotion's plan digest and, when its
+// stage requires approvals (approvalRequired), keeps it Pending until enough approvals for that digest count.
+// The digest is computed afresh on every reconcile of a Pending promotion,
+// so right before startPromotion too: when an input changed since the
+// approvals were given, the new digest replaces the old, the approvals no
+// longer count and the promotion asks for them again. One eligible
+// rejection for the digest fails the promotion before anything changes.
+// The decisions that count are recorded in status.approvals.
+func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, error) {
+	if !s.pending() {
+		return sreconcile.ResultEmpty, nil
+	}
+	digest, err := s.planDigest(ctx)
+	if err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	st := &s.p.Status
+	if st.PlanDigest != digest {
+		st.PlanDigest, st.Approvals = digest, nil
+	}
+	if !approvalRequired(s.stage, s.p) {
+		return sreconcile.ResultEmpty, nil
+	}
+	policy := s.stage.Spec.Approval
+	// Read live: the decision to start must not miss a rejection the
+	// cache has not shown yet.
+	var list promotionv1alpha1.ApprovalList
+	if err := s.r.APIReader.List(ctx, &list, client.InNamespace(s.p.Namespace), client.MatchingFields{ApprovalPromotionField: s.p.Name}); err != nil {
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing the approvals of promotion %s: %w", s.p.Name, err))
+	}
+	t := tally(policy, s.p, list.Items, s.now)
+	st.Approvals = t.records()
+	if r := t.rejected; r != nil {
+		s.end(promotionv1alpha1.PromotionFailed, fmt.Sprintf("rejected by %s: %s", r.Spec.User, r.Spec.Comment))
+		st.StartTime = nil // it never started
+		return sreconcile.ResultSuccess, nil
+	}
+	if !t.approved() {
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonAwaitingApproval, errors.New(t.message()), t.recheck(s.now))
+	}
+	return sreconcile.ResultEmpty, nil
+}
+
+// approvalRequired reports whether promotion p into stage must be
+// approved before it starts: the stage requires approvals, and p is not an
+// automatic rollback (asked for by the operator after a failed
+// verification) that the stage lets skip them. A rollback a person asks
+// for is approved like any promotion.
+func approvalRequired(stage *promotionv1alpha1.Stage, p *promotionv1alpha1.Promotion) bool {
+	policy := stage.Spec.Approval
+	if policy == nil {
+		return false
+	}
+	automatic := p.Spec.Rollback && p.Spec.RequestedBy == promotionv1alpha1.RequestedByAutoPromotion
+	return !(automatic && policy.SkipForRollback)
+}
+
+// promotionOfApproval maps an Approval to the Promotion it decides on.
+func promotionOfApproval(_ context.Context, obj client.Object) []ctrlreconcile.Request {
+	a, ok := obj.(*promotionv1alpha1.Approval)
+	if !ok || a.Spec.Promotion == "" {
+		return nil
+	}
+	return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.Promotion}}}
+}
+
+// approvalTally is what the Approvals of one promotion add up to under
+// its stage's policy.
+type approvalTally struct {
+	policy *promotionv1alpha1.ApprovalPolicy
+	// counted are the approvals that count, one per user (their newest),
+	// oldest first.
+	counted []promotionv1alpha1.Approval
+	// rejected is the first eligible rejection, which fails the promotion.
+	rejected *promotionv1alpha1.Approval
+	// missing are the entries of policy.from no counted approval
+	// represents, with requireEach.
+	missing []promotionv1alpha1.Approver
+	// stale says that someone decided on an earlier plan digest and has
+	// not decided on the current one.
+	stale bool
+	// ignored says, user by user, why a decision on the current digest
+	// does not count.
+	ignored []string
+	// expireAfter is how long an approval counts; zero: for ever.
+	expireAfter time.Duration
+}
+
+// tally applies policy to the approvals of the Pending promotion p at
+// now. An approval counts when it names p's stage and plan digest, has
+// not expired (creationTimestamp + expireAfter), comes from someone
+// eligible (a user or a member of a group policy.from lists; anyone when
+// from is empty) and, unless policy.allowSelfApproval, not from the user
+// who asked for the promotion; each user counts once. An eligible
+// rejection fails the promotion, whoever gives it: the requester may
+// withdraw.
+func tally(policy *promotionv1alpha1.ApprovalPolicy, p *promotionv1alpha1.Promotion, approvals []promotionv1alpha1.Approval, now time.Time) approvalTally {
+	t := approvalTally{policy: policy}
+	if policy.ExpireAfter != nil {
+		t.expireAfter = policy.ExpireAfter.Duration
+	}
+	approvals = slices.Clone(approvals)
+	slices.SortFunc(approvals, func(a, b promotionv1alpha1.Approval) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	})
+	current, old := map[string]bool{}, map[string]bool{}
+	counted := map[string]int{} // user → index in t.counted
+	for i := range approvals {
+		a := &approvals[i]
+		spec := &a.Spec
+		switch {
+		case spec.Promotion != p.Name || spec.Stage != p.Spec.Stage:
+			continue
+		case spec.PlanDigest != p.Status.PlanDigest:
+			old[spec.User] = true
+			continue
+		}
+		current[spec.User] = true
+		switch {
+		case t.expired(a, now):
+			t.ignore(spec.User, "expired")
+		case !eligible(policy.From, spec):
+			t.ignore(spec.User, "not among the approvers of the stage")
+		case spec.Decision == promotionv1alpha1.Reject:
+			if t.rejected == nil {
+				t.rejected = a
+			}
+		case spec.User == p.Spec.RequestedBy && !policy.AllowSelfApproval:
+			t.ignore(spec.User, "asked for the promotion")
+		case spec.Decision == promotionv1alpha1.Approve:
+			if j, ok := counted[spec.User]; ok {
+				t.counted[j] = *a
+			} else {
+				counted[spec.User] = len(t.counted)
+				t.counted = append(t.counted, *a)
+			}
+		}
+	}
+	for user := range old {
+		if !current[user] {
+			t.stale = true
+		}
+	}
+	if policy.RequireEach {
+		for _, entry := range policy.From {
+			if !slices.ContainsFunc(t.counted, func(a promotionv1alpha1.Approval) bool { return matches(entry, &a.Spec) }) {
+				t.missing = append(t.missing, entry)
+			}
+		}
+	}
+	return t
+}
+
+// approved reports whether enough approvals count.
+func (t *approvalTally) approved() bool {
+	return t.rejected == nil && len(t.counted) >= int(t.policy.Required) && len(t.missing) == 0
+}
+
+// expired reports whether a no longer counts at now.
+func (t *approvalTally) expired(a *promotionv1alpha1.Approval, now time.Time) bool {
+	return t.expireAfter > 0 && !now.Before(a.CreationTimestamp.Add(t.expireAfter))
+}
+
+// ignore notes that user's decision does not count, and why.
+func (t *approvalTally) ignore(user, why string) {
+	note := fmt.Sprintf("%s (%s)", user, why)
+	if !slices.Contains(t.ignored, note) {
+		t.ignored = append(t.ignored, note)
+	}
+}
+
+// message says what the promotion waits for, e.g. "waiting for approval:
+// 1 of 2 (needs one from group security)".
+func (t *approvalTally) message() string {
+	var b strings.Builder
+	if t.stale {
+		b.WriteString("inputs changed since approval; approve again; ")
+	}
+	fmt.Fprintf(&b, "waiting for approval: %d of %d", len(t.counted), t.policy.Required)
+	switch {
+	case len(t.missing) > 0:
+		needs := make([]string, 0, len(t.missing))
+		for _, m := range t.missing {
+			needs = append(needs, "one from "+approverString(m))
+		}
+		fmt.Fprintf(&b, " (needs %s)", strings.Join(needs, " and "))
+	case len(t.policy.From) > 0:
+		from := make([]string, 0, len(t.policy.From))
+		for _, m := range t.policy.From {
+			from = append(from, approverString(m))
+		}
+		fmt.Fprintf(&b, " (from %s)", strings.Join(from, " or "))
+	}
+	if len(t.ignored) > 0 {
+		fmt.Fprintf(&b, "; not counted: %s", strings.Join(t.ignored, ", "))
+	}
+	return b.String()
+}
+
+// recheck is when to look again while waiting: when the first counted
+// approval expires, or after approvalWait.
+func (t *approvalTally) recheck(now time.Time) time.Duration {
+	wait := approvalWait
+	if t.expireAfter <= 0 {
+		return wait
+	}
+	for _, a := range t.counted {
+		if d := a.CreationTimestamp.Add(t.expireAfter).Sub(now) + time.Second; d < wait {
+			wait = max(d, time.Second)
+		}
+	}
+	return wait
+}
+
+// records are the decisions that count, as status.approvals keeps them:
+// the counted approvals and the rejection, oldest first.
+func (t *approvalTally) records() []promotionv1alpha1.ApprovalRecord {
+	decisions := slices.Clone(t.counted)
+	if t.rejected != nil {
+		decisions = append(decisions, *t.rejected)
+		slices.SortStableFunc(decisions, func(a, b promotionv1alpha1.Approval) int {
+			return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+		})
+	}
+	if len(decisions) > maxApprovalRecords {
+		decisions = decisions[:maxApprovalRecords]
+	}
+	var out []promotionv1alpha1.ApprovalRecord
+	for _, a := range decisions {
+		out = append(out, promotionv1alpha1.ApprovalRecord{
+			Approval: a.Name, User: a.Spec.User, Groups: a.Spec.Groups, Decision: a.Spec.Decision, Comment: a.Spec.Comment, Time: a.CreationTimestamp,
+		})
+	}
+	return out
+}
+
+// eligible reports whether the decision spec comes from someone from
+// lists; anyone, when it is empty.
+func eligible(from []promotionv1alpha1.Approver, spec *promotionv1alpha1.ApprovalSpec) bool {
+	return len(from) == 0 || slices.ContainsFunc(from, func(entry promotionv1alpha1.Approver) bool { return matches(entry, spec) })
+}
+
+// matches reports whether the decision spec comes from entry: its user,
+// or a member of its group.
+func matches(entry promotionv1alpha1.Approver, spec *promotionv1alpha1.ApprovalSpec) bool {
+	if entry.User != "" {
+		return spec.User == entry.User
+	}
+	return entry.Group != "" && slices.Contains(spec.Groups, entry.Group)
+}
+
+// approverString renders entry as "user alice" or "group security".
+func approverString(entry promotionv1alpha1.Approver) string {
+	if entry.User != "" {
+		return "user " + entry.User
+	}
+	return "group " + entry.Group
+}

@@ -1,0 +1,147 @@
+package promotion
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// Plans: each preview saves its update plan (the preview Update's
+// spec.savePlan); the promotion copies it into a Secret of its own, named
+// in status.previews[].plan, whose digest is an input of the plan digest
+// the approvals are bound to; and pinStacks pins each Stack with the
+// annotations that hold its next up to that plan (stack.PlanAnnotation,
+// stack.PlanCommitAnnotation). An up that would do anything the plan does
+// not allow fails with "violates plan", before changing the resource
+// concerned, and the promotion fails asking for a new one.
+//
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+
+// planCopySuffix ends the name of a promotion's copy of a plan; a dot,
+// unlike the preview Update's own "<update>-plan", so the two never meet.
+const planCopySuffix = ".plan"
+
+// PlanCommitAnnotation on a promotion's plan Secret is the commit the plan
+// was made for.
+const PlanCommitAnnotation = "promotion.stackyard.dev/commit"
+
+// PlanSecretName is the name of the promotion's copy of the plan of its
+// preview of the Stack stackName: PreviewName's, with ".plan".
+func PlanSecretName(promotionName, stackName string) string {
+	return PreviewName(promotionName, stackName) + planCopySuffix
+}
+
+// copyPlan copies the plan the successful preview Update upd saved into a
+// Secret owned by the promotion, which outlives the Update (its
+// ttlAfterCompleted deletes it, and its plan Secret with it), and returns
+// the copy's name. A preview that saved no plan is a failure of the
+// preview, returned as failure.
+func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackName string) (name, failure string, err error) {
+	name = PlanSecretName(s.p.Name, stackName)
+	copied, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", name, &corev1.Secret{})
+	switch {
+	case err != nil:
+		return "", "", err
+	case copied != nil && !metav1.IsControlledBy(copied, s.p):
+		return "", fmt.Sprintf("Secret %s, where the plan of the preview of Stack %s goes, exists and does not belong to the promotion", name, stackName), nil
+	case copied != nil:
+		return name, "", nil
+	}
+	if upd.Status.Plan == "" {
+		return "", fmt.Sprintf("the preview of Stack %s (Update %s) saved no plan: %s", stackName, upd.Name, upd.Status.Message), nil
+	}
+	saved, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", upd.Status.Plan, &corev1.Secret{})
+	switch {
+	case err != nil:
+		return "", "", err
+	case saved == nil || len(saved.Data[autov1alpha1.PlanKey]) == 0:
+		return "", fmt.Sprintf("the plan of the preview of Stack %s (Secret %s) is gone", stackName, upd.Status.Plan), nil
+	}
+	plan := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   s.p.Namespace,
+			Labels:      map[string]string{PromotionLabel: s.p.Name, StackLabel: stackName},
+			Annotations: map[string]string{PlanCommitAnnotation: s.release.Spec.Commit.SHA},
+		},
+		Immutable: ptr.To(true),
+		Type:      corev1.SecretTypeOpaque,
+		Data:      map[string][]byte{autov1alpha1.PlanKey: saved.Data[autov1alpha1.PlanKey]},
+	}
+	return name, "", s.createOwned(ctx, plan)
+}
+
+// planInputs are the plan digest's inputs that the previews add: for each
+// Stack previewed, the sha256 of the plan the promotion holds for it (""
+// when the Secret is gone), so that approvals are bound to the exact plan
+// the Stacks will be held to. The Secrets are read live.
+func (s *session) planInputs(ctx context.Context) ([]planInput, error) {
+	var inputs []planInput
+	for _, pv := range s.p.Status.Previews {
+		if pv.Plan == "" {
+			continue
+		}
+		sec, err := get(ctx, s.r.APIReader, s.p.Namespace, "Secret", pv.Plan, &corev1.Secret{})
+		if err != nil {
+			return nil, err
+		}
+		digest := ""
+		if sec != nil {
+			sum := sha256.Sum256(sec.Data[autov1alpha1.PlanKey])
+			digest = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		inputs = append(inputs, planInput{Name: "Plan/" + pv.Name, Value: digest})
+	}
+	return inputs, nil
+}
+
+// planOf is the plan Secret the promotion holds for the Stack name, or "".
+func (s *session) planOf(name string) string {
+	for _, pv := range s.p.Status.Previews {
+		if pv.Name == name {
+			return pv.Plan
+		}
+	}
+	return ""
+}
+
+// violatesPlan reports whether a Stack's failure message says its update
+// was refused for doing what its plan does not allow.
+func violatesPlan(msg string) bool { return strings.Contains(msg, "violates plan") }
+
+// planViolation is the promotion's message when the Stack name's update
+// was refused by its plan: an input changed since the preview.
+func planViolation(name, msg string) string {
+	return sreconcile.Truncate(fmt.Sprintf("Stack %s: the update was refused because the inputs changed since the preview "+
+		"that was approved (it violates the plan saved then), and nothing the plan did not allow was applied; "+
+		"promote again for a new preview and new approvals: %s", name, msg), maxMessage)
+}
+
+// planAnnotations are the annotations that hold a pinned Stack's next up
+// to plan, made for commit; none without a plan.
+func planAnnotations(plan, commit string) map[string]any {
+	if plan == "" {
+		return nil
+	}
+	return map[string]any{stackctl.PlanAnnotation: plan, stackctl.PlanCommitAnnotation: commit}
+}
+
+// pinnedWithPlan reports whether the Stack's plan annotations are those
+// planAnnotations gives for plan and commit.
+func pinnedWithPlan(annotations map[string]string, plan, commit string) bool {
+	if plan == "" {
+		return true
+	}
+	return annotations[stackctl.PlanAnnotation] == plan && annotations[stackctl.PlanCommitAnnotation] == commit
+}

@@ -1,0 +1,509 @@
+package promotion
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/controller/stage"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// What previews need of the API: the Workspaces and Updates a promotion
+// makes (owned by it, so creating them needs the right to set its
+// finalizers' owner references).
+//
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=workspaces;updates,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=promotions/finalizers,verbs=update
+
+// Labels on the Workspaces, Updates and plan Secrets a promotion makes to
+// preview its Stacks. They carry no pulumi.com/stack-name label: they are
+// not the Stack's, and tools listing a Stack's Updates by it must not
+// count them.
+const (
+	// PromotionLabel names the Promotion a preview belongs to (the label
+	// Approvals carry too).
+	PromotionLabel = promotionv1alpha1.PromotionLabel
+	// StackLabel names the Stack it previews.
+	StackLabel = "promotion.stackyard.dev/stack"
+)
+
+// TriggerPromotion is the stackyard.dev/trigger annotation of a preview
+// Update a promotion started.
+const TriggerPromotion = "PromotionPreview"
+
+// ReasonPreviewing is the reason of the wait of a promotion whose previews
+// run.
+const ReasonPreviewing = "Previewing"
+
+// previewWait is how long a promotion waits for its previews before it
+// looks again by itself; the preview Updates' and Workspaces' changes wake
+// it sooner.
+const previewWait = time.Minute
+
+// maxPreviewAttempts is how many times a preview is started for one Stack
+// when it ends Interrupted (the operator or the agent stopped) or
+// UpdateConflict (the stack's lock was held): neither says anything about
+// the release, so the preview is run again.
+const maxPreviewAttempts = 3
+
+// maxPreviewChanges is the API's limit on a preview's changes.
+const maxPreviewChanges = 200
+
+// maxPreviewName keeps a preview Workspace's name short enough for what a
+// runtime derives from it (the kubernetes runtime's StatefulSet
+// "<name>-workspace", whose pods' revision label adds 11 more characters
+// under the 63 of a label value).
+const maxPreviewName = 42
+
+// reconcilePreview previews, while the promotion is Pending and its turn
+// has come, every Stack of the stage at the release's commit, before
+// anything changes: one Workspace per Stack, built by the Stack
+// controller's own builder from the Stack's spec with the source pinned to
+// the commit, and one preview Update in it, both owned by the promotion.
+// It records each preview's outcome in status.previews and, once all are
+// in, deletes the preview Workspaces (their agents would idle around) and
+// lets the chain go on to the approvals and the start. A Stack running an
+// update (or with a generation not handled yet) is previewed once it has
+// finished: previewed now, the changes would be computed against a state
+// about to change. Each preview saves its plan (plan.go). A failed preview
+// fails the promotion (and the release in the stage) with nothing changed;
+// a preview-only stage's promotion succeeds once its previews did, which
+// verifies the release there without pinning anything. A finished
+// promotion's leftover previews (one superseded or refused while it
+// previewed) are deleted.
+func (s *session) reconcilePreview(ctx context.Context) (sreconcile.Result, error) {
+	switch {
+	case s.p.Status.Phase.IsFinished():
+		return sreconcile.ResultEmpty, s.deletePreviews(ctx, true)
+	case !s.pending():
+		return sreconcile.ResultEmpty, nil
+	}
+	stacks, done, err := s.previewTargets(ctx)
+	if done || err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	previews := make([]promotionv1alpha1.StackPreview, 0, len(stacks))
+	waiting, anyBusy := "", false
+	for _, stack := range stacks {
+		pv := s.recordedPreview(stack.Name)
+		if pv.Summary == nil && pv.Update == "" && busy(stack) {
+			// Previewed now, the changes would be computed against a
+			// state about to change (and a Stack's first update and the
+			// preview would both create the stack in the backend).
+			if waiting == "" {
+				waiting = fmt.Sprintf("waiting for Stack %s to finish its update before previewing", stack.Name)
+			}
+			anyBusy = true
+			previews = append(previews, pv)
+			continue
+		}
+		if pv.Summary == nil {
+			failure, err := s.runPreview(ctx, stack, &pv)
+			switch {
+			case err != nil:
+				s.p.Status.Previews = mergePreview(s.p.Status.Previews, pv)
+				return sreconcile.ResultEmpty, err
+			case failure != "":
+				return s.failPreview(ctx, pv, failure)
+			case pv.Summary == nil && waiting == "":
+				waiting = fmt.Sprintf("previewing Stack %s (Update %s)", stack.Name, pv.Update)
+			}
+		}
+		previews = append(previews, pv)
+	}
+	s.p.Status.Previews = previews
+	if waiting != "" {
+		// A Stack's change does not wake a Pending promotion: look again
+		// soon while one is busy.
+		wait := previewWait
+		if anyBusy {
+			wait = busyWait
+		}
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonPreviewing, errors.New(waiting), wait)
+	}
+	if err := s.deletePreviews(ctx, false); err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	s.p.Status.Message = "previewed: " + DescribePreviews(previews)
+	return sreconcile.ResultEmpty, nil
+}
+
+// previewTargets reads the Stacks of the stage, in the stage's order. A
+// Stack that cannot be promoted (missing, bound to an older stage, not
+// pinnable) ends the promotion here, as startPromotion would, before
+// anything is previewed: done is then true.
+func (s *session) previewTargets(ctx context.Context) (stacks []*pulumiv1.Stack, done bool, err error) {
+	var stages promotionv1alpha1.StageList
+	if err := s.r.Client.List(ctx, &stages, client.InNamespace(s.p.Namespace)); err != nil {
+		return nil, false, sreconcile.NewGeneric("", fmt.Errorf("listing stages: %w", err))
+	}
+	for _, b := range s.stage.Spec.Stacks {
+		if owner := stage.OwnerOf(stages.Items, b.Name); owner != nil && owner.Name != s.stage.Name && !s.stage.Spec.PreviewOnly {
+			_, err := s.abort("spec.stage: Stack %q of stage %q is bound to Stage %q, which is older", b.Name, s.stage.Name, owner.Name)
+			return nil, true, err
+		}
+		stack, err := get(ctx, s.r.Client, s.p.Namespace, "Stack", b.Name, &pulumiv1.Stack{})
+		if err != nil {
+			return nil, false, err
+		}
+		if err := pinnable(b.Name, stack); err != nil {
+			s.end(promotionv1alpha1.PromotionFailed, err.Error())
+			return nil, true, nil
+		}
+		stacks = append(stacks, stack)
+	}
+	return stacks, false, nil
+}
+
+// busyWait is how long a promotion waits for a Stack that runs an update
+// (or has not handled its generation yet) before it looks again.
+const busyWait = 5 * time.Second
+
+// busy reports whether stack runs an update, or has not handled its
+// current generation yet.
+func busy(stack *pulumiv1.Stack) bool {
+	return stack.Status.CurrentUpdate != nil || stack.Status.ObservedGeneration != stack.Generation
+}
+
+// recordedPreview is what status.previews holds for the Stack name, or a
+// new entry.
+func (s *session) recordedPreview(name string) promotionv1alpha1.StackPreview {
+	for _, pv := range s.p.Status.Previews {
+		if pv.Name == name {
+			return pv
+		}
+	}
+	return promotionv1alpha1.StackPreview{Name: name}
+}
+
+// mergePreview replaces the entry of pv's Stack in previews, or adds it.
+func mergePreview(previews []promotionv1alpha1.StackPreview, pv promotionv1alpha1.StackPreview) []promotionv1alpha1.StackPreview {
+	for i := range previews {
+		if previews[i].Name == pv.Name {
+			previews[i] = pv
+			return previews
+		}
+	}
+	return append(previews, pv)
+}
+
+// runPreview makes sure the preview of stack runs, and records its outcome
+// in pv once it has ended: the summary and changes of a success, or, as
+// failure, why it failed. An interrupted or conflicting preview is
+// started again, up to maxPreviewAttempts times.
+func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *promotionv1alpha1.StackPreview) (failure string, err error) {
+	name := PreviewName(s.p.Name, stack.Name)
+	if pv.Update == "" {
+		pv.Update = name
+	}
+	ws, err := s.ensurePreviewWorkspace(ctx, stack, name)
+	if err != nil {
+		return failureOf(err)
+	}
+	upd, err := s.ensurePreviewUpdate(ctx, stack, name, pv.Update)
+	if err != nil {
+		return failureOf(err)
+	}
+	if upd == nil || !upd.Status.IsComplete() {
+		// A Workspace that cannot be set up (the commit cannot be
+		// fetched, `pulumi install` fails) would keep the Update
+		// pending for ever.
+		if c := workspaceStalled(ws); c != nil {
+			pv.Message = sreconcile.Truncate(c.Reason+": "+c.Message, maxMessage)
+			return fmt.Sprintf("the preview of Stack %s cannot run: its Workspace %s is stalled: %s", stack.Name, ws.Name, c.Message), nil
+		}
+		return "", nil
+	}
+	if f := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed); f != nil && f.Status == metav1.ConditionTrue {
+		attempt := previewAttempt(name, pv.Update)
+		if (f.Reason == autov1alpha1.UpdateReasonInterrupted || f.Reason == autov1alpha1.UpdateReasonConflict) && attempt < maxPreviewAttempts {
+			pv.Update = name + "-" + strconv.Itoa(attempt+1)
+			_, err := s.ensurePreviewUpdate(ctx, stack, name, pv.Update)
+			return "", err
+		}
+		pv.Message = sreconcile.Truncate(fmt.Sprintf("%s: %s", f.Reason, upd.Status.Message), maxMessage)
+		return fmt.Sprintf("the preview of Stack %s failed (Update %s): %s", stack.Name, upd.Name, upd.Status.Message), nil
+	}
+	plan, failure, err := s.copyPlan(ctx, upd, stack.Name)
+	if failure != "" || err != nil {
+		return failure, err
+	}
+	pv.Plan = plan
+	pv.Summary, pv.Changes = summarize(upd)
+	pv.Message = DescribeSummary(pv.Summary)
+	return "", nil
+}
+
+// workspaceStalled returns ws's Stalled condition when it is True for its
+// generation, else nil (also for no Workspace).
+func workspaceStalled(ws *autov1alpha1.Workspace) *metav1.Condition {
+	if ws == nil {
+		return nil
+	}
+	c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ws.Generation {
+		return nil
+	}
+	return c
+}
+
+// failureOf turns a Stalling error (the Stack's spec cannot make a
+// Workspace: only a person can fix it) into a failure of the preview, and
+// returns any other error for a retry.
+func failureOf(err error) (string, error) {
+	var stalling *sreconcile.Stalling
+	if errors.As(err, &stalling) {
+		return err.Error(), nil
+	}
+	return "", err
+}
+
+// ensurePreviewWorkspace creates the preview Workspace of stack, unless it
+// exists, and returns it as the cache has it (nil until the cache has
+// seen it).
+func (s *session) ensurePreviewWorkspace(ctx context.Context, stack *pulumiv1.Stack, name string) (*autov1alpha1.Workspace, error) {
+	ws, err := get(ctx, s.r.Client, s.p.Namespace, "Workspace", name, &autov1alpha1.Workspace{})
+	if ws != nil || err != nil {
+		return ws, err
+	}
+	src, err := stackctl.SourceAt(ctx, s.r.Client, stack, s.release.Spec.Commit.SHA)
+	if err != nil {
+		return nil, fmt.Errorf("Stack %s: %w", stack.Name, err)
+	}
+	ws, err = stackctl.BuildWorkspace(stack, src)
+	if err != nil {
+		return nil, fmt.Errorf("Stack %s: %w", stack.Name, err)
+	}
+	ws.Name, ws.Labels = name, s.previewLabels(stack.Name, ws.Labels)
+	return nil, s.createOwned(ctx, ws)
+}
+
+// ensurePreviewUpdate creates the preview Update updName in the Workspace
+// wsName, built as the Stack controller builds the Stack's own Updates
+// (its refresh, targets and updateTemplate), unless it exists, and returns
+// it as the cache has it (nil until the cache has seen it).
+func (s *session) ensurePreviewUpdate(ctx context.Context, stack *pulumiv1.Stack, wsName, updName string) (*autov1alpha1.Update, error) {
+	upd, err := get(ctx, s.r.Client, s.p.Namespace, "Update", updName, &autov1alpha1.Update{})
+	if upd != nil || err != nil {
+		return upd, err
+	}
+	upd = stackctl.BuildUpdate(stack, s.release.Spec.Commit.SHA, autov1alpha1.PreviewType, TriggerPromotion)
+	upd.Name, upd.Spec.WorkspaceName, upd.Labels = updName, wsName, s.previewLabels(stack.Name, upd.Labels)
+	upd.Spec.SavePlan = ptr.To(true)
+	if upd.Spec.Message == nil {
+		upd.Spec.Message = ptr.To(fmt.Sprintf("preview of release %s (%s) for promotion %s", s.p.Spec.Release, short(s.release.Spec.Commit.SHA), s.p.Name))
+	}
+	return nil, s.createOwned(ctx, upd)
+}
+
+// previewLabels are labels without the Stack's own pulumi.com/stack-name,
+// with the promotion's.
+func (s *session) previewLabels(stackName string, labels map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		if k != stackctl.StackNameLabel {
+			out[k] = v
+		}
+	}
+	out[PromotionLabel], out[StackLabel] = s.p.Name, stackName
+	return out
+}
+
+// createOwned creates obj, controlled by the promotion; one that exists
+// already is what an earlier reconcile made.
+func (s *session) createOwned(ctx context.Context, obj client.Object) error {
+	if err := controllerutil.SetControllerReference(s.p, obj, s.r.Client.Scheme()); err != nil {
+		return err
+	}
+	obj.SetResourceVersion("")
+	obj.SetManagedFields(nil)
+	kind := fmt.Sprintf("%T", obj)
+	kind = kind[strings.LastIndex(kind, ".")+1:]
+	if err := s.r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsInvalid(err) {
+			return sreconcile.NewStalling(ReasonPreviewFailed, fmt.Errorf("the preview's %s %s was rejected: %w", kind, obj.GetName(), err))
+		}
+		return sreconcile.NewGeneric(ReasonPreviewFailed, fmt.Errorf("creating the preview's %s %s: %w", kind, obj.GetName(), err))
+	}
+	return nil
+}
+
+// ReasonPreviewFailed is the reason of a failed attempt to start a preview,
+// retried with backoff.
+const ReasonPreviewFailed = "PreviewFailed"
+
+// failPreview ends the promotion as Failed because the preview pv failed,
+// before anything changed: the release failed in the stage.
+func (s *session) failPreview(ctx context.Context, pv promotionv1alpha1.StackPreview, failure string) (sreconcile.Result, error) {
+	s.p.Status.Previews = mergePreview(s.p.Status.Previews, pv)
+	if err := s.deletePreviews(ctx, true); err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	s.p.Status.Commit = s.release.Spec.Commit.SHA
+	s.outcome, s.message, s.releaseFailed = promotionv1alpha1.PromotionFailed, failure+"; nothing was changed", true
+	return s.recordOutcome(ctx)
+}
+
+// finishPreviewOnly ends the promotion of a preview-only stage, whose
+// previews all succeeded and, where the stage requires it, were approved
+// (startPromotion calls it in place of pinning): the release is verified
+// there, and no Stack was pinned.
+func (s *session) finishPreviewOnly(ctx context.Context) (sreconcile.Result, error) {
+	st := &s.p.Status
+	st.Commit = s.release.Spec.Commit.SHA
+	if st.StartTime == nil {
+		now := metav1.NewTime(s.now)
+		st.StartTime = &now
+	}
+	s.outcome = promotionv1alpha1.PromotionSucceeded
+	s.message = fmt.Sprintf("previewed %s in preview stage %s, which changes nothing: %s", short(st.Commit), s.stage.Name, DescribePreviews(st.Previews))
+	return s.recordOutcome(ctx)
+}
+
+// deletePreviews deletes the promotion's preview Workspaces, and with
+// updates also its preview Updates that have not completed (which cancels
+// a preview still running). Completed Updates stay, owned by the
+// promotion, as the record of what was previewed.
+func (s *session) deletePreviews(ctx context.Context, updates bool) error {
+	sel := client.MatchingLabels{PromotionLabel: s.p.Name}
+	var wss autov1alpha1.WorkspaceList
+	if err := s.r.Client.List(ctx, &wss, client.InNamespace(s.p.Namespace), sel); err != nil {
+		return sreconcile.NewGeneric("", fmt.Errorf("listing the preview Workspaces: %w", err))
+	}
+	var objs []client.Object
+	for i := range wss.Items {
+		if metav1.IsControlledBy(&wss.Items[i], s.p) {
+			objs = append(objs, &wss.Items[i])
+		}
+	}
+	if updates {
+		var upds autov1alpha1.UpdateList
+		if err := s.r.Client.List(ctx, &upds, client.InNamespace(s.p.Namespace), sel); err != nil {
+			return sreconcile.NewGeneric("", fmt.Errorf("listing the preview Updates: %w", err))
+		}
+		for i := range upds.Items {
+			if metav1.IsControlledBy(&upds.Items[i], s.p) && !upds.Items[i].Status.IsComplete() {
+				objs = append(objs, &upds.Items[i])
+			}
+		}
+	}
+	for _, obj := range objs {
+		if !obj.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		if err := s.r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return sreconcile.NewGeneric("", fmt.Errorf("deleting the preview's %s: %w", obj.GetName(), err))
+		}
+	}
+	return nil
+}
+
+// PreviewName is the name of the Workspace, and of the first Update, that
+// previews the Stack stackName for the promotion promotionName:
+// "<promotion>-<stack>", or, when that is longer than 42 characters, its
+// beginning and a digest of the whole.
+func PreviewName(promotionName, stackName string) string {
+	name := promotionName + "-" + stackName
+	if len(name) <= maxPreviewName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(promotionName + "\x00" + stackName))
+	prefix := strings.TrimRight(name[:maxPreviewName-9], "-.")
+	return prefix + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// previewAttempt is the attempt the preview Update updName is, of the
+// Updates named after name: name itself is the first, name-N the Nth.
+func previewAttempt(name, updName string) int {
+	if n, err := strconv.Atoi(strings.TrimPrefix(updName, name+"-")); err == nil && strings.HasPrefix(updName, name+"-") {
+		return n
+	}
+	return 1
+}
+
+// summarize reads a successful preview Update's outcome: the counts per
+// kind of change, and the resources that would change with the names of
+// their changed properties (never values), at most maxPreviewChanges.
+func summarize(upd *autov1alpha1.Update) (*promotionv1alpha1.ChangeSummary, []promotionv1alpha1.ResourceChange) {
+	c := upd.Status.Changes
+	sum := &promotionv1alpha1.ChangeSummary{
+		Create:  int32(c["create"] + c["import"]),
+		Update:  int32(c["update"]),
+		Replace: int32(c["replace"]),
+		Delete:  int32(c["delete"]),
+		Same:    int32(c["same"]),
+	}
+	var changes []promotionv1alpha1.ResourceChange
+	for _, rc := range upd.Status.ResourceChanges {
+		op := rc.Op
+		switch op {
+		case "import":
+			op = "create"
+		case "create", "update", "replace", "delete":
+		default:
+			// The halves of a replacement (create-replacement,
+			// delete-replaced), reads, refreshes: the replace step and
+			// the counts say it already.
+			continue
+		}
+		if len(changes) == maxPreviewChanges {
+			break
+		}
+		changes = append(changes, promotionv1alpha1.ResourceChange{URN: rc.URN, Op: op, Properties: rc.Properties})
+	}
+	return sum, changes
+}
+
+// DescribeSummary renders a preview's counts: "1 to update, 3 unchanged",
+// or "no changes".
+func DescribeSummary(sum *promotionv1alpha1.ChangeSummary) string {
+	if sum == nil {
+		return "not previewed"
+	}
+	var parts []string
+	for _, c := range []struct {
+		n    int32
+		what string
+	}{{sum.Create, "to create"}, {sum.Update, "to update"}, {sum.Replace, "to replace"}, {sum.Delete, "to delete"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if len(parts) == 0 {
+		return "no changes"
+	}
+	if sum.Same > 0 {
+		parts = append(parts, fmt.Sprintf("%d unchanged", sum.Same))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// DescribePreviews renders the previews of a promotion, Stack by Stack:
+// "web: 1 to update; db: no changes".
+func DescribePreviews(previews []promotionv1alpha1.StackPreview) string {
+	if len(previews) == 0 {
+		return "no Stacks"
+	}
+	parts := make([]string, 0, len(previews))
+	for _, pv := range previews {
+		parts = append(parts, pv.Name+": "+DescribeSummary(pv.Summary))
+	}
+	return strings.Join(parts, "; ")
+}

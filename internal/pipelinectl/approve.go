@@ -1,0 +1,83 @@
+package pipelinectl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+)
+
+// Decision is what a person decides on a promotion waiting for approval.
+type Decision struct {
+	// Promotion is the Promotion's name.
+	Promotion string
+	// Reject rejects the promotion instead of approving it.
+	Reject bool
+	// Comment says why; required to reject.
+	Comment string
+}
+
+// Decide records d as an Approval, on behalf of the user the API server
+// authenticates, with that user's groups, for the promotion's stage and
+// current plan digest, and returns it. The API server admits it only from
+// a user allowed the verb "approve" on the stage (config/policy); the
+// Promotion controller counts it while the promotion's plan digest stays
+// the same. The Approval is owned by the Promotion, so it goes when
+// retention deletes the promotion.
+func (c *Client) Decide(ctx context.Context, d Decision) (*promotionv1alpha1.Approval, error) {
+	if d.Reject && d.Comment == "" {
+		return nil, errors.New("a rejection needs a reason: give it with -m")
+	}
+	p := &promotionv1alpha1.Promotion{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: d.Promotion}, p); err != nil {
+		return nil, fmt.Errorf("promotion %q: %w", d.Promotion, err)
+	}
+	switch st := p.Status; {
+	case st.Phase.IsFinished() || st.Phase == promotionv1alpha1.PromotionRunning:
+		return nil, fmt.Errorf("promotion %s is %s: there is nothing left to decide", p.Name, st.Phase)
+	case st.PlanDigest == "":
+		return nil, fmt.Errorf("promotion %s has nothing to approve yet (%s): its plan is decided once it is next in stage %s",
+			p.Name, orNone(st.Message), p.Spec.Stage)
+	}
+	who, err := c.Identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	decision := promotionv1alpha1.Approve
+	if d.Reject {
+		decision = promotionv1alpha1.Reject
+	}
+	a := &promotionv1alpha1.Approval{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: p.Name + "-",
+			Namespace:    c.Namespace,
+			Labels: map[string]string{
+				promotionv1alpha1.PromotionLabel: p.Name,
+				promotionv1alpha1.StageLabel:     p.Spec.Stage,
+			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: promotionv1alpha1.GroupVersion.String(), Kind: "Promotion", Name: p.Name, UID: p.UID,
+			}},
+		},
+		Spec: promotionv1alpha1.ApprovalSpec{
+			Promotion: p.Name, Stage: p.Spec.Stage, PlanDigest: p.Status.PlanDigest, Decision: decision,
+			User: who.User, Groups: who.Groups, Comment: d.Comment,
+		},
+	}
+	if err := c.Client.Create(ctx, a); err != nil {
+		return nil, fmt.Errorf("recording your decision on promotion %s: %w", p.Name, err)
+	}
+	return a, nil
+}
+
+// orNone is s, or "no message".
+func orNone(s string) string {
+	if s == "" {
+		return "no message"
+	}
+	return s
+}
