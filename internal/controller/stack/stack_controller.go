@@ -79,6 +79,9 @@ type session struct {
 	// abandoned is an Update that never started and whose Workspace
 	// cannot run it (observeUpdate); reconcileCleanup deletes it.
 	abandoned *autov1alpha1.Update
+	// deletedWorkspace records that this reconcile deleted the Workspace
+	// (reclaim), which the cache may not show yet.
+	deletedWorkspace bool
 }
 
 // Reconcile brings one Stack a step closer to its spec. The chain is:

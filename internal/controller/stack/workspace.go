@@ -2,7 +2,9 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +33,9 @@ func (s *session) reconcileWorkspace(ctx context.Context) (sreconcile.Result, er
 // Stack field here: the Workspace's agent could only say that it does not
 // start.
 func (s *session) applyWorkspace(ctx context.Context) error {
+	if err := s.workspaceGone(ctx); err != nil {
+		return err
+	}
 	ws, err := BuildWorkspace(s.stack, s.src)
 	if err != nil {
 		return err
@@ -58,6 +63,25 @@ func (s *session) applyWorkspace(ctx context.Context) error {
 	default:
 		return failed(pulumiv1.WorkspaceApplyFailedReason, "applying the Workspace", err)
 	}
+}
+
+// workspaceGone waits while the Stack's previous Workspace is being
+// deleted (workspaceReclaimPolicy Delete, in this reconcile or an earlier
+// one): applying it now would only touch the object on its way out, and an
+// Update started on it would wait for a Workspace that never comes back.
+// The deletion wakes the Stack, which owns the Workspace.
+func (s *session) workspaceGone(ctx context.Context) error {
+	waiting := sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
+		errors.New("waiting for the previous Workspace to be deleted"), time.Second)
+	if s.deletedWorkspace {
+		return waiting
+	}
+	var ws autov1alpha1.Workspace
+	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws)
+	if err == nil && !ws.DeletionTimestamp.IsZero() {
+		return waiting
+	}
+	return nil
 }
 
 // templateHint points at spec.workspaceTemplate when the Stack has one: it
@@ -88,6 +112,7 @@ func (s *session) deleteWorkspace(ctx context.Context) error {
 	if err := s.r.Client.Delete(ctx, ws); client.IgnoreNotFound(err) != nil {
 		return failed(pulumiv1.WorkspaceDeleteFailedReason, "deleting the Workspace", err)
 	}
+	s.deletedWorkspace = true
 	return nil
 }
 
