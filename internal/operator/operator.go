@@ -219,7 +219,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := stackReconciler.SetupWithManager(ctx, mgr, stack.Options{MaxConcurrentReconciles: opts.StackConcurrency}); err != nil {
 		return nil, fmt.Errorf("stack controller: %w", err)
 	}
-	if err := setupPromotion(mgr, opts, poller); err != nil {
+	if err := setupPromotion(ctx, mgr, opts, poller); err != nil {
 		return nil, err
 	}
 	return &Operator{Manager: mgr}, nil

@@ -16,7 +16,7 @@ import (
 // setupPromotion adds the change-management controllers
 // (promotion.stackyard.dev: Pipelines, Stages, Promotions) to mgr. The
 // Pipeline controller shares poller with the Stack controller.
-func setupPromotion(mgr manager.Manager, opts Options, poller *source.Poller) error {
+func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poller *source.Poller) error {
 	if err := pipeline.New(mgr, poller, pipeline.Options{
 		MinInterval: opts.MinResync, StallAfter: opts.StallAfter,
 	}).SetupWithManager(mgr); err != nil {
@@ -24,7 +24,6 @@ func setupPromotion(mgr manager.Manager, opts Options, poller *source.Poller) er
 	}
 	// The Stage and Promotion controllers share cache indexes (stages by
 	// Stack, upstream and pipeline; promotions by stage).
-	ctx := context.Background()
 	if err := stage.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("stage indexes: %w", err)
 	}

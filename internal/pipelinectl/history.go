@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -195,7 +196,8 @@ func (c *Client) Releases(ctx context.Context, pipeline string) ([]ReleaseRow, e
 		commit := r.Spec.Commit
 		rows = append(rows, ReleaseRow{
 			Name: r.Name, Commit: commit.SHA, Tag: commit.Tag, Subject: commit.Subject, Author: commit.Author, Time: commit.Time,
-			CurrentlyIn: sortedKeys(r.Status.CurrentlyIn), VerifiedIn: sortedKeys(r.Status.VerifiedIn), FailedIn: sortedKeys(r.Status.FailedIn),
+			CurrentlyIn: slices.Sorted(maps.Keys(r.Status.CurrentlyIn)), VerifiedIn: slices.Sorted(maps.Keys(r.Status.VerifiedIn)),
+			FailedIn: slices.Sorted(maps.Keys(r.Status.FailedIn)),
 		})
 	}
 	slices.SortStableFunc(rows, func(a, b ReleaseRow) int {
@@ -210,14 +212,4 @@ func timeOf(t *metav1.Time) time.Time {
 		return time.Time{}
 	}
 	return t.Time
-}
-
-// sortedKeys returns m's keys in order, nil for none.
-func sortedKeys[V any](m map[string]V) []string {
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

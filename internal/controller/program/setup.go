@@ -32,4 +32,3 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("program").
 		Complete(r)
 }
-

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -135,15 +133,6 @@ func autoPromote(spec *promotionv1alpha1.StageSpec) {
 // testUser is the user name the tests' client is authenticated as, which
 // the admission policy requires in spec.requestedBy.
 var testUser string
-
-// whoAmI asks the API server who c is.
-func whoAmI(c client.Client) (string, error) {
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := c.Create(context.Background(), review); err != nil {
-		return "", err
-	}
-	return review.Status.UserInfo.Username, nil
-}
 
 // askFor asks, as the tests' user, for release in stage.
 func askFor(ns, name, stageName, releaseName string, rollback bool) *promotionv1alpha1.Promotion {

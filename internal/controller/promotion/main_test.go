@@ -19,6 +19,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/operator"
+	"github.com/stackyard/stackyard/internal/pipelinectl"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -87,7 +88,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
-	if testUser, err = whoAmI(env.Client); err != nil {
+	if testUser, err = whoAmI(); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
@@ -121,4 +122,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return code
+}
+
+// whoAmI asks the API server, as the stackyard CLI does, who the tests'
+// administrator client is.
+func whoAmI() (string, error) {
+	c, err := pipelinectl.New(env.Config, "")
+	if err != nil {
+		return "", err
+	}
+	return c.WhoAmI(context.Background())
 }

@@ -15,8 +15,8 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/controller/stack/flux"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // ProgramIndex indexes Stacks by the Program they deploy.

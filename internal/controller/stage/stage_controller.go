@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -118,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // status once, and asks to be woken when a soak ends or a window opens.
 func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res sreconcile.Result, err error) (ctrl.Result, error) {
 	st := &s.stage.Status
-	err = sreconcile.Escalate(st.Conditions, s.stage.Generation, err, s.now, cmp.Or(s.r.StallAfter, sreconcile.DefaultStallAfter))
+	err = sreconcile.Escalate(st.Conditions, s.stage.Generation, err, s.now, s.r.StallAfter)
 	before := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition)
 	if before != nil {
 		before = before.DeepCopy()
