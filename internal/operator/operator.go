@@ -213,7 +213,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	// repository make one query per interval.
 	poller := source.NewPoller()
 	stackReconciler := &stack.Reconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("stack-controller"), Poller: poller,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("stack-controller"), Poller: poller,
 		MinResync: opts.MinResync, StallAfter: opts.StallAfter,
 	}
 	if err := stackReconciler.SetupWithManager(ctx, mgr, stack.Options{MaxConcurrentReconciles: opts.StackConcurrency}); err != nil {

@@ -41,6 +41,10 @@ const FieldManager = "stackyard-stack-controller"
 type Reconciler struct {
 	// Client reads and writes the API.
 	Client client.Client
+	// APIReader reads past the cache, where a stale read would do harm
+	// (reclaiming a Workspace an update was just started on); Client when
+	// nil.
+	APIReader client.Reader
 	// Scheme knows the API types (for owner references).
 	Scheme *runtime.Scheme
 	// Recorder emits Kubernetes events on Stacks.
