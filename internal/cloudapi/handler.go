@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
@@ -22,14 +24,16 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/authn"
 )
 
 // Handler is the http.Handler of the cloud API (see the package
 // documentation for what it serves).
 type Handler struct {
-	client client.Client
-	log    logr.Logger
-	mux    *http.ServeMux
+	client   client.Client
+	reviewer authn.Reviewer
+	log      logr.Logger
+	mux      *http.ServeMux
 }
 
 // NewHandler returns the cloud API's handler. c reads Stacks and Updates
@@ -38,7 +42,7 @@ type Handler struct {
 // to create. log receives one line per answer at V(1), with the user and
 // the stack but never the token.
 func NewHandler(c client.Client, log logr.Logger) *Handler {
-	h := &Handler{client: c, log: log, mux: http.NewServeMux()}
+	h := &Handler{client: c, reviewer: authn.Reviewer{Client: c}, log: log, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /api/stacks/{org}/{project}/{stack}/updates", h.serveUpdates)
 	h.mux.HandleFunc("GET /api/stacks/{org}/{project}/{stack}/updates/latest/previews", h.servePreviews)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
@@ -113,16 +117,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, render func([]op
 	log := h.log.WithValues("path", r.URL.Path)
 	user, q, ops, err := h.answer(ctx, r)
 	if err != nil {
-		var he *httpError
+		var he *authn.Error
 		if !errors.As(err, &he) {
-			he = &httpError{code: http.StatusInternalServerError, msg: "internal error", detail: err.Error()}
+			he = &authn.Error{Code: http.StatusInternalServerError, Message: "internal error", Detail: err.Error()}
 		}
-		if he.code >= http.StatusInternalServerError {
-			log.Error(errors.New(cmp.Or(he.detail, he.msg)), "Could not answer a cloud API request", "user", user, "code", he.code)
+		if he.Code >= http.StatusInternalServerError {
+			log.Error(errors.New(cmp.Or(he.Detail, he.Message)), "Could not answer a cloud API request", "user", user, "code", he.Code)
 		} else {
-			log.V(1).Info("Refused a cloud API request", "user", user, "code", he.code, "reason", cmp.Or(he.detail, he.msg))
+			log.V(1).Info("Refused a cloud API request", "user", user, "code", he.Code, "reason", cmp.Or(he.Detail, he.Message))
 		}
-		writeJSON(w, he.code, ErrorResponse{Code: he.code, Message: he.msg})
+		writeJSON(w, he.Code, ErrorResponse{Code: he.Code, Message: he.Message})
 		return
 	}
 	log.V(1).Info("Answered a cloud API request", "user", user, "stack", q.name.String(), "operations", len(ops))
@@ -132,11 +136,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, render func([]op
 // answer runs the checks in the order their errors take precedence: 401,
 // 400, 404, 403, 409. It returns the user's name for the log.
 func (h *Handler) answer(ctx context.Context, r *http.Request) (string, query, []operation, error) {
-	token, err := bearerToken(r)
+	token, err := authn.BearerToken(r)
 	if err != nil {
-		return "", query{}, nil, unauthorized(err.Error())
+		return "", query{}, nil, authn.Unauthorized(err.Error())
 	}
-	user, err := h.authenticate(ctx, token)
+	user, err := h.reviewer.Authenticate(ctx, token)
 	if err != nil {
 		return "", query{}, nil, err
 	}
@@ -156,7 +160,10 @@ func (h *Handler) answer(ctx context.Context, r *http.Request) (string, query, [
 			continue
 		}
 		found = true
-		ok, err := h.mayGet(ctx, user, s)
+		ok, err := h.reviewer.Allowed(ctx, user, authorizationv1.ResourceAttributes{
+			Namespace: s.Namespace, Name: s.Name, Verb: "get",
+			Group: pulumiv1.GroupVersion.Group, Version: pulumiv1.GroupVersion.Version, Resource: "stacks",
+		})
 		if err != nil {
 			return user.Username, q, nil, err
 		}
@@ -166,13 +173,13 @@ func (h *Handler) answer(ctx context.Context, r *http.Request) (string, query, [
 	}
 	switch {
 	case !found:
-		return user.Username, q, nil, &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("Not Found: no Stack deploys %s", q.name)}
+		return user.Username, q, nil, &authn.Error{Code: http.StatusNotFound, Message: fmt.Sprintf("Not Found: no Stack deploys %s", q.name)}
 	case len(byNamespace) == 0:
-		return user.Username, q, nil, &httpError{code: http.StatusForbidden,
-			msg: fmt.Sprintf("Forbidden: %q may not get the Stacks that deploy %s", user.Username, q.name)}
+		return user.Username, q, nil, &authn.Error{Code: http.StatusForbidden,
+			Message: fmt.Sprintf("Forbidden: %q may not get the Stacks that deploy %s", user.Username, q.name)}
 	case len(byNamespace) > 1:
 		namespaces := slices.Sorted(maps.Keys(byNamespace))
-		return user.Username, q, nil, &httpError{code: http.StatusConflict, msg: fmt.Sprintf(
+		return user.Username, q, nil, &authn.Error{Code: http.StatusConflict, Message: fmt.Sprintf(
 			"Stacks in the namespaces %s deploy %s: choose one with ?namespace=", strings.Join(namespaces, ", "), q.name)}
 	}
 	var lists [][]operation
@@ -208,8 +215,8 @@ func (h *Handler) running(ctx context.Context, s *pulumiv1.Stack) (*autov1alpha1
 // unavailable is a 503 for a read that failed: the cache not started yet,
 // the API server unreachable. Either passes, so Kargo may measure again.
 func unavailable(what string, err error) error {
-	return &httpError{code: http.StatusServiceUnavailable, msg: "the operator could not read the history; try again",
-		detail: what + ": " + err.Error()}
+	return &authn.Error{Code: http.StatusServiceUnavailable, Message: "the operator could not read the history; try again",
+		Detail: what + ": " + err.Error()}
 }
 
 // maxPageSize bounds page and pageSize so that their product cannot
@@ -237,7 +244,7 @@ func parseQuery(r *http.Request) (query, error) {
 	case "service":
 		q.service = true
 	default:
-		return q, &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf("output-type %q: use cli or service", t)}
+		return q, &authn.Error{Code: http.StatusBadRequest, Message: fmt.Sprintf("output-type %q: use cli or service", t)}
 	}
 	return q, nil
 }
@@ -250,7 +257,7 @@ func intParam(r *http.Request, key string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 || n > maxPageSize {
-		return 0, &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf("%s %q: want an integer from 0 to %d", key, s, maxPageSize)}
+		return 0, &authn.Error{Code: http.StatusBadRequest, Message: fmt.Sprintf("%s %q: want an integer from 0 to %d", key, s, maxPageSize)}
 	}
 	return n, nil
 }

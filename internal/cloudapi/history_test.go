@@ -14,6 +14,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/authn"
 )
 
 const (
@@ -309,7 +310,7 @@ func TestParseQuery(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "/api/stacks/o/p/s/updates?"+tc.query, nil)
 		got, err := parseQuery(r)
 		if tc.code != 0 {
-			if he, ok := err.(*httpError); !ok || he.code != tc.code {
+			if he, ok := err.(*authn.Error); !ok || he.Code != tc.code {
 				t.Errorf("%q: error %v, want code %d", tc.query, err, tc.code)
 			}
 			continue
@@ -317,33 +318,6 @@ func TestParseQuery(t *testing.T) {
 		got.name = stackName{}
 		if err != nil || got != tc.want {
 			t.Errorf("%q: %+v, %v; want %+v", tc.query, got, err, tc.want)
-		}
-	}
-}
-
-func TestBearerToken(t *testing.T) {
-	for _, tc := range []struct {
-		headers []string
-		want    string
-	}{
-		{headers: []string{"Bearer abc"}, want: "abc"},
-		{headers: []string{"bearer abc"}, want: "abc"},
-		{headers: []string{"token abc"}, want: "abc"},
-		{headers: []string{"Token  abc"}, want: "abc"},
-		{headers: nil},
-		{headers: []string{"Basic abc"}},
-		{headers: []string{"Bearer"}},
-		{headers: []string{"Bearer "}},
-		{headers: []string{"Bearer a b"}},
-		{headers: []string{"Bearer abc", "Bearer abc"}},
-	} {
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		for _, h := range tc.headers {
-			r.Header.Add("Authorization", h)
-		}
-		got, err := bearerToken(r)
-		if got != tc.want || (err == nil) != (tc.want != "") {
-			t.Errorf("%q: %q, %v; want %q", tc.headers, got, err, tc.want)
 		}
 	}
 }
