@@ -14,5 +14,5 @@ cd "$root"
 "$gen" object:headerFile=hack/boilerplate.go.txt paths=./api/...
 "$gen" crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 if [ -d internal/controller ]; then
-  "$gen" rbac:roleName=stackyard-manager paths="./internal/controller/...;./internal/runtime/...;./internal/operator/..." output:rbac:artifacts:config=config/rbac
+  "$gen" rbac:roleName=stackyard-manager paths="./internal/controller/...;./internal/runtime/...;./internal/operator/...;./internal/dashboard/..." output:rbac:artifacts:config=config/rbac
 fi

@@ -32,7 +32,7 @@ const devPassphrase = "stackyard-dev"
 // this machine, until interrupted.
 func newDevCommand() *cobra.Command {
 	var opts devenv.Options
-	var logFile string
+	var logFile, dashboardAddr string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run stackyard locally: control plane, operator and a sample Stack (state survives restarts)",
@@ -40,18 +40,19 @@ func newDevCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return runDev(ctx, cmd.OutOrStdout(), opts, logFile)
+			return runDev(ctx, cmd.OutOrStdout(), opts, logFile, dashboardAddr)
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state-dir", ".stackyard", "directory for all state: control plane, workspaces, sample repository, Pulumi state")
 	cmd.Flags().StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding etcd, kube-apiserver, pulumi, the YAML host and the test provider (built by `make tools`)")
 	cmd.Flags().StringVar(&opts.CRDDir, "crd-dir", "config/crd/bases", "directory of the CRD manifests to install")
 	cmd.Flags().StringVar(&opts.PolicyDir, "policy-dir", "config/policy", "directory of the admission policies to apply (empty: none)")
+	cmd.Flags().StringVar(&dashboardAddr, "dashboard-bind-address", "127.0.0.1:8090", `web dashboard ("0" disables)`)
 	cmd.Flags().StringVar(&logFile, "log-file", "", "operator log file (default: <state-dir>/operator.log)")
 	return cmd
 }
 
-func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile string) error {
+func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, dashboardAddr string) error {
 	var err error
 	if opts.StateDir, err = filepath.Abs(opts.StateDir); err != nil {
 		return err
@@ -95,11 +96,12 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile str
 	opCtx, stopOperator := context.WithCancel(ctx)
 	defer stopOperator()
 	op, err := operator.New(opCtx, cp.Config, operator.Options{
-		Runtime:   operator.RuntimeLocal,
-		StateDir:  filepath.Join(opts.StateDir, "operator"),
-		ToolDirs:  []string{opts.BinDir},
-		AgentEnv:  map[string]string{"PULUMI_CONFIG_PASSPHRASE": devPassphrase},
-		IdleAfter: time.Minute,
+		Runtime:       operator.RuntimeLocal,
+		StateDir:      filepath.Join(opts.StateDir, "operator"),
+		ToolDirs:      []string{opts.BinDir},
+		AgentEnv:      map[string]string{"PULUMI_CONFIG_PASSPHRASE": devPassphrase},
+		IdleAfter:     time.Minute,
+		DashboardAddr: dashboardAddr,
 	})
 	if err != nil {
 		return err
@@ -116,7 +118,15 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile str
 		return fmt.Errorf("creating the sample Stack: %w", err)
 	}
 
-	printNextSteps(out, cp, sample, logFile)
+	dashboard := ""
+	if op.Dashboard != nil {
+		tokenFile, err := devenv.WriteDashboardToken(ctx, c, opts.StateDir)
+		if err != nil {
+			return err
+		}
+		dashboard = fmt.Sprintf("  dashboard:    http://%s (sign in with the token in %s)\n", op.Dashboard.Addr(), tokenFile)
+	}
+	printNextSteps(out, cp, sample, logFile, dashboard)
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "\nStopping the operator (workspace agents stop with it) ...")
@@ -127,14 +137,14 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile str
 	}
 }
 
-func printNextSteps(out io.Writer, cp *devenv.ControlPlane, s *devenv.Sample, logFile string) {
+func printNextSteps(out io.Writer, cp *devenv.ControlPlane, s *devenv.Sample, logFile, dashboard string) {
 	fmt.Fprintf(out, `
 stackyard is running.
   API server:   %s
   kubeconfig:   %s
   operator log: %s
   sample repo:  %s (branch main)
-
+%s
 The Stack "sample" deploys the program in the sample repository; its
 resource is the file %s.
 
@@ -149,5 +159,5 @@ Then change the program and watch the Stack update:
   bin/kubectl annotate stack sample pulumi.com/reconciliation-request="$(date +%%s)" --overwrite   # or wait for the next poll (60s)
 
 Press Ctrl-C to stop everything; a later 'make dev' carries on where this one stopped.
-`, cp.Config.Host, cp.KubeconfigPath, logFile, s.RepoDir, s.OutputFile, cp.KubeconfigPath, s.RepoDir)
+`, cp.Config.Host, cp.KubeconfigPath, logFile, s.RepoDir, dashboard, s.OutputFile, cp.KubeconfigPath, s.RepoDir)
 }

@@ -33,6 +33,7 @@ import (
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/artifact"
 	"github.com/stackyard/stackyard/internal/cloudapi"
+	"github.com/stackyard/stackyard/internal/dashboard"
 	"github.com/stackyard/stackyard/internal/controller/program"
 	"github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/controller/update"
@@ -71,6 +72,11 @@ type Options struct {
 	// update history API that Kargo AnalysisTemplates query
 	// (internal/cloudapi); empty or "0" disables it.
 	CloudAPIAddr string
+	// DashboardAddr is the listen address of the web dashboard
+	// (internal/dashboard); empty or "0" disables it.
+	DashboardAddr string
+	// DashboardReadOnly serves the dashboard without its actions.
+	DashboardReadOnly bool
 	// ArtifactURL is the base URL agents use to download artifacts; empty
 	// derives it from the listen address, which only the local runtime can
 	// use: the kubernetes runtime requires it.
@@ -133,6 +139,9 @@ func Scheme() (*runtime.Scheme, error) {
 type Operator struct {
 	// Manager runs the controllers.
 	Manager manager.Manager
+	// Dashboard is the web dashboard, when Options.DashboardAddr enables
+	// it; its Addr is where it listens.
+	Dashboard *dashboard.Server
 }
 
 // New builds the manager and registers every controller with it.
@@ -184,6 +193,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := addCloudAPI(mgr, opts); err != nil {
 		return nil, err
 	}
+	dash, err := addDashboard(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
 
 	events, notify := workspace.NotifyChannel()
 	rt, owns, err := newRuntime(mgr, opts, notify)
@@ -223,7 +236,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := setupPromotion(ctx, mgr, opts, poller); err != nil {
 		return nil, err
 	}
-	return &Operator{Manager: mgr}, nil
+	return &Operator{Manager: mgr, Dashboard: dash}, nil
 }
 
 // Start runs the manager until ctx ends.
@@ -308,6 +321,25 @@ func addCloudAPI(mgr manager.Manager, opts Options) error {
 		return fmt.Errorf("cloud API: %w", err)
 	}
 	return mgr.Add(cloudapi.NewServer(ln, cloudapi.NewHandler(mgr.GetClient(), mgr.GetLogger().WithName("cloud-api"))))
+}
+
+// addDashboard serves the dashboard when an address is set. It reads
+// through the manager's cache and acts with each user's own token.
+func addDashboard(mgr manager.Manager, opts Options) (*dashboard.Server, error) {
+	if opts.DashboardAddr == "" || opts.DashboardAddr == "0" {
+		return nil, nil
+	}
+	srv, err := dashboard.New(dashboard.Config{
+		Reader: mgr.GetClient(), Reviews: mgr.GetClient(), Informers: mgr.GetCache(), RESTConfig: mgr.GetConfig(),
+		ReadOnly: opts.DashboardReadOnly, Log: mgr.GetLogger().WithName("dashboard"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Listen(opts.DashboardAddr); err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	return srv, mgr.Add(srv)
 }
 
 var (

@@ -7,9 +7,12 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,7 +40,8 @@ type devRun struct {
 func startDev(t *testing.T, bin, stateDir string) *devRun {
 	t.Helper()
 	cmd := exec.Command(bin, "dev", "--state-dir", stateDir, "--bin-dir", testenv.BinDir(),
-		"--crd-dir", filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"), "--policy-dir", testenv.PolicyDir())
+		"--crd-dir", filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"), "--policy-dir", testenv.PolicyDir(),
+		"--dashboard-bind-address", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -152,6 +156,7 @@ func TestDev(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(greeting)).To(Equal("hello from stackyard dev"))
 	firstUpdate := stack.Status.LastUpdate.Name
+	checkDevDashboard(t, run)
 	run.stop(t)
 	g.Eventually(func() []string { return processesUnder(stateDir) }, 30*time.Second, time.Second).Should(BeEmpty())
 
@@ -166,4 +171,35 @@ func TestDev(t *testing.T) {
 	g.Expect(stack.Status.LastUpdate.Name).To(Equal(firstUpdate))
 	run.stop(t)
 	g.Eventually(func() []string { return processesUnder(stateDir) }, 30*time.Second, time.Second).Should(BeEmpty())
+}
+
+// dashboardLine is what `stackyard dev` prints about its dashboard.
+var dashboardLine = regexp.MustCompile(`dashboard: +(http://\S+) \(sign in with the token in (\S+)\)`)
+
+// checkDevDashboard signs in to the dashboard `stackyard dev` serves, with
+// the token it wrote, and finds the sample Stack on the Stacks page.
+func checkDevDashboard(t *testing.T, run *devRun) {
+	t.Helper()
+	m := dashboardLine.FindStringSubmatch(run.output.String())
+	if m == nil {
+		t.Fatalf("stackyard dev printed no dashboard line:\n%s", run.output)
+	}
+	token, err := os.ReadFile(m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, m[1]+"/stacks", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `data-stack="default/sample"`) {
+		t.Fatalf("GET %s/stacks: %s, want 200 listing default/sample:\n%s", m[1], resp.Status, body)
+	}
 }

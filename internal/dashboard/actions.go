@@ -1,0 +1,223 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/authn"
+	"github.com/stackyard/stackyard/internal/pipelinectl"
+)
+
+// maxForm bounds an action's form.
+const maxForm = 64 << 10
+
+// act runs an action as the signed-in user and sends the browser back to
+// the page it came from (or to the promotion it created), with a notice.
+// The user's own token goes to the API server, so RBAC and the admission
+// policies (who may approve, request or govern) judge the action exactly
+// as they judge kubectl.
+func (s *Server) act(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	sess, err := s.identify(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := checkAction(r, sess); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if s.readOnly {
+		s.fail(w, r, &authn.Error{Code: http.StatusForbidden, Message: "the dashboard is read-only: act with kubectl or the stackyard CLI"})
+		return
+	}
+	ns := r.PostFormValue("namespace")
+	if ns == "" {
+		s.fail(w, r, &userError{code: http.StatusBadRequest, err: errors.New("namespace: required")})
+		return
+	}
+	c, err := s.userClient(sess, ns)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	next, notice, err := s.runAction(r.Context(), c, r.PathValue("action"), r)
+	if err != nil {
+		s.fail(w, r, actionError(err))
+		return
+	}
+	if next == "" {
+		next = localPath(r.PostFormValue("return"))
+	}
+	sep := "?"
+	if strings.Contains(next, "?") {
+		sep = "&"
+	}
+	http.Redirect(w, r, next+sep+"notice="+url.QueryEscape(notice), http.StatusSeeOther)
+}
+
+// runAction does one action; it returns where to go next ("" for back)
+// and what to tell the user.
+func (s *Server) runAction(ctx context.Context, c *pipelinectl.Client, action string, r *http.Request) (string, string, error) {
+	field := func(name string) string { return strings.TrimSpace(r.PostFormValue(name)) }
+	required := func(name string) (string, error) {
+		if v := field(name); v != "" {
+			return v, nil
+		}
+		return "", &userError{code: http.StatusBadRequest, err: fmt.Errorf("%s: required", name)}
+	}
+	switch action {
+	case "approve", "reject":
+		promotion, err := required("promotion")
+		if err != nil {
+			return "", "", err
+		}
+		reject := action == "reject"
+		if reject && field("comment") == "" {
+			return "", "", &userError{code: http.StatusBadRequest, err: errors.New("comment: a rejection needs a reason")}
+		}
+		if _, err := c.Decide(ctx, pipelinectl.Decision{Promotion: promotion, Reject: reject, Comment: field("comment")}); err != nil {
+			return "", "", err
+		}
+		verb := "approved"
+		if reject {
+			verb = "rejected"
+		}
+		return "", fmt.Sprintf("%s promotion %s", verb, promotion), nil
+	case "promote", "rollback":
+		stage, err := required("stage")
+		if err != nil {
+			return "", "", err
+		}
+		p, err := c.Promote(ctx, pipelinectl.Request{Stage: stage, Release: field("release"), Rollback: action == "rollback", Reason: field("reason")})
+		if err != nil {
+			return "", "", err
+		}
+		return "/promotions/" + p.Namespace + "/" + p.Name, fmt.Sprintf("requested %s %s of release %s into %s", action, p.Name, p.Spec.Release, stage), nil
+	case "reconcile":
+		name, err := required("stack")
+		if err != nil {
+			return "", "", err
+		}
+		value := s.now().UTC().Format(time.RFC3339Nano)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, shared.ReconcileRequestAnnotation, value)
+		st := &pulumiv1.Stack{}
+		st.Namespace, st.Name = c.Namespace, name
+		if err := c.Client.Patch(ctx, st, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			return "", "", err
+		}
+		return "", "asked Stack " + name + " to reconcile", nil
+	}
+	return "", "", &userError{code: http.StatusNotFound, err: fmt.Errorf("no action %q", action)}
+}
+
+// userClient is a client that acts as the session's user: the API
+// server's address and CA, the user's token, none of the operator's
+// credentials.
+func (s *Server) userClient(sess *session, ns string) (*pipelinectl.Client, error) {
+	if s.restConfig == nil {
+		return nil, &authn.Error{Code: http.StatusServiceUnavailable, Message: "the dashboard cannot reach the API server for actions"}
+	}
+	cfg := rest.AnonymousClientConfig(s.restConfig)
+	cfg.BearerToken = sess.token
+	c, err := pipelinectl.New(cfg, ns)
+	if err != nil {
+		return nil, err
+	}
+	c.Now = s.clock
+	return c, nil
+}
+
+// actionError keeps what the user can act on: the API server's refusal
+// (forbidden, invalid, an admission policy's message) with its code, and
+// the CLI logic's refusals (nothing to approve yet, no release to
+// promote) as a conflict.
+func actionError(err error) error {
+	var ue *userError
+	var ae *authn.Error
+	if errors.As(err, &ue) || errors.As(err, &ae) {
+		return err
+	}
+	if status, ok := err.(apierrors.APIStatus); ok || errors.As(err, &status) {
+		if code := int(status.Status().Code); code >= 400 && code < 500 {
+			return &userError{code: code, err: err}
+		}
+		return err
+	}
+	return &userError{code: http.StatusConflict, err: err}
+}
+
+// localPath is p when it is a path of this site, else "/": an action
+// never redirects elsewhere.
+func localPath(p string) string {
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/") ||
+		strings.HasPrefix(p, "//") || strings.ContainsRune(p, '\\') {
+		return "/"
+	}
+	q := u.Query()
+	q.Del("notice")
+	if enc := q.Encode(); enc != "" {
+		return u.Path + "?" + enc
+	}
+	return u.Path
+}
+
+// serveLogin shows the sign-in form, or sends a signed-in user on.
+func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
+	next := localPath(r.URL.Query().Get("next"))
+	if _, err := s.identify(r); err == nil {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "login", pageData{Title: "Sign in", ReadOnly: true, Data: loginView{Next: next}})
+}
+
+type loginView struct{ Next, Error string }
+
+// login checks the token pasted in the form and keeps it in the session
+// cookie.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := checkOrigin(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	next := localPath(r.PostFormValue("next"))
+	token, err := authn.CheckToken(r.PostFormValue("token"))
+	if err == nil {
+		_, err = s.authenticate(r.Context(), token)
+	}
+	if err != nil {
+		code, msg := errorAnswer(err)
+		if code == http.StatusUnauthorized {
+			msg = "the API server does not accept this token"
+		}
+		s.render(w, r, code, "login", pageData{Title: "Sign in", ReadOnly: true, Data: loginView{Next: next, Error: msg}})
+		return
+	}
+	setSessionCookie(w, r, token)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// logout forgets the session cookie.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if err := checkOrigin(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	clearSessionCookie(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}

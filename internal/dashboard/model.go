@@ -1,0 +1,294 @@
+package dashboard
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/stage"
+)
+
+// pipelineView is a pipeline: its stages as a graph, what waits for a
+// person, and its releases' way through the stages.
+type pipelineView struct {
+	Namespace, Name string
+	// Repo and Branch (or Semver) are what the pipeline follows.
+	Repo, Ref string
+	// Ready is the pipeline's Ready condition, as a word and a message.
+	Ready, ReadyMessage string
+	Graph               Layout
+	Stages              []stageView
+	// Waiting are the promotions that wait for a person's approval.
+	Waiting []promotionView
+	// Timeline is each release, newest first, with where it went.
+	Timeline []timelineRow
+}
+
+// stageView is a stage as its graph node and card show it.
+type stageView struct {
+	Name       string
+	Node       Node
+	Release    *promotionv1alpha1.StageRelease
+	Author     string
+	Health     string
+	Message    string
+	WaitingFor string
+	// Stacks are the bound Stacks, with their own health.
+	Stacks []stackHealth
+	// Active is the promotion running or waiting in the stage, if any.
+	Active *promotionView
+	// Approval says how many approvals the stage asks for, if any.
+	Approval  string
+	Preview   bool
+	Frozen    bool
+	AutoPromo bool
+}
+
+type stackHealth struct {
+	Name, Health, Message string
+}
+
+// promotionView is a promotion as a list shows it.
+type promotionView struct {
+	Name, Namespace, Stage, Release, Phase, Message, RequestedBy string
+	Rollback                                                     bool
+	// AwaitsApproval: its plan is decided and people must approve it.
+	AwaitsApproval bool
+	Approvals      int
+	Required       int32
+	Created        any
+}
+
+// timelineRow is one release and, per stage in graph order, what
+// happened to it there.
+type timelineRow struct {
+	Name, SHA, Subject, Author, Tag string
+	Created                         any
+	Cells                           []timelineCell
+}
+
+// timelineCell is a release in a stage: Current, Verified, Failed, or ""
+// when it never went there, and since when.
+type timelineCell struct {
+	Stage, State string
+	Since        any
+	Promotion    string
+}
+
+// listIn lists objects of one namespace ("" for all) from the cache.
+func (s *Server) listIn(ctx context.Context, list client.ObjectList, ns string) error {
+	return s.reader.List(ctx, list, client.InNamespace(ns))
+}
+
+// pipelines returns the pipelines the session may see, optionally of one
+// namespace and name.
+func (s *Server) pipelines(ctx context.Context, sess *session, ns, name string) ([]pipelineView, error) {
+	pls, allowed, err := s.pipelineNamespaces(ctx, sess, stagesKind, ns)
+	if err != nil {
+		return nil, err
+	}
+	var out []pipelineView
+	for _, namespace := range allowed {
+		objs, err := s.namespaceObjects(ctx, namespace)
+		if err != nil {
+			return nil, err
+		}
+		for i := range pls {
+			p := &pls[i]
+			if p.Namespace != namespace || (name != "" && p.Name != name) {
+				continue
+			}
+			out = append(out, buildPipeline(p, objs))
+		}
+	}
+	slices.SortFunc(out, func(a, b pipelineView) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
+
+// pipelineNamespaces lists the pipelines of ns ("" for every namespace),
+// and the namespaces among theirs where the user may list k.
+func (s *Server) pipelineNamespaces(ctx context.Context, sess *session, k kind, ns string) ([]promotionv1alpha1.Pipeline, []string, error) {
+	var pls promotionv1alpha1.PipelineList
+	if err := s.listIn(ctx, &pls, ns); err != nil {
+		return nil, nil, err
+	}
+	namespaces := make([]string, 0, len(pls.Items))
+	for _, p := range pls.Items {
+		namespaces = append(namespaces, p.Namespace)
+	}
+	allowed, err := s.readable(ctx, sess, k, namespaces)
+	return pls.Items, allowed, err
+}
+
+// objects are a namespace's change-management objects and Stacks.
+type objects struct {
+	stages     []promotionv1alpha1.Stage
+	releases   []promotionv1alpha1.Release
+	promotions []promotionv1alpha1.Promotion
+	stacks     map[string]*pulumiv1.Stack
+}
+
+func (s *Server) namespaceObjects(ctx context.Context, ns string) (*objects, error) {
+	var stages promotionv1alpha1.StageList
+	var releases promotionv1alpha1.ReleaseList
+	var promotions promotionv1alpha1.PromotionList
+	var stacks pulumiv1.StackList
+	for _, l := range []client.ObjectList{&stages, &releases, &promotions, &stacks} {
+		if err := s.listIn(ctx, l, ns); err != nil {
+			return nil, err
+		}
+	}
+	o := &objects{stages: stages.Items, releases: releases.Items, promotions: promotions.Items, stacks: map[string]*pulumiv1.Stack{}}
+	for i := range stacks.Items {
+		o.stacks[stacks.Items[i].Name] = &stacks.Items[i]
+	}
+	return o, nil
+}
+
+func buildPipeline(p *promotionv1alpha1.Pipeline, o *objects) pipelineView {
+	v := pipelineView{Namespace: p.Namespace, Name: p.Name, Repo: p.Spec.Git.RepoURL, Ref: p.Spec.Git.Branch}
+	if c := p.Spec.Git.SemverConstraint; c != "" {
+		v.Ref = "tags " + c
+	}
+	v.Ready, v.ReadyMessage = readiness(p.Status.Conditions)
+	var stages []*promotionv1alpha1.Stage
+	for i := range o.stages {
+		if o.stages[i].Spec.Pipeline == p.Name {
+			stages = append(stages, &o.stages[i])
+		}
+	}
+	slices.SortFunc(stages, func(a, b *promotionv1alpha1.Stage) int { return strings.Compare(a.Name, b.Name) })
+	graph := make([]GraphStage, 0, len(stages))
+	for _, st := range stages {
+		graph = append(graph, GraphStage{Name: st.Name, Direct: st.Spec.Sources.Direct, Upstream: st.Spec.Sources.Stages})
+	}
+	v.Graph = LayoutGraph(graph)
+	all := map[string]bool{}
+	for _, st := range stages {
+		all[st.Name] = len(st.Spec.Sources.Stages) > 1 && st.Spec.Sources.AvailabilityStrategy == promotionv1alpha1.All
+	}
+	for i := range v.Graph.Edges {
+		v.Graph.Edges[i].All = all[v.Graph.Edges[i].To] && v.Graph.Edges[i].From != ""
+	}
+	releases := map[string]*promotionv1alpha1.Release{}
+	for i := range o.releases {
+		if o.releases[i].Spec.Pipeline == p.Name {
+			releases[o.releases[i].Name] = &o.releases[i]
+		}
+	}
+	for i, st := range stages {
+		v.Stages = append(v.Stages, buildStage(st, v.Graph.Nodes[i], releases, o))
+	}
+	for _, sv := range v.Stages {
+		if sv.Active != nil && sv.Active.AwaitsApproval {
+			v.Waiting = append(v.Waiting, *sv.Active)
+		}
+	}
+	v.Timeline = timeline(releases, v.Stages)
+	return v
+}
+
+func buildStage(st *promotionv1alpha1.Stage, node Node, releases map[string]*promotionv1alpha1.Release, o *objects) stageView {
+	sv := stageView{
+		Name: st.Name, Node: node, Release: st.Status.CurrentRelease, WaitingFor: st.Status.WaitingFor,
+		Health: string(promotionv1alpha1.Unknown), Preview: st.Spec.PreviewOnly, Frozen: st.Spec.Freeze != nil,
+		AutoPromo: st.Spec.AutoPromotionOptions != nil && st.Spec.AutoPromotionOptions.Enabled,
+	}
+	if h := st.Status.Health; h != nil {
+		sv.Health, sv.Message = string(h.Status), h.Message
+	}
+	if cur := st.Status.CurrentRelease; cur != nil {
+		if r := releases[cur.Name]; r != nil {
+			sv.Author = r.Spec.Commit.Author
+		}
+	}
+	for _, b := range st.Spec.Stacks {
+		h := stage.Health([]promotionv1alpha1.StackBinding{b}, o.stacks)
+		sv.Stacks = append(sv.Stacks, stackHealth{Name: b.Name, Health: string(h.Status), Message: h.Message})
+	}
+	if a := st.Spec.Approval; a != nil {
+		sv.Approval = fmt.Sprintf("%d approval(s)", a.Required)
+	}
+	var active []promotionv1alpha1.Promotion
+	for _, p := range o.promotions {
+		if p.Spec.Stage == st.Name && !p.Status.Phase.IsFinished() {
+			active = append(active, p)
+		}
+	}
+	slices.SortFunc(active, func(a, b promotionv1alpha1.Promotion) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	})
+	if len(active) > 0 {
+		pv := promotionSummary(&active[0], st)
+		sv.Active = &pv
+	}
+	return sv
+}
+
+// promotionSummary sums a promotion up for lists.
+func promotionSummary(p *promotionv1alpha1.Promotion, st *promotionv1alpha1.Stage) promotionView {
+	pv := promotionView{
+		Name: p.Name, Namespace: p.Namespace, Stage: p.Spec.Stage, Release: p.Spec.Release, Phase: string(p.Status.Phase),
+		Message: p.Status.Message, RequestedBy: p.Spec.RequestedBy, Rollback: p.Spec.Rollback, Created: p.CreationTimestamp,
+	}
+	if pv.Phase == "" {
+		pv.Phase = string(promotionv1alpha1.PromotionPending)
+	}
+	for _, a := range p.Status.Approvals {
+		if a.Decision == promotionv1alpha1.Approve {
+			pv.Approvals++
+		}
+	}
+	if st != nil && st.Spec.Approval != nil {
+		pv.Required = st.Spec.Approval.Required
+		pv.AwaitsApproval = p.Status.Phase == promotionv1alpha1.PromotionPending && p.Status.PlanDigest != ""
+	}
+	return pv
+}
+
+// timeline lists the pipeline's releases, newest first, each with its
+// state in every stage.
+func timeline(releases map[string]*promotionv1alpha1.Release, stages []stageView) []timelineRow {
+	list := make([]*promotionv1alpha1.Release, 0, len(releases))
+	for _, r := range releases {
+		list = append(list, r)
+	}
+	slices.SortFunc(list, func(a, b *promotionv1alpha1.Release) int {
+		return cmp.Or(b.CreationTimestamp.Compare(a.CreationTimestamp.Time), strings.Compare(b.Name, a.Name))
+	})
+	rows := make([]timelineRow, 0, len(list))
+	for _, r := range list {
+		c := r.Spec.Commit
+		row := timelineRow{Name: r.Name, SHA: c.SHA, Subject: c.Subject, Author: c.Author, Tag: c.Tag, Created: r.CreationTimestamp}
+		for _, st := range stages {
+			cell := timelineCell{Stage: st.Name}
+			switch {
+			case has(r.Status.CurrentlyIn, st.Name):
+				in := r.Status.CurrentlyIn[st.Name]
+				cell.State, cell.Since, cell.Promotion = "Current", in.Since, in.Promotion
+			case has(r.Status.FailedIn, st.Name):
+				in := r.Status.FailedIn[st.Name]
+				cell.State, cell.Since, cell.Promotion = "Failed", in.Since, in.Promotion
+			case has(r.Status.VerifiedIn, st.Name):
+				in := r.Status.VerifiedIn[st.Name]
+				cell.State, cell.Since, cell.Promotion = "Verified", in.Since, in.Promotion
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func has(m map[string]promotionv1alpha1.ReleaseInStage, key string) bool {
+	_, ok := m[key]
+	return ok
+}

@@ -1,0 +1,432 @@
+package dashboard
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/stage"
+	"github.com/stackyard/stackyard/internal/pipelinectl"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// readiness sums kstatus conditions up as a word and a message.
+func readiness(conds []metav1.Condition) (string, string) {
+	if c := apimeta.FindStatusCondition(conds, sreconcile.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
+		return "Degraded", c.Message
+	}
+	if c := apimeta.FindStatusCondition(conds, sreconcile.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue {
+		return "Progressing", c.Message
+	}
+	if c := apimeta.FindStatusCondition(conds, sreconcile.ReadyCondition); c != nil {
+		if c.Status == metav1.ConditionTrue {
+			return "Healthy", c.Message
+		}
+		return "Progressing", c.Message
+	}
+	return "Unknown", ""
+}
+
+func (s *Server) pipelinesPage(r *http.Request, sess *session) (string, any, error) {
+	list, err := s.pipelines(r.Context(), sess, "", "")
+	return "Pipelines", list, err
+}
+
+func (s *Server) pipelinePage(r *http.Request, sess *session) (string, any, error) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	list, err := s.pipelines(r.Context(), sess, ns, name)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(list) == 0 {
+		return "", nil, notFound("pipeline %s/%s not found, or you may not list its stages", ns, name)
+	}
+	return "Pipeline " + name, list[0], nil
+}
+
+// promotionDetail is a promotion in full.
+type promotionDetail struct {
+	promotionView
+	Pipeline     string
+	Commit       string
+	Start, End   any
+	PlanDigest   string
+	Previews     []promotionv1alpha1.StackPreview
+	Records      []promotionv1alpha1.ApprovalRecord
+	Verification *promotionv1alpha1.VerificationStatus
+	Stacks       []promotionv1alpha1.PromotedStack
+	Updates      []updateView
+	Policy       string
+	// Decidable: people may approve or reject it now.
+	Decidable bool
+}
+
+// updateView is an Update as the pages show it. Its message and changes
+// come from the agent, which redacts secret values at their source.
+type updateView struct {
+	Name, Type, State, Message string
+	Start, End                 any
+	Changes                    map[string]int64
+	Conditions                 []metav1.Condition
+}
+
+func buildUpdate(u *autov1alpha1.Update) updateView {
+	v := updateView{
+		Name: u.Name, Type: string(u.Spec.Type), Message: u.Status.Message, Start: u.Status.StartTime, End: u.Status.EndTime,
+		Changes: u.Status.Changes, Conditions: u.Status.Conditions,
+	}
+	switch {
+	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed):
+		v.State = "Failed"
+	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeComplete):
+		v.State = "Succeeded"
+	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing):
+		v.State = "Running"
+	default:
+		v.State = "Pending"
+	}
+	return v
+}
+
+func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, error) {
+	ctx := r.Context()
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if err := s.mayRead(ctx, sess, promotionsKind, ns); err != nil {
+		return "", nil, err
+	}
+	var p promotionv1alpha1.Promotion
+	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil, notFound("promotion %s/%s not found", ns, name)
+		}
+		return "", nil, err
+	}
+	var st *promotionv1alpha1.Stage
+	var stg promotionv1alpha1.Stage
+	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.Spec.Stage}, &stg); err == nil {
+		st = &stg
+	}
+	d := promotionDetail{
+		promotionView: promotionSummary(&p, st), Commit: p.Status.Commit, Start: p.Status.StartTime, End: p.Status.EndTime,
+		PlanDigest: p.Status.PlanDigest, Previews: p.Status.Previews, Records: p.Status.Approvals,
+		Verification: p.Status.Verification, Stacks: p.Status.Stacks,
+	}
+	if st != nil {
+		d.Pipeline = st.Spec.Pipeline
+		if a := st.Spec.Approval; a != nil {
+			d.Policy = approvalPolicy(a)
+			d.Decidable = d.AwaitsApproval
+		}
+	}
+	var names []string
+	for _, pv := range p.Status.Previews {
+		names = append(names, pv.Update)
+	}
+	for _, ps := range p.Status.Stacks {
+		names = append(names, ps.Update)
+	}
+	for _, n := range names {
+		var u autov1alpha1.Update
+		if n == "" || s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &u) != nil {
+			continue
+		}
+		d.Updates = append(d.Updates, buildUpdate(&u))
+	}
+	return "Promotion " + name, d, nil
+}
+
+// approvalPolicy says an approval policy in words.
+func approvalPolicy(a *promotionv1alpha1.ApprovalPolicy) string {
+	var from []string
+	for _, f := range a.From {
+		if f.User != "" {
+			from = append(from, "user "+f.User)
+		} else {
+			from = append(from, "group "+f.Group)
+		}
+	}
+	text := pluralize(int(a.Required), "approval", "approvals")
+	if len(from) > 0 {
+		text += " from " + strings.Join(from, ", ")
+		if a.RequireEach {
+			text += " (each of them)"
+		}
+	}
+	if !a.AllowSelfApproval {
+		text += "; the requester's own approval does not count"
+	}
+	if a.ExpireAfter != nil {
+		text += "; approvals expire after " + a.ExpireAfter.Duration.String()
+	}
+	return text
+}
+
+func pluralize(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// mayRead refuses, as not found, a namespace where the user may not list
+// the kind: it does not tell whether the object exists.
+func (s *Server) mayRead(ctx context.Context, sess *session, k kind, ns string) error {
+	ok, err := s.mayList(ctx, sess, k, ns)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if ok, err = s.mayList(ctx, sess, k, ""); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return notFound("nothing to show: you may not list %s in namespace %s", k.resource, ns)
+	}
+	return nil
+}
+
+// stacksView is the list of every Stack the user may see.
+type stacksView struct {
+	Namespaces       []string
+	Namespace, State string
+	States           []string
+	Rows             []stackRow
+	Total, Shown     int
+}
+
+type stackRow struct {
+	Namespace, Name, Health, Message, Source, LastState, Commit string
+	LastTime                                                    any
+}
+
+// stackStates are the states the Stacks list filters by.
+var stackStates = []string{"Healthy", "Progressing", "Degraded"}
+
+func (s *Server) stacksPage(r *http.Request, sess *session) (string, any, error) {
+	ctx := r.Context()
+	var list pulumiv1.StackList
+	if err := s.listIn(ctx, &list, ""); err != nil {
+		return "", nil, err
+	}
+	var namespaces []string
+	for _, st := range list.Items {
+		namespaces = append(namespaces, st.Namespace)
+	}
+	allowed, err := s.readable(ctx, sess, stacksKind, namespaces)
+	if err != nil {
+		return "", nil, err
+	}
+	q := r.URL.Query()
+	v := stacksView{Namespaces: allowed, Namespace: q.Get("namespace"), State: q.Get("state"), States: stackStates}
+	for i := range list.Items {
+		st := &list.Items[i]
+		if _, ok := slices.BinarySearch(allowed, st.Namespace); !ok {
+			continue
+		}
+		v.Total++
+		row := buildStackRow(st)
+		if (v.Namespace != "" && st.Namespace != v.Namespace) || (v.State != "" && row.Health != v.State) {
+			continue
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	slices.SortFunc(v.Rows, func(a, b stackRow) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	v.Shown = len(v.Rows)
+	return "Stacks", v, nil
+}
+
+func buildStackRow(st *pulumiv1.Stack) stackRow {
+	h := stage.Health([]promotionv1alpha1.StackBinding{{Name: st.Name}}, map[string]*pulumiv1.Stack{st.Name: st})
+	row := stackRow{Namespace: st.Namespace, Name: st.Name, Health: string(h.Status), Message: strings.TrimPrefix(h.Message, "Stack "+st.Name+": ")}
+	row.Source = stackSource(&st.Spec)
+	if lu := st.Status.LastUpdate; lu != nil {
+		row.LastState, row.LastTime = string(lu.State), lu.LastResyncTime
+		row.Commit = cmp.Or(lu.LastSuccessfulCommit, lu.LastAttemptedCommit)
+	}
+	return row
+}
+
+// stackSource says where a Stack's program comes from.
+func stackSource(spec *shared.StackSpec) string {
+	switch {
+	case spec.GitSource != nil && spec.ProjectRepo != "":
+		ref := cmp.Or(spec.Branch, shortSHA(spec.Commit))
+		return spec.ProjectRepo + " @ " + ref
+	case spec.ProgramRef != nil:
+		return "Program " + spec.ProgramRef.Name
+	case spec.FluxSource != nil:
+		return spec.FluxSource.SourceRef.Kind + " " + spec.FluxSource.SourceRef.Name
+	}
+	return ""
+}
+
+// stackDetail is one Stack in full.
+type stackDetail struct {
+	stackRow
+	Stack    string
+	Conds    []metav1.Condition
+	Last     *shared.StackUpdateState
+	Outputs  []output
+	History  []shared.UpdateRecord
+	Updates  []updateView
+	Drift    *shared.DriftCheck
+	Resource string
+}
+
+// output is a stack output; a secret one shows as "[secret]", as the
+// Stack's status holds it.
+type output struct{ Name, Value string }
+
+func (s *Server) stackPage(r *http.Request, sess *session) (string, any, error) {
+	ctx := r.Context()
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if err := s.mayRead(ctx, sess, stacksKind, ns); err != nil {
+		return "", nil, err
+	}
+	var st pulumiv1.Stack
+	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &st); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil, notFound("stack %s/%s not found", ns, name)
+		}
+		return "", nil, err
+	}
+	d := stackDetail{
+		stackRow: buildStackRow(&st), Stack: st.Spec.Stack, Conds: st.Status.Conditions, Last: st.Status.LastUpdate,
+		History: st.Status.History, Drift: st.Status.LastDriftCheck,
+	}
+	for _, k := range sortedKeys(st.Status.Outputs) {
+		d.Outputs = append(d.Outputs, output{Name: k, Value: string(st.Status.Outputs[k].Raw)})
+	}
+	if ok, err := s.mayList(ctx, sess, updatesKind, ns); err != nil {
+		return "", nil, err
+	} else if ok {
+		var ups autov1alpha1.UpdateList
+		if err := s.listIn(ctx, &ups, ns); err != nil {
+			return "", nil, err
+		}
+		for i := range ups.Items {
+			if metav1.IsControlledBy(&ups.Items[i], &st) {
+				d.Updates = append(d.Updates, buildUpdate(&ups.Items[i]))
+			}
+		}
+		slices.SortFunc(d.Updates, func(a, b updateView) int { return timeOf(b.Start).Compare(timeOf(a.Start)) })
+	}
+	return "Stack " + name, d, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// auditView is the audit trail, filtered.
+type auditView struct {
+	Namespaces                              []string
+	Namespace, Pipeline, Stage, Event, Text string
+	Events                                  []string
+	Entries                                 []auditEntry
+	Query                                   string
+}
+
+type auditEntry struct {
+	Namespace string
+	pipelinectl.HistoryEntry
+}
+
+// auditEvents are the kinds of audit entry, for the filter.
+var auditEvents = []string{
+	pipelinectl.EventReleaseDiscovered, pipelinectl.EventPromotionRequested, pipelinectl.EventApprovalGiven,
+	pipelinectl.EventApprovalRejected, pipelinectl.EventPromotionStarted, pipelinectl.EventPromotionFinished,
+}
+
+// audit returns the filtered audit trail, newest first, of the namespaces
+// where the user may list promotions.
+func (s *Server) audit(r *http.Request, sess *session) (auditView, error) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	v := auditView{
+		Namespace: q.Get("namespace"), Pipeline: q.Get("pipeline"), Stage: q.Get("stage"), Event: q.Get("event"),
+		Text: q.Get("q"), Events: auditEvents, Query: r.URL.RawQuery,
+	}
+	_, allowed, err := s.pipelineNamespaces(ctx, sess, promotionsKind, "")
+	if err != nil {
+		return v, err
+	}
+	v.Namespaces = allowed
+	text := strings.ToLower(v.Text)
+	for _, ns := range allowed {
+		if v.Namespace != "" && ns != v.Namespace {
+			continue
+		}
+		c := &pipelinectl.Client{Client: s.reader, Namespace: ns, Now: s.clock}
+		entries, err := c.History(ctx, v.Stage)
+		if err != nil {
+			return v, err
+		}
+		for _, e := range entries {
+			if (v.Pipeline != "" && e.Pipeline != v.Pipeline) || (v.Event != "" && e.Event != v.Event) {
+				continue
+			}
+			if text != "" && !strings.Contains(strings.ToLower(strings.Join([]string{e.Release, e.Commit, e.Promotion, e.By, e.Message, e.Stage, e.Pipeline}, " ")), text) {
+				continue
+			}
+			v.Entries = append(v.Entries, auditEntry{Namespace: ns, HistoryEntry: e})
+		}
+	}
+	slices.SortStableFunc(v.Entries, func(a, b auditEntry) int { return b.Time.Compare(a.Time.Time) })
+	return v, nil
+}
+
+func (s *Server) auditPage(r *http.Request, sess *session) (string, any, error) {
+	v, err := s.audit(r, sess)
+	return "Audit", v, err
+}
+
+// auditJSON exports the filtered audit trail in the CLI's versioned shape
+// (`stackyard pipeline history -o json`), with the namespace of each entry.
+func (s *Server) auditJSON(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.identify(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.audit(r, sess)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	type entry struct {
+		Namespace string `json:"namespace"`
+		pipelinectl.HistoryEntry
+	}
+	list := pipelinectl.List[entry]{APIVersion: pipelinectl.OutputAPIVersion, Kind: "History", Items: []entry{}}
+	for _, e := range v.Entries {
+		list.Items = append(list.Items, entry{Namespace: e.Namespace, HistoryEntry: e.HistoryEntry})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", `attachment; filename="stackyard-audit.json"`)
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(list)
+}
