@@ -274,9 +274,9 @@ func markReady(g Gomega, ctx context.Context, ns, name string) {
 	g.Expect(env.Client.Status().Update(ctx, &st)).To(Succeed())
 }
 
-// browser is an HTTP client with a cookie jar that never follows
+// httpBrowser is an HTTP client with a cookie jar that never follows
 // redirects, so a test sees each answer.
-func browser() *http.Client {
+func httpBrowser() *http.Client {
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
@@ -291,7 +291,7 @@ func get(t *testing.T, base, path, token string) (int, string, http.Header) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	return do(t, browser(), req)
+	return do(t, httpBrowser(), req)
 }
 
 func do(t *testing.T, c *http.Client, req *http.Request) (int, string, http.Header) {
@@ -323,7 +323,7 @@ func postForm(t *testing.T, base, path, token string, form url.Values, headers m
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	return do(t, browser(), req)
+	return do(t, httpBrowser(), req)
 }
 
 // csrfOf reads the CSRF token a page embeds for its forms.
@@ -359,7 +359,7 @@ func TestSignIn(t *testing.T) {
 
 	// The sign-in form: a wrong token is refused, a good one becomes an
 	// HttpOnly, SameSite=Strict session cookie, and the page follows.
-	b := browser()
+	b := httpBrowser()
 	login := func(token string) *http.Response {
 		form := url.Values{"token": {token}, "next": {"/stacks?namespace=" + nsA}}
 		req, _ := http.NewRequest(http.MethodPost, baseURL+"/login", strings.NewReader(form.Encode()))
@@ -499,13 +499,7 @@ func TestActionsRunAsTheUser(t *testing.T) {
 
 	// The promotion waits for approval once its plan is decided (as the
 	// Promotion controller would record it).
-	p.Status.Phase = promotionv1alpha1.PromotionPending
-	p.Status.PlanDigest = "sha256:" + strings.Repeat("c", 64)
-	p.Status.Message = "waiting for approvals: 0 of 1"
-	p.Status.Previews = []promotionv1alpha1.StackPreview{{
-		Name: "site-qa", Summary: &promotionv1alpha1.ChangeSummary{Update: 1},
-		Changes: []promotionv1alpha1.ResourceChange{{URN: "urn:pulumi:qa::web::test:index:File::page", Op: "update", Properties: []string{"content"}}},
-	}}
+	decidePlan(&p)
 	g.Expect(env.Client.Status().Update(ctx, &p)).To(Succeed())
 	var page string
 	g.Eventually(func(g Gomega) {

@@ -82,6 +82,7 @@
       // changes: look again.
       if (connectedOnce || e.data !== boot) {
         boot = e.data;
+        body.dataset.boot = boot;
         schedule();
       }
       connectedOnce = true;

@@ -1,0 +1,164 @@
+// The dashboard in a real browser (run by TestDashboardInBrowser in
+// internal/dashboard/browser_test.go). The Go test serves the dashboard as
+// the operator does, on a real API server, and offers hooks at $HOOK_URL that
+// change the cluster (or restart the dashboard) when the page has to notice.
+//
+// It signs in with a token, reads the pipeline graph, sees a change arrive
+// live without a reload, promotes, approves, survives an operator restart,
+// filters Stacks, finds the secret output masked and exports the audit
+// trail.
+
+import { launch, step, close } from './lib.mjs';
+
+const base = process.env.BASE_URL;
+const token = process.env.TOKEN;
+const hook = process.env.HOOK_URL;
+const ns = process.env.NAMESPACE;
+for (const [k, v] of Object.entries({ BASE_URL: base, TOKEN: token, HOOK_URL: hook, NAMESPACE: ns })) {
+  if (!v) throw new Error(`${k} is not set`);
+}
+
+function check(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+
+// callHook asks the Go test to change something, and waits until it has.
+async function callHook(name, params = {}) {
+  const u = new URL(`${hook}/${name}`);
+  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+  const res = await fetch(u, { method: 'POST' });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`hook ${name}: ${res.status} ${text}`);
+  return text;
+}
+
+// markDocument tags the current document; sameDocument tells whether it is
+// still the one shown, i.e. nothing reloaded or navigated.
+const markDocument = (page) => page.evaluate(() => { window.__stackyardMark = true; });
+const sameDocument = (page) => page.evaluate(() => window.__stackyardMark === true);
+
+const pipelineURL = `${base}/pipelines/${ns}/web`;
+const { page } = await launch();
+try {
+  await step('an anonymous visitor is sent to sign in, then back', async () => {
+    await page.goto(pipelineURL);
+    await page.waitForURL(/\/login\?next=/);
+    await page.fill('#token', 'not-a-token');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#login-error', { hasText: 'does not accept' }).waitFor();
+    await page.fill('#token', token);
+    await page.click('#login-form button[type=submit]');
+    await page.waitForURL(pipelineURL);
+    const user = await page.locator('#user').textContent();
+    check(user === `system:serviceaccount:${ns}:alice`, `signed in as ${user}`);
+  });
+
+  await step('the pipeline is a graph with fan-out and fan-in', async () => {
+    const svg = page.locator(`#graph-${ns}-web`);
+    await svg.waitFor();
+    check(await svg.locator('g.node.stage').count() === 3, 'want 3 stage nodes');
+    check(await svg.locator('path.edge').count() === 4, 'want 4 edges');
+    check(await svg.locator('path.edge.all[data-to="qa"]').count() === 2, 'want 2 All edges into qa');
+    const dev = svg.locator('g.node[data-stage="dev"]');
+    check(await dev.getAttribute('data-health') === 'Healthy', 'dev is not Healthy');
+    check((await dev.textContent()).includes('bbbbbbb'), 'dev does not show its release');
+    const box = await svg.boundingBox();
+    check(box && box.width > 300 && box.height > 60, `graph not laid out: ${JSON.stringify(box)}`);
+  });
+
+  await step('live updates connect', () => page.locator('#live.on').waitFor());
+
+  await step('a change in the cluster shows without a reload', async () => {
+    await markDocument(page);
+    const t0 = Date.now();
+    await callHook('degrade');
+    await page.locator(`#graph-${ns}-web g.node[data-stage="dev2"][data-health="Degraded"]`).waitFor();
+    console.log(`change visible ${Date.now() - t0} ms after the hook returned`);
+    await page.locator('#stage-dev2 .msg', { hasText: 'boom' }).waitFor();
+    check(await sameDocument(page), 'the page reloaded');
+  });
+
+  await step('promote a release into qa', async () => {
+    await page.locator('#stage-qa details.actions summary').click();
+    const form = page.locator('#stage-qa form.promote');
+    await form.locator('input[name=release]').fill('web-bbbbbbb');
+    await form.locator('input[name=reason]').fill('from the browser');
+    await form.locator('button[type=submit]').click();
+    await page.waitForURL(/\/promotions\/[^/]+\/qa-/);
+    await page.locator('#notice', { hasText: 'requested promote' }).waitFor();
+  });
+  const promotion = new URL(page.url()).pathname.split('/').pop();
+
+  await step('the decided plan shows live and asks for approval', async () => {
+    await markDocument(page);
+    await callHook('plan', { promotion });
+    await page.locator('#approve').waitFor();
+    await page.locator('#previews', { hasText: 'File::page' }).waitFor();
+    check(await sameDocument(page), 'the page reloaded');
+    if (process.env.SHOT_DIR) {
+      await page.screenshot({ path: `${process.env.SHOT_DIR}/promotion.png`, fullPage: true });
+    }
+  });
+
+  await step('approve it', async () => {
+    await page.fill('#comment', 'looks good');
+    await page.click('#approve');
+    await page.locator('#notice', { hasText: `approved promotion ${promotion}` }).waitFor();
+  });
+
+  await step('the page reconnects after an operator restart and catches up', async () => {
+    await page.goto(pipelineURL);
+    await page.locator('#live.on').waitFor();
+    await markDocument(page);
+    const boot = await page.evaluate(() => document.body.dataset.boot);
+    await callHook('restart');
+    await page.waitForFunction((old) => document.body.dataset.boot !== old, boot);
+    await page.locator('#live.on').waitFor();
+    await callHook('heal');
+    await page.locator(`#graph-${ns}-web g.node[data-stage="dev2"][data-health="Healthy"]`).waitFor();
+    check(await sameDocument(page), 'the page reloaded');
+    if (process.env.SHOT_DIR) {
+      await page.screenshot({ path: `${process.env.SHOT_DIR}/pipeline.png`, fullPage: true });
+    }
+  });
+
+  await step('Stacks filter by namespace and state', async () => {
+    await page.goto(`${base}/stacks`);
+    await page.selectOption('#stack-filters select[name=namespace]', ns);
+    await page.selectOption('#stack-filters select[name=state]', 'Progressing');
+    await page.click('#stack-filters button[type=submit]');
+    await page.waitForURL(/state=Progressing/);
+    const rows = await page.locator('#stacks tbody tr[data-stack]').evaluateAll((trs) => trs.map((tr) => tr.dataset.stack));
+    check(JSON.stringify(rows) === JSON.stringify([`${ns}/site-qa`]), `rows ${JSON.stringify(rows)}`);
+  });
+
+  await step('a Stack shows its outputs, the secret one masked', async () => {
+    await page.goto(`${base}/stacks/${ns}/site-dev`);
+    const outputs = await page.locator('#outputs').textContent();
+    check(outputs.includes('"https://site.example"'), `outputs: ${outputs}`);
+    check(outputs.includes('"[secret]"'), `outputs: ${outputs}`);
+    if (process.env.SHOT_DIR) {
+      await page.screenshot({ path: `${process.env.SHOT_DIR}/stack.png`, fullPage: true });
+    }
+  });
+
+  await step('the audit trail lists the approval and exports JSON', async () => {
+    await page.goto(`${base}/audit?namespace=${ns}`);
+    await page.locator('#audit tr.entry[data-event="ApprovalGiven"]').waitFor();
+    const href = await page.locator('#export').getAttribute('href');
+    const res = await page.request.get(new URL(href, base).toString());
+    check(res.ok(), `export: ${res.status()}`);
+    const list = await res.json();
+    check(list.apiVersion === 'cli.stackyard.dev/v1' && list.kind === 'History', `export shape: ${JSON.stringify(list).slice(0, 200)}`);
+    check(list.items.some((e) => e.event === 'ApprovalGiven' && e.by === `system:serviceaccount:${ns}:alice`), 'no approval by alice in the export');
+  });
+
+  await step('sign out', async () => {
+    await page.click('header form[action="/logout"] button');
+    await page.waitForURL(/\/login/);
+    await page.goto(pipelineURL);
+    await page.waitForURL(/\/login\?next=/);
+  });
+} finally {
+  await close();
+}
