@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -102,6 +103,7 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 		AgentEnv:      map[string]string{"PULUMI_CONFIG_PASSPHRASE": devPassphrase},
 		IdleAfter:     time.Minute,
 		DashboardAddr: dashboardAddr,
+		DashboardURL:  devDashboardURL(dashboardAddr),
 	})
 	if err != nil {
 		return err
@@ -117,6 +119,9 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 	if err := sample.EnsureStack(ctx, c, repoURL); err != nil {
 		return fmt.Errorf("creating the sample Stack: %w", err)
 	}
+	if err := sample.EnsurePipeline(ctx, c, repoURL); err != nil {
+		return fmt.Errorf("creating the sample pipeline: %w", err)
+	}
 
 	dashboard := ""
 	if op.Dashboard != nil {
@@ -124,7 +129,12 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 		if err != nil {
 			return err
 		}
-		dashboard = fmt.Sprintf("  dashboard:    http://%s (sign in with the token in %s)\n", op.Dashboard.Addr(), tokenFile)
+		token, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return err
+		}
+		dashboard = fmt.Sprintf("  dashboard:    http://%s (sign in with the token in %s)\n  login token:  %s\n",
+			op.Dashboard.Addr(), tokenFile, strings.TrimSpace(string(token)))
 	}
 	printNextSteps(out, cp, sample, logFile, dashboard)
 	select {
@@ -146,7 +156,9 @@ stackyard is running.
   sample repo:  %s (branch main)
 %s
 The Stack "sample" deploys the program in the sample repository; its
-resource is the file %s.
+resource is the file %s. The pipeline "sample" promotes each new commit
+to the Stack sample-dev, then, once someone approves, to sample-prod:
+open the dashboard to watch it and approve.
 
 Try:
   export KUBECONFIG=%s
@@ -160,4 +172,13 @@ Then change the program and watch the Stack update:
 
 Press Ctrl-C to stop everything; a later 'make dev' carries on where this one stopped.
 `, cp.Config.Host, cp.KubeconfigPath, logFile, s.RepoDir, dashboard, s.OutputFile, cp.KubeconfigPath, s.RepoDir)
+}
+
+// devDashboardURL is the dashboard's address for Update permalinks, when the
+// port is fixed.
+func devDashboardURL(addr string) string {
+	if addr == "" || addr == "0" || strings.HasSuffix(addr, ":0") {
+		return ""
+	}
+	return "http://" + addr
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/authn"
@@ -107,18 +108,24 @@ func (s *Server) runAction(ctx context.Context, c *pipelinectl.Client, action st
 		}
 		return "/promotions/" + p.Namespace + "/" + p.Name, fmt.Sprintf("requested %s %s of release %s into %s", action, p.Name, p.Spec.Release, stage), nil
 	case "reconcile":
-		name, err := required("stack")
-		if err != nil {
-			return "", "", err
+		// A Stack runs its update again; a Pipeline looks for new
+		// releases at once.
+		var obj client.Object = &pulumiv1.Stack{}
+		name, what := field("stack"), "Stack"
+		if p := field("pipeline"); p != "" {
+			obj, name, what = &promotionv1alpha1.Pipeline{}, p, "Pipeline"
+		}
+		if name == "" {
+			return "", "", &userError{code: http.StatusBadRequest, err: errors.New("stack or pipeline: required")}
 		}
 		value := s.now().UTC().Format(time.RFC3339Nano)
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, shared.ReconcileRequestAnnotation, value)
-		st := &pulumiv1.Stack{}
-		st.Namespace, st.Name = c.Namespace, name
-		if err := c.Client.Patch(ctx, st, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		obj.SetNamespace(c.Namespace)
+		obj.SetName(name)
+		if err := c.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			return "", "", err
 		}
-		return "", "asked Stack " + name + " to reconcile", nil
+		return "", "asked " + what + " " + name + " to reconcile", nil
 	}
 	return "", "", &userError{code: http.StatusNotFound, err: fmt.Errorf("no action %q", action)}
 }

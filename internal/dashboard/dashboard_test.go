@@ -32,6 +32,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/update"
 	"github.com/stackyard/stackyard/internal/dashboard"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/testenv"
@@ -440,6 +441,21 @@ func TestViewsShowWhatRBACAllows(t *testing.T) {
 	code, _, _ = get(t, baseURL, "/pipelines/"+nsA+"/web", tokens["carol"])
 	g.Expect(code).To(Equal(http.StatusNotFound))
 	code, _, _ = get(t, baseURL, "/stacks/"+nsA+"/site-dev", tokens["carol"])
+	g.Expect(code).To(Equal(http.StatusNotFound))
+
+	// An Update's page is where a self-managed backend's permalinks lead.
+	upd := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "site-dev-up-1"},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "site-dev", StackName: "org/web/site-dev", Type: autov1alpha1.UpType},
+	}
+	g.Expect(env.Client.Create(ctx, upd)).To(Succeed())
+	permalink := update.DashboardPermalink(baseURL, nsA, upd.Name)
+	g.Eventually(func(g Gomega) {
+		code, body, _ := get(t, "", permalink, tokens["bob"])
+		g.Expect(code).To(Equal(http.StatusOK))
+		g.Expect(body).To(ContainSubstring(`id="update-state">Pending<`))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	code, _, _ = get(t, "", update.DashboardPermalink(baseURL, nsA, upd.Name), tokens["carol"])
 	g.Expect(code).To(Equal(http.StatusNotFound))
 
 	// A Stack's page: conditions, outputs with the secret masked.

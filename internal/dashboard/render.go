@@ -22,7 +22,7 @@ import (
 const fragmentHeader = "X-Stackyard-Fragment"
 
 // pageNames are the templates of assets/templates besides the layout.
-var pageNames = []string{"pipelines", "pipeline", "promotion", "stacks", "stack", "audit", "login", "error"}
+var pageNames = []string{"pipelines", "pipeline", "promotion", "stacks", "stack", "update", "audit", "login", "error"}
 
 // pageData is what every page's template gets.
 type pageData struct {

@@ -118,6 +118,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /promotions/{namespace}/{name}", s.page("promotion", "pipelines", s.promotionPage))
 	s.mux.HandleFunc("GET /stacks", s.page("stacks", "stacks", s.stacksPage))
 	s.mux.HandleFunc("GET /stacks/{namespace}/{name}", s.page("stack", "stacks", s.stackPage))
+	s.mux.HandleFunc("GET /updates/{namespace}/{name}", s.page("update", "stacks", s.updatePage))
 	s.mux.HandleFunc("GET /audit", s.page("audit", "audit", s.auditPage))
 	s.mux.HandleFunc("GET /audit.json", s.auditJSON)
 	s.mux.HandleFunc("POST /actions/{action}", s.act)

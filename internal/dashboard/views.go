@@ -77,15 +77,15 @@ type promotionDetail struct {
 // updateView is an Update as the pages show it. Its message and changes
 // come from the agent, which redacts secret values at their source.
 type updateView struct {
-	Name, Type, State, Message string
-	Start, End                 any
-	Changes                    map[string]int64
-	Conditions                 []metav1.Condition
+	Namespace, Name, Type, State, Message string
+	Start, End                            any
+	Changes                               map[string]int64
+	Conditions                            []metav1.Condition
 }
 
 func buildUpdate(u *autov1alpha1.Update) updateView {
 	v := updateView{
-		Name: u.Name, Type: string(u.Spec.Type), Message: u.Status.Message, Start: u.Status.StartTime, End: u.Status.EndTime,
+		Namespace: u.Namespace, Name: u.Name, Type: string(u.Spec.Type), Message: u.Status.Message, Start: u.Status.StartTime, End: u.Status.EndTime,
 		Changes: u.Status.Changes, Conditions: u.Status.Conditions,
 	}
 	switch {
@@ -328,6 +328,34 @@ func (s *Server) stackPage(r *http.Request, sess *session) (string, any, error) 
 		slices.SortFunc(d.Updates, func(a, b updateView) int { return timeOf(b.Start).Compare(timeOf(a.Start)) })
 	}
 	return "Stack " + name, d, nil
+}
+
+// updateDetail is one Update in full: what the permalinks of self-managed
+// backends lead to.
+type updateDetail struct {
+	updateView
+	Stack     string
+	Resources []autov1alpha1.ResourceChange
+}
+
+func (s *Server) updatePage(r *http.Request, sess *session) (string, any, error) {
+	ctx := r.Context()
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if err := s.mayRead(ctx, sess, updatesKind, ns); err != nil {
+		return "", nil, err
+	}
+	var u autov1alpha1.Update
+	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil, notFound("update %s/%s not found (finished Updates are deleted after their ttlAfterCompleted; the Stack's history keeps their outcome)", ns, name)
+		}
+		return "", nil, err
+	}
+	d := updateDetail{updateView: buildUpdate(&u), Stack: u.Spec.StackName, Resources: u.Status.ResourceChanges}
+	if owner := metav1.GetControllerOf(&u); owner != nil && owner.Kind == "Stack" {
+		d.Stack = owner.Name
+	}
+	return "Update " + name, d, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

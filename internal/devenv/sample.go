@@ -41,11 +41,14 @@ config:
   message:
     type: string
     default: hello from stackyard
+  path:
+    type: string
+    default: %s
 resources:
   greeting:
     type: stackyardtest:index:File
     properties:
-      path: %s
+      path: ${path}
       content: ${message}
   suffix:
     type: stackyardtest:index:Random

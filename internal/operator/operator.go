@@ -33,11 +33,11 @@ import (
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/artifact"
 	"github.com/stackyard/stackyard/internal/cloudapi"
-	"github.com/stackyard/stackyard/internal/dashboard"
 	"github.com/stackyard/stackyard/internal/controller/program"
 	"github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/controller/update"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
+	"github.com/stackyard/stackyard/internal/dashboard"
 	"github.com/stackyard/stackyard/internal/metrics"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
@@ -77,6 +77,10 @@ type Options struct {
 	DashboardAddr string
 	// DashboardReadOnly serves the dashboard without its actions.
 	DashboardReadOnly bool
+	// DashboardURL is the address users reach the dashboard at (behind an
+	// ingress, say); when set, Updates without a backend permalink, and so
+	// the Stacks' status.lastUpdate.permalink, link to its pages.
+	DashboardURL string
 	// ArtifactURL is the base URL agents use to download artifacts; empty
 	// derives it from the listen address, which only the local runtime can
 	// use: the kubernetes runtime requires it.
@@ -218,7 +222,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
 	if err := update.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("update-controller"), update.Options{
-		Metrics: updates,
+		Metrics: updates, DashboardURL: opts.DashboardURL,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("update controller: %w", err)
 	}

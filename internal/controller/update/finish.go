@@ -37,6 +37,9 @@ func (r *Reconciler) recordOutcome(ctx context.Context, s *session) (sreconcile.
 		}
 		o.apply(&obj.Status, obj.Generation, name, joinSentences(note, planNote))
 		obj.Status.Plan = plan
+		if obj.Status.Permalink == "" && r.opts.DashboardURL != "" {
+			obj.Status.Permalink = DashboardPermalink(r.opts.DashboardURL, obj.Namespace, obj.Name)
+		}
 	}
 	s.announce = append(s.announce, func(ctx context.Context) {
 		r.release(ctx, run)

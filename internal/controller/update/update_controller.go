@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -79,6 +81,16 @@ type Options struct {
 	// WaitInterval is how often a pending Update is looked at again; zero
 	// means DefaultWaitInterval.
 	WaitInterval time.Duration
+	// DashboardURL is the dashboard's external base URL; when set, an
+	// Update whose backend gives no permalink (every self-managed backend)
+	// gets the address of its dashboard page (DashboardPermalink) instead.
+	DashboardURL string
+}
+
+// DashboardPermalink is the address of an Update's page on the dashboard
+// served at base (internal/dashboard serves /updates/{namespace}/{name}).
+func DashboardPermalink(base, namespace, name string) string {
+	return strings.TrimRight(base, "/") + "/updates/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
 }
 
 // Reconciler runs each Update's operation once through its Workspace's

@@ -139,11 +139,15 @@ func TestLifecycle(t *testing.T) {
 func TestFailedOperation(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.startManager(Options{})
+	f.startManager(Options{DashboardURL: "https://stackyard.example/"})
 	f.workspace("ws", map[string]any{"fail": true})
 	f.createUpdate("up", "ws", autov1alpha1.UpType)
 
 	u := f.waitComplete("up", opTimeout)
+	// A file backend gives no permalink: the dashboard's page is it.
+	if want := "https://stackyard.example/updates/" + f.ns + "/up"; u.Status.Permalink != want {
+		t.Errorf("permalink %q, want %q", u.Status.Permalink, want)
+	}
 	if !u.Status.IsFailed() || failedReason(u) != autov1alpha1.UpdateReasonFailed {
 		t.Fatalf("failed=%v reason=%s, want Failed=True reason %s", u.Status.IsFailed(), failedReason(u), autov1alpha1.UpdateReasonFailed)
 	}
