@@ -80,6 +80,21 @@ var funcs = template.FuncMap{
 	"lower":   strings.ToLower,
 	"join":    strings.Join,
 	"trunc":   truncate,
+	"symbol":  healthSymbol,
+}
+
+// healthSymbol is a health's sign, shown beside its colour so that health
+// does not rest on hue alone.
+func healthSymbol(health string) string {
+	switch health {
+	case "Healthy":
+		return "✓"
+	case "Progressing":
+		return "↻"
+	case "Degraded":
+		return "✗"
+	}
+	return "?"
 }
 
 // truncate shortens s to n characters, with an ellipsis when it cut.

@@ -153,6 +153,35 @@ try {
     check(list.items.some((e) => e.event === 'ApprovalGiven' && e.by === `system:serviceaccount:${ns}:alice`), 'no approval by alice in the export');
   });
 
+  await step('readable at phone width, without a page-wide scroll', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const path of [`/pipelines/${ns}/web`, '/stacks', `/audit?namespace=${ns}`]) {
+      await page.goto(`${base}${path}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(overflow <= 1, `${path} is ${overflow}px wider than the phone's screen`);
+    }
+    if (process.env.SHOT_DIR) {
+      await page.goto(`${base}/pipelines/${ns}/web`);
+      await page.screenshot({ path: `${process.env.SHOT_DIR}/phone.png`, fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  await step('usable with the keyboard', async () => {
+    await page.goto(`${base}/pipelines/${ns}/web`);
+    await page.keyboard.press('Tab');
+    check(await page.evaluate(() => document.activeElement.textContent) === 'Skip to content', 'Tab does not reach the skip link first');
+    // Tab through to the qa node of the graph and follow it with Enter.
+    let found = false;
+    for (let i = 0; i < 40 && !found; i++) {
+      await page.keyboard.press('Tab');
+      found = await page.evaluate(() => document.activeElement.getAttribute('href') === '#stage-qa');
+    }
+    check(found, 'the graph\'s qa node cannot be reached with Tab');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/#stage-qa$/);
+  });
+
   await step('sign out', async () => {
     await page.click('header form[action="/logout"] button');
     await page.waitForURL(/\/login/);
