@@ -449,11 +449,14 @@ func TestViewsShowWhatRBACAllows(t *testing.T) {
 		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "site-dev", StackName: "org/web/site-dev", Type: autov1alpha1.UpType},
 	}
 	g.Expect(env.Client.Create(ctx, upd)).To(Succeed())
+	upd.Status.LogTail = []string{"create test:index:File page", "info page: wrote the page"}
+	g.Expect(env.Client.Status().Update(ctx, upd)).To(Succeed())
 	permalink := update.DashboardPermalink(baseURL, nsA, upd.Name)
 	g.Eventually(func(g Gomega) {
 		code, body, _ := get(t, "", permalink, tokens["bob"])
 		g.Expect(code).To(Equal(http.StatusOK))
 		g.Expect(body).To(ContainSubstring(`id="update-state">Pending<`))
+		g.Expect(body).To(ContainSubstring("create test:index:File page\ninfo page: wrote the page"))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	code, _, _ = get(t, "", update.DashboardPermalink(baseURL, nsA, upd.Name), tokens["carol"])
 	g.Expect(code).To(Equal(http.StatusNotFound))

@@ -81,12 +81,15 @@ type updateView struct {
 	Start, End                            any
 	Changes                               map[string]int64
 	Conditions                            []metav1.Condition
+	// LogTail is the end of the operation's log, secrets masked by the
+	// Update controller.
+	LogTail []string
 }
 
 func buildUpdate(u *autov1alpha1.Update) updateView {
 	v := updateView{
 		Namespace: u.Namespace, Name: u.Name, Type: string(u.Spec.Type), Message: u.Status.Message, Start: u.Status.StartTime, End: u.Status.EndTime,
-		Changes: u.Status.Changes, Conditions: u.Status.Conditions,
+		Changes: u.Status.Changes, Conditions: u.Status.Conditions, LogTail: u.Status.LogTail,
 	}
 	switch {
 	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed):

@@ -196,6 +196,15 @@ type UpdateStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=500
 	ResourceChanges []ResourceChange `json:"resourceChanges,omitempty"`
+
+	// LogTail is the end of the operation's log, from the engine's events:
+	// one line per resource step, failure, diagnostic (what the program and
+	// providers printed) and the summary; at most 40 lines of at most 512
+	// characters, secret values masked. A stackyard extension.
+	// +optional
+	// +kubebuilder:validation:MaxItems=40
+	// +kubebuilder:validation:items:MaxLength=512
+	LogTail []string `json:"logTail,omitempty"`
 }
 
 // ResourceChange is one resource a preview would change.

@@ -104,8 +104,10 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 	if obj.Spec.Type == autov1alpha1.PreviewType {
 		changes = &changeCollector{}
 	}
-	res, err := consume(log, stream, first, firstErr, o, changes)
+	tail := &logTail{}
+	res, err := consume(log, stream, first, firstErr, o, changes, tail)
 	secrets := secretOutputs(res.GetOutputs())
+	o.logTail = tail.Lines(secrets)
 	switch {
 	case err != nil:
 		o.failure(err, res, contextCause(ctx))
@@ -176,9 +178,9 @@ func startOperation(ctx context.Context, agent agentpb.AutomationServiceClient, 
 // consume reads an operation's stream to its end: it counts the events,
 // logs at debug level what each is about (its type, and for a resource step
 // the URN and operation, never property values or messages), feeds changes
-// when set, and returns the Result and the stream's final error.
+// when set and tail, and returns the Result and the stream's final error.
 func consume(log logr.Logger, stream grpc.ServerStreamingClient[agentpb.OperationStream], first *agentpb.OperationStream, firstErr error,
-	o *outcome, changes *changeCollector) (*agentpb.Result, error) {
+	o *outcome, changes *changeCollector, tail *logTail) (*agentpb.Result, error) {
 	var res *agentpb.Result
 	last := time.Now()
 	msg, err := first, firstErr
@@ -194,6 +196,7 @@ func consume(log logr.Logger, stream grpc.ServerStreamingClient[agentpb.Operatio
 			if changes != nil {
 				changes.observe(ev)
 			}
+			tail.observe(ev)
 			if debug := log.V(1); debug.Enabled() {
 				urn, _, op, _ := stepOf(ev)
 				debug.Info("engine event", "type", ev.GetType(), "sequence", ev.GetSequence(), "urn", urn, "op", op,

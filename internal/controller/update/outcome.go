@@ -63,6 +63,8 @@ type outcome struct {
 	resourceChanges []autov1alpha1.ResourceChange
 	// plan is the update plan a preview with spec.savePlan saved.
 	plan []byte
+	// logTail is the end of the operation's log, secrets masked.
+	logTail []string
 }
 
 // failed reports whether the operation failed.
@@ -165,6 +167,7 @@ func (o *outcome) apply(st *autov1alpha1.UpdateStatus, generation int64, outputs
 		}
 	}
 	st.ResourceChanges = o.resourceChanges
+	st.LogTail = o.logTail
 	if o.projectInfo != nil {
 		st.ProjectInfo = o.projectInfo
 	}

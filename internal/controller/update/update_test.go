@@ -157,6 +157,9 @@ func TestFailedOperation(t *testing.T) {
 	if u.Status.Outputs != "" {
 		t.Errorf("a failed up recorded outputs %q", u.Status.Outputs)
 	}
+	if tail := strings.Join(u.Status.LogTail, "\n"); !strings.Contains(tail, "failed on purpose") {
+		t.Errorf("log tail %q: want the failure's diagnostic", tail)
+	}
 	events := f.events("up", 2)
 	if !containsLine(events, "Warning "+autov1alpha1.UpdateReasonFailed+": up of stack dev failed: ResourceFailed: ") {
 		t.Errorf("events %q: want a Warning %s naming the failure", events, autov1alpha1.UpdateReasonFailed)
