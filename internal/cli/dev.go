@@ -18,6 +18,7 @@ import (
 
 	"github.com/stackyard/stackyard/internal/devenv"
 	"github.com/stackyard/stackyard/internal/operator"
+	"github.com/stackyard/stackyard/internal/runtime/local"
 )
 
 func init() {
@@ -102,6 +103,7 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 		ToolDirs:      []string{opts.BinDir},
 		AgentEnv:      map[string]string{"PULUMI_CONFIG_PASSPHRASE": devPassphrase},
 		IdleAfter:     time.Minute,
+		MaxAgents:     local.DefaultMaxAgents(),
 		DashboardAddr: dashboardAddr,
 		DashboardURL:  devDashboardURL(dashboardAddr),
 	})

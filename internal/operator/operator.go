@@ -108,6 +108,10 @@ type Options struct {
 	LeaderElectionNamespace string
 	// IdleAfter is how long an agent stays up without pending work.
 	IdleAfter time.Duration
+	// MaxAgents bounds the local runtime's agents running at once, and so
+	// its concurrent operations; a Workspace past it waits its turn. Zero
+	// means unbounded (the flag's default is local.DefaultMaxAgents).
+	MaxAgents int
 	// StackConcurrency is how many Stacks are reconciled at once.
 	StackConcurrency int
 	// StallAfter is how long the same failure of a Stack or Workspace
@@ -258,12 +262,16 @@ func newRuntime(mgr manager.Manager, opts Options, notify func(types.NamespacedN
 			PathDirs:  opts.ToolDirs,
 			Env:       opts.AgentEnv,
 			OnExit:    notify,
+			MaxAgents: opts.MaxAgents,
 			Log:       mgr.GetLogger().WithName("local-runtime"),
 		})
 		if err != nil {
 			return nil, nil, err
 		}
 		if err := mgr.Add(rt); err != nil {
+			return nil, nil, err
+		}
+		if err := metrics.RegisterCollectors(rt.Collector()); err != nil {
 			return nil, nil, err
 		}
 		return rt, nil, nil

@@ -71,6 +71,15 @@ type Status struct {
 	Message string
 }
 
+// Contention is implemented by runtimes that bound how many agents run at
+// once (local). While Workspaces wait for a place, the Workspace controller
+// idles an agent as soon as it has nothing pending, instead of keeping it
+// warm, so that the next Workspace can start.
+type Contention interface {
+	// Queued is how many Workspaces wait for a place.
+	Queued() int
+}
+
 // Liveness is implemented by runtimes whose agents do not outlive the
 // operator process (local). After an operator restart a Workspace's status
 // still names the agent the previous process ran; Running lets the Update

@@ -13,6 +13,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/runtime"
 )
 
 // UpdateIndex is the field index of Updates (complete or not) by
@@ -92,13 +93,19 @@ func (r *Reconciler) reconcileActivity(ctx context.Context, s *session) (sreconc
 		c.LastTransitionTime.After(lastUsed) {
 		lastUsed = c.LastTransitionTime.Time
 	}
+	idleAfter, why := r.opts.IdleAfter, fmt.Sprintf("no pending Updates for %s", r.opts.IdleAfter)
+	if c, ok := r.runtime.(runtime.Contention); ok && c.Queued() > 0 {
+		// Others wait for a place to run their agent: this one gives its
+		// place up as soon as it has nothing to do.
+		idleAfter, why = 0, fmt.Sprintf("no pending Updates, and %d Workspaces wait for a place to run their agent", c.Queued())
+	}
 	if !lastUsed.IsZero() && activeCondition(ws) {
-		if left := lastUsed.Add(r.opts.IdleAfter).Sub(r.now()); left > 0 {
+		if left := lastUsed.Add(idleAfter).Sub(r.now()); left > 0 {
 			s.requeueAfter = min(left+100*time.Millisecond, r.opts.Resync)
 			return sreconcile.ResultEmpty, nil
 		}
 	}
-	if err := r.idle(ctx, s, fmt.Sprintf("no pending Updates for %s", r.opts.IdleAfter)); err != nil {
+	if err := r.idle(ctx, s, why); err != nil {
 		return sreconcile.ResultEmpty, err
 	}
 	return sreconcile.ResultEmpty, errDone

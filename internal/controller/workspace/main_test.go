@@ -80,7 +80,7 @@ type operator struct {
 
 // startOperator starts a manager for namespace ns with a local runtime
 // over root. It is stopped when the test ends, or earlier by stop.
-func startOperator(t *testing.T, ns, root string, opts workspace.Options) *operator {
+func startOperator(t *testing.T, ns, root string, opts workspace.Options, rtOpts ...func(*local.Options)) *operator {
 	t.Helper()
 	logs := &testenv.SyncBuffer{}
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logs, prefix, args) }, funcr.Options{Verbosity: 1})
@@ -96,7 +96,7 @@ func startOperator(t *testing.T, ns, root string, opts workspace.Options) *opera
 		t.Fatal(err)
 	}
 	events, notify := workspace.NotifyChannel()
-	rt, err := local.New(local.Options{
+	rtOptions := local.Options{
 		Root:            root,
 		Client:          mgr.GetAPIReader(),
 		AgentPath:       stackyardBin,
@@ -105,7 +105,11 @@ func startOperator(t *testing.T, ns, root string, opts workspace.Options) *opera
 		StopGracePeriod: 10 * time.Second,
 		OnExit:          notify,
 		Log:             logger.WithName("local-runtime"),
-	})
+	}
+	for _, opt := range rtOpts {
+		opt(&rtOptions)
+	}
+	rt, err := local.New(rtOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
+	"github.com/stackyard/stackyard/internal/runtime/local"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
 
@@ -299,4 +301,45 @@ func TestOperatorRestart(t *testing.T) {
 	if outputs["greeting"].GetValue().GetStringValue() != "hello" {
 		t.Errorf("outputs after restart = %v", outputs)
 	}
+}
+
+// TestAgentPlaces runs two Workspaces on a runtime with room for one agent
+// and an idle time far longer than the test: the second waits, queued, and
+// the first, with nothing pending, gives its place up at once instead of
+// staying warm.
+func TestAgentPlaces(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	createBackendSecret(t, ns)
+	startOperator(t, ns, t.TempDir(), workspace.Options{IdleAfter: 10 * time.Minute},
+		func(o *local.Options) { o.MaxAgents = 1 })
+	first := newWorkspace(t, ns, "first")
+	if err := env.Client.Create(ctx(t), first); err != nil {
+		t.Fatal(err)
+	}
+	up := createUpdate(t, ns, "first-up", first.Name)
+	waitServing(t, ns, first.Name)
+
+	second := newWorkspace(t, ns, "second")
+	if err := env.Client.Create(ctx(t), second); err != nil {
+		t.Fatal(err)
+	}
+	createUpdate(t, ns, "second-up", second.Name)
+	eventually(t, 30*time.Second, "the second Workspace to queue", func() (bool, string) {
+		ws := getWS(t, ns, second.Name)
+		c := apimeta.FindStatusCondition(ws.Status.Conditions, workspace.ConditionActive)
+		return c != nil && strings.Contains(c.Message, "queued"), describe(ws)
+	})
+	if ws := getWS(t, ns, first.Name); !workspace.Serving(ws) {
+		t.Fatalf("the first gave its place up with an Update pending: %s", describe(ws))
+	}
+
+	// Its Update done, the first idles at once (not after 10 minutes) and
+	// the second starts.
+	completeUpdate(t, up)
+	ws := waitCondition(t, ns, first.Name, workspace.ConditionActive, metav1.ConditionFalse, workspace.ReasonIdle)
+	if c := apimeta.FindStatusCondition(ws.Status.Conditions, workspace.ConditionActive); !strings.Contains(c.Message, "wait for a place") {
+		t.Errorf("idle message %q: want it to say others wait", c.Message)
+	}
+	waitServing(t, ns, second.Name)
 }

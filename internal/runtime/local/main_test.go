@@ -90,13 +90,13 @@ func newNamespace(t *testing.T) string {
 // newRuntime returns a runtime over root (a fresh directory when empty)
 // whose agents are stopped when the test ends; exits are reported on the
 // returned channel.
-func newRuntime(t *testing.T, root string) (*local.Runtime, chan string) {
+func newRuntime(t *testing.T, root string, opts ...func(*local.Options)) (*local.Runtime, chan string) {
 	t.Helper()
 	if root == "" {
 		root = t.TempDir()
 	}
 	exits := make(chan string, 16)
-	rt, err := local.New(local.Options{
+	o := local.Options{
 		Root:            root,
 		Client:          testEnv(t).Client,
 		AgentPath:       stackyardBin,
@@ -106,7 +106,11 @@ func newRuntime(t *testing.T, root string) (*local.Runtime, chan string) {
 		OnExit:          func(key types.NamespacedName) { exits <- key.String() },
 		Log: funcr.New(func(prefix, args string) { t.Log(prefix, args) },
 			funcr.Options{Verbosity: 1}),
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rt, err := local.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -79,8 +81,14 @@ type Options struct {
 	InitTimeout time.Duration
 	// OnExit, when set, is called (on its own goroutine) with the
 	// Workspace whose agent exited without being asked to, so that its
-	// controller can reconcile it and start it again.
+	// controller can reconcile it and start it again, and with a queued
+	// Workspace that may now start its agent.
 	OnExit func(types.NamespacedName)
+	// MaxAgents bounds the agents running at once (and so the operations);
+	// a Workspace that finds them all running waits its turn, first come
+	// first served. Zero means unbounded; the operator's default is
+	// DefaultMaxAgents.
+	MaxAgents int
 	// Log receives the runtime's log lines and, at verbosity 1, the
 	// agents' output.
 	Log logr.Logger
@@ -95,6 +103,8 @@ type Runtime struct {
 	mu     sync.Mutex
 	slots  map[types.NamespacedName]*slot
 	closed bool
+
+	admit *admission
 }
 
 // slot is the runtime's record of one Workspace.
@@ -108,8 +118,9 @@ type slot struct {
 }
 
 var (
-	_ runtime.Runtime  = (*Runtime)(nil)
-	_ runtime.Liveness = (*Runtime)(nil)
+	_ runtime.Runtime    = (*Runtime)(nil)
+	_ runtime.Liveness   = (*Runtime)(nil)
+	_ runtime.Contention = (*Runtime)(nil)
 )
 
 // New returns a Runtime over opts.Root.
@@ -145,7 +156,19 @@ func New(opts Options) (*Runtime, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	return &Runtime{opts: opts, slots: map[types.NamespacedName]*slot{}}, nil
+	return &Runtime{opts: opts, slots: map[types.NamespacedName]*slot{}, admit: newAdmission(opts.MaxAgents, opts.OnExit)}, nil
+}
+
+// Collector reports how many agents run and how many wait for a place
+// (stackyard_local_agents).
+func (r *Runtime) Collector() prometheus.Collector { return agentsCollector{r.admit} }
+
+// Queued is how many Workspaces wait for a place to start their agent;
+// while some do, the Workspace controller idles unused agents at once
+// (runtime.Contention).
+func (r *Runtime) Queued() int {
+	_, queued := r.admit.counts()
+	return queued
 }
 
 // Name returns "local".
@@ -195,17 +218,32 @@ func (s *slot) take() *process {
 // its current settings; see the package doc.
 func (r *Runtime) Ensure(ctx context.Context, ws *autov1alpha1.Workspace) (runtime.Status, error) {
 	key := types.NamespacedName{Namespace: ws.Namespace, Name: ws.Name}
-	log := r.opts.Log.WithValues("workspace", key.String())
 	s, err := r.slot(key)
 	if err != nil {
 		return runtime.Status{}, err
 	}
 	s.life.Lock()
 	defer s.life.Unlock()
+	status, err := r.ensure(ctx, ws, key, s)
+	if err != nil && s.current() == nil {
+		// A Workspace whose agent cannot start does not keep a place
+		// others wait for; it queues again when it retries.
+		r.admit.release(key)
+	}
+	return status, err
+}
+
+// ensure is Ensure with the slot's life held.
+func (r *Runtime) ensure(ctx context.Context, ws *autov1alpha1.Workspace, key types.NamespacedName, s *slot) (runtime.Status, error) {
+	log := r.opts.Log.WithValues("workspace", key.String())
 
 	src, err := runtime.SourceOf(ws)
 	if err != nil {
 		return runtime.Status{}, err
+	}
+	if ok, ahead := r.admit.acquire(key); !ok {
+		return runtime.Status{Message: fmt.Sprintf("queued: %d agents run, the most at once (--max-agents); %d Workspaces wait ahead of this one",
+			r.opts.MaxAgents, ahead)}, nil
 	}
 	dir := r.StateDir(ws.Namespace, ws.Name)
 	if err := os.MkdirAll(filepath.Join(dir, homeDir), 0o700); err != nil {
@@ -280,6 +318,7 @@ func (r *Runtime) idle(s *slot, ws *autov1alpha1.Workspace) {
 		r.stop(p, log)
 	}
 	reapOrphan(r.StateDir(ws.Namespace, ws.Name), log)
+	r.admit.release(types.NamespacedName{Namespace: ws.Namespace, Name: ws.Name})
 }
 
 // Delete stops ws's agent and removes its state directory.

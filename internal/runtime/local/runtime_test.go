@@ -352,3 +352,56 @@ func TestOrphanAndConcurrency(t *testing.T) {
 		t.Error("a closed runtime started an agent")
 	}
 }
+
+// TestMaxAgents runs two Workspaces with room for one agent: the second
+// waits, is woken when the first idles, and then runs.
+func TestMaxAgents(t *testing.T) {
+	ns := newNamespace(t)
+	rt, notified := newRuntime(t, "", func(o *local.Options) { o.MaxAgents = 1 })
+	first, second := localWorkspace(t, ns, "first"), localWorkspace(t, ns, "second")
+	waitNotified := func(name string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case key := <-notified:
+				if key == ns+"/"+name {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("%s was not woken", name)
+			}
+		}
+	}
+
+	ensureReady(t, rt, first)
+	st, err := rt.Ensure(ctx(t), second)
+	if err != nil || st.Ready || !strings.Contains(st.Message, "queued") || rt.PID(ns, second.Name) != 0 {
+		t.Fatalf("Ensure of the second = %+v (pid %d), %v; want queued", st, rt.PID(ns, second.Name), err)
+	}
+	if rt.Queued() != 1 {
+		t.Errorf("Queued() = %d, want 1", rt.Queued())
+	}
+	waitNotified(first.Name) // asked to give its place up if idle
+
+	pid := rt.PID(ns, first.Name)
+	if err := rt.Idle(ctx(t), first); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	waitNotified(second.Name)
+	ensureReady(t, rt, second)
+	if rt.Queued() != 0 {
+		t.Errorf("Queued() = %d, want 0", rt.Queued())
+	}
+
+	// Now the first waits, until the second is deleted.
+	if st, err := rt.Ensure(ctx(t), first); err != nil || st.Ready {
+		t.Fatalf("Ensure of the first again = %+v, %v; want queued", st, err)
+	}
+	if err := rt.Delete(ctx(t), second); err != nil {
+		t.Fatal(err)
+	}
+	waitNotified(first.Name)
+	ensureReady(t, rt, first)
+}

@@ -1,0 +1,100 @@
+package local
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestAdmission(t *testing.T) {
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
+	var mu sync.Mutex
+	var woken []string
+	a := newAdmission(2, func(k types.NamespacedName) {
+		mu.Lock()
+		woken = append(woken, k.Name)
+		mu.Unlock()
+	})
+	wokenNow := func(want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			got := slices.Clone(woken)
+			mu.Unlock()
+			slices.Sort(got)
+			if slices.Equal(got, want) || time.Now().After(deadline) {
+				if !slices.Equal(got, want) {
+					t.Fatalf("woken %v, want %v", got, want)
+				}
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		mu.Lock()
+		woken = nil
+		mu.Unlock()
+	}
+	type step struct {
+		op     string // acquire, release
+		name   string
+		ok     bool
+		ahead  int
+		wakes  []string
+		counts [2]int
+	}
+	for i, s := range []step{
+		{op: "acquire", name: "a", ok: true, counts: [2]int{1, 0}},
+		{op: "acquire", name: "a", ok: true, counts: [2]int{1, 0}}, // holding already
+		{op: "acquire", name: "b", ok: true, counts: [2]int{2, 0}},
+		// c queues first, d behind it; the holders are woken to give
+		// their places up if idle.
+		{op: "acquire", name: "c", ahead: 0, wakes: []string{"a", "b"}, counts: [2]int{2, 1}},
+		{op: "acquire", name: "d", ahead: 1, wakes: []string{"a", "b"}, counts: [2]int{2, 2}},
+		{op: "acquire", name: "c", ahead: 0, counts: [2]int{2, 2}}, // its place in line is kept
+		// a frees a place: c, first in line, is woken; d may not overtake.
+		{op: "release", name: "a", wakes: []string{"c"}, counts: [2]int{1, 2}},
+		{op: "acquire", name: "d", ahead: 1, counts: [2]int{1, 2}},
+		{op: "acquire", name: "c", ok: true, counts: [2]int{2, 1}},
+		{op: "release", name: "b", wakes: []string{"d"}, counts: [2]int{1, 1}},
+		{op: "acquire", name: "d", ok: true, counts: [2]int{2, 0}},
+		// Leaving the line (idled before its turn) wakes nobody.
+		{op: "acquire", name: "e", ahead: 0, wakes: []string{"c", "d"}, counts: [2]int{2, 1}},
+		{op: "release", name: "e", counts: [2]int{2, 0}},
+		{op: "release", name: "unknown", counts: [2]int{2, 0}},
+	} {
+		switch s.op {
+		case "acquire":
+			ok, ahead := a.acquire(key(s.name))
+			if ok != s.ok || ahead != s.ahead {
+				t.Fatalf("step %d: acquire(%s) = %v, %d; want %v, %d", i, s.name, ok, ahead, s.ok, s.ahead)
+			}
+		case "release":
+			a.release(key(s.name))
+		}
+		wokenNow(s.wakes...)
+		if running, queued := a.counts(); [2]int{running, queued} != s.counts {
+			t.Fatalf("step %d: counts %d running, %d queued; want %v", i, running, queued, s.counts)
+		}
+	}
+
+	// Zero means unbounded.
+	free := newAdmission(0, nil)
+	for _, n := range []string{"a", "b", "c"} {
+		if ok, _ := free.acquire(key(n)); !ok {
+			t.Fatalf("an unbounded admission refused %s", n)
+		}
+	}
+}
+
+func TestDefaultMaxAgents(t *testing.T) {
+	if n := DefaultMaxAgents(); n < 1 {
+		t.Fatalf("DefaultMaxAgents() = %d", n)
+	}
+	if memoryBytes() <= 0 {
+		t.Fatal("MemTotal not found in /proc/meminfo")
+	}
+}
