@@ -37,7 +37,7 @@ IMAGE_GO_LDFLAGS = -s -w -buildid= -X github.com/stackyard/stackyard/internal/cl
 images: $(PULUMI_TOOLS) ca-certificates ## Build the operator and agent images into dist/images (no container engine; see docs/container-images.md).
 	@echo ">> building stackyard $(IMAGE_VERSION) for linux/$(IMAGE_ARCH)" >&2
 	@mkdir -p $(dir $(IMAGE_STACKYARD))
-	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags "$(IMAGE_GO_LDFLAGS)" \
+	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -buildvcs=auto -ldflags "$(IMAGE_GO_LDFLAGS)" \
 		-o $(IMAGE_STACKYARD) ./cmd/stackyard
 	@echo ">> assembling the images in $(IMAGES_DIR) (created $(SOURCE_DATE_EPOCH))" >&2
 	@go run ./hack/image -out $(IMAGES_DIR) -arch $(IMAGE_ARCH) \

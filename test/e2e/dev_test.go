@@ -144,6 +144,13 @@ func TestDev(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	stateDir := filepath.Join(tmp, "state")
 
+	// The binary says which commit it was built from, and when.
+	version, err := exec.Command(bin, "version").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	head, err := exec.Command("git", "-C", testenv.RepoRoot(), "rev-parse", "HEAD").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(version)).To(MatchRegexp(`(?m)^stackyard \S+\ncommit: %s(-dirty)?\nbuilt: \d{4}-\d\d-\d\dT`, strings.TrimSpace(string(head))))
+
 	run := startDev(t, bin, stateDir)
 	c := devClient(t, stateDir, pulumiv1.AddToScheme)
 	var stack pulumiv1.Stack

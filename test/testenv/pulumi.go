@@ -39,7 +39,7 @@ func IsolatePulumi(dir, passphrase string) error {
 // for tests that run the agent (or the operator) as a real subprocess.
 func BuildStackyard(dir string) (string, error) {
 	out := filepath.Join(dir, "stackyard")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/stackyard")
+	cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", out, "./cmd/stackyard")
 	cmd.Dir = RepoRoot()
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building stackyard: %v\n%s", err, msg)
