@@ -8,10 +8,12 @@
 # first is read from the pin, the second is KUBE_VERSION, the API server the
 # tests run against.
 #
-# The chart never holds a hand-made copy of a generated file. `make
-# generate` copies into it the CRDs (config/crd/bases), the manager's
-# ClusterRole (config/rbac/role.yaml) and the admission policies
-# (config/policy); test/helm fails when a copy differs from its source.
+# The chart never restates what config/ holds. `make generate` copies into
+# its files/ the CRDs (config/crd/bases), the manager's ClusterRole
+# (config/rbac/role.yaml), the leader election Role
+# (config/rbac/leader_election_role.yaml) and the admission policies
+# (config/policy), which its templates read; test/helm fails when a copy
+# differs from its source.
 
 HELM := $(BIN)/helm
 HELM_CHART := deploy/helm/stackyard
@@ -39,4 +41,10 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum
 .PHONY: generate-helm
 generate-helm: $(CONTROLLER_GEN) ## Copy the generated CRDs, the ClusterRole and the admission policies into the Helm chart.
 	@CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-api.sh
-	@$(HELM_CHART)/hack/sync.sh
+	@set -euo pipefail; \
+	for d in crds rbac policy; do rm -rf $(HELM_CHART)/files/$$d; mkdir -p $(HELM_CHART)/files/$$d; done; \
+	install -m 0644 config/crd/bases/*.yaml $(HELM_CHART)/files/crds/; \
+	install -m 0644 config/rbac/role.yaml config/rbac/leader_election_role.yaml $(HELM_CHART)/files/rbac/; \
+	for f in config/policy/*.yaml; do \
+		[ "$$(basename $$f)" = kustomization.yaml ] || install -m 0644 $$f $(HELM_CHART)/files/policy/; \
+	done
