@@ -95,7 +95,7 @@ vet: ## go vet the main module.
 
 .PHONY: dev
 dev: $(TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
-	go build -buildvcs=auto -o $(BIN)/stackyard ./cmd/stackyard
+	go build -ldflags "$$(hack/version-ldflags.sh)" -o $(BIN)/stackyard ./cmd/stackyard
 	$(BIN)/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases --policy-dir $(CURDIR)/config/policy
 
 ##@ Test

@@ -29,7 +29,9 @@ CA_CERTIFICATES ?= /etc/ssl/certs/ca-certificates.crt
 IMAGE_STACKYARD = dist/bin/linux_$(IMAGE_ARCH)/stackyard
 # Static, without paths, build ID or symbol tables, so that the same source
 # and Go toolchain give the same bytes.
-IMAGE_GO_LDFLAGS = -s -w -buildid= -X github.com/stackyard/stackyard/internal/cli.Version=$(IMAGE_VERSION)
+IMAGE_GO_LDFLAGS = -s -w -buildid= -X github.com/stackyard/stackyard/internal/cli.Version=$(IMAGE_VERSION) \
+	-X github.com/stackyard/stackyard/internal/cli.Commit=$(IMAGE_REVISION) \
+	-X github.com/stackyard/stackyard/internal/cli.BuildDate=$(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
 
 ##@ Images
 

@@ -10,11 +10,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version, Commit and BuildDate may be stamped at build time with -ldflags
+// Version, Commit and BuildDate are stamped at build time with -ldflags
 // "-X github.com/stackyard/stackyard/internal/cli.Version=v1.2.3" (and so
-// on). Left empty, Commit and BuildDate come from the VCS information the
-// Go toolchain records in the binary (the commit and its time, which keeps
-// builds reproducible).
+// on; hack/version-ldflags.sh prints them for the current commit). Left
+// empty, Commit and BuildDate come from the VCS information the Go
+// toolchain records in the binary, when it does. The date is the commit's,
+// which keeps builds reproducible.
 var (
 	Version   = "dev"
 	Commit    = ""

@@ -39,7 +39,12 @@ func IsolatePulumi(dir, passphrase string) error {
 // for tests that run the agent (or the operator) as a real subprocess.
 func BuildStackyard(dir string) (string, error) {
 	out := filepath.Join(dir, "stackyard")
-	cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", out, "./cmd/stackyard")
+	stamp := exec.Command(filepath.Join(RepoRoot(), "hack", "version-ldflags.sh"))
+	ldflags, err := stamp.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/version-ldflags.sh: %w", err)
+	}
+	cmd := exec.Command("go", "build", "-ldflags", string(ldflags), "-o", out, "./cmd/stackyard")
 	cmd.Dir = RepoRoot()
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building stackyard: %v\n%s", err, msg)
