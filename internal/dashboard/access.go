@@ -27,7 +27,7 @@ var (
 // ("" for every namespace).
 func (s *Server) mayList(ctx context.Context, sess *session, k kind, ns string) (bool, error) {
 	u := sess.user
-	key := strings.Join([]string{u.Username, u.UID, strings.Join(u.Groups, ","), k.group, k.resource, ns}, "\x00")
+	key := accessKey(sess, k, ns)
 	if allowed, ok := s.access.get(key, s.now()); ok {
 		return allowed, nil
 	}
@@ -39,6 +39,21 @@ func (s *Server) mayList(ctx context.Context, sess *session, k kind, ns string) 
 	}
 	s.access.put(key, allowed, s.now())
 	return allowed, nil
+}
+
+// accessKey identifies a question about read rights: everything the
+// SubjectAccessReview is sent (user, UID, groups, extra) and asked.
+func accessKey(sess *session, k kind, ns string) string {
+	u := sess.user
+	parts := []string{u.Username, u.UID, k.group, k.resource, ns}
+	parts = append(parts, u.Groups...)
+	extras := make([]string, 0, len(u.Extra))
+	for name, values := range u.Extra {
+		extras = append(extras, name+"="+strings.Join(values, "\x01"))
+	}
+	slices.Sort(extras)
+	parts = append(parts, "\x02")
+	return strings.Join(append(parts, extras...), "\x00")
 }
 
 // readable returns, of the namespaces given, those where the session's user

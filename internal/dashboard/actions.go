@@ -170,16 +170,24 @@ func actionError(err error) error {
 // never redirects elsewhere.
 func localPath(p string) string {
 	u, err := url.Parse(p)
-	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/") ||
-		strings.HasPrefix(p, "//") || strings.ContainsRune(p, '\\') {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return "/"
+	}
+	// Checked on the raw and the decoded path alike: "/%2Fhost" decodes to
+	// "//host", and browsers read a backslash as a slash and drop tabs and
+	// newlines.
+	for _, path := range []string{p, u.Path} {
+		if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") ||
+			strings.ContainsFunc(path, func(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }) {
+			return "/"
+		}
 	}
 	q := u.Query()
 	q.Del("notice")
 	if enc := q.Encode(); enc != "" {
-		return u.Path + "?" + enc
+		return u.EscapedPath() + "?" + enc
 	}
-	return u.Path
+	return u.EscapedPath()
 }
 
 // serveLogin shows the sign-in form, or sends a signed-in user on.
@@ -204,7 +212,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	next := localPath(r.PostFormValue("next"))
 	token, err := authn.CheckToken(r.PostFormValue("token"))
-	if err == nil {
+	if err != nil {
+		err = authn.Unauthorized(err.Error())
+	} else {
 		_, err = s.authenticate(r.Context(), token)
 	}
 	if err != nil {

@@ -574,6 +574,9 @@ func TestActionsRunAsTheUser(t *testing.T) {
 	}
 	g.Expect(events).To(ContainElements(
 		"ReleaseDiscovered <nil>", "PromotionRequested system:serviceaccount:team-a:alice", "ApprovalGiven system:serviceaccount:team-a:alice"))
+	// The page's export link keeps its filters.
+	_, body, _ = get(t, baseURL, "/audit?namespace=team-a&event=ApprovalGiven", tokens["bob"])
+	g.Expect(body).To(ContainSubstring(`href="/audit.json?namespace=team-a&amp;pipeline=&amp;stage=&amp;event=ApprovalGiven&amp;q="`))
 	_, body, _ = get(t, baseURL, "/audit.json?event=ApprovalGiven", tokens["bob"])
 	g.Expect(json.Unmarshal([]byte(body), &list)).To(Succeed())
 	g.Expect(list.Items).To(HaveLen(1))

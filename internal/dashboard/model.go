@@ -99,6 +99,9 @@ func (s *Server) pipelines(ctx context.Context, sess *session, ns, name string) 
 		if err != nil {
 			return nil, err
 		}
+		if objs.mayStacks, err = s.mayList(ctx, sess, stacksKind, namespace); err != nil {
+			return nil, err
+		}
 		for i := range pls {
 			p := &pls[i]
 			if p.Namespace != namespace || (name != "" && p.Name != name) {
@@ -134,6 +137,8 @@ type objects struct {
 	releases   []promotionv1alpha1.Release
 	promotions []promotionv1alpha1.Promotion
 	stacks     map[string]*pulumiv1.Stack
+	// mayStacks: the user may list the namespace's Stacks.
+	mayStacks bool
 }
 
 func (s *Server) namespaceObjects(ctx context.Context, ns string) (*objects, error) {
@@ -185,7 +190,13 @@ func buildPipeline(p *promotionv1alpha1.Pipeline, o *objects) pipelineView {
 		}
 	}
 	for i, st := range stages {
-		v.Stages = append(v.Stages, buildStage(st, v.Graph.Nodes[i], releases, o))
+		sv := buildStage(st, v.Graph.Nodes[i], releases, o)
+		if !o.mayStacks {
+			// The Stacks' own conditions are for those who may read
+			// Stacks; the stage's health (its status) stays.
+			sv.Stacks = nil
+		}
+		v.Stages = append(v.Stages, sv)
 	}
 	for _, sv := range v.Stages {
 		if sv.Active != nil && sv.Active.AwaitsApproval {

@@ -182,6 +182,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 // bare 500 whose detail goes to the log only.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := errorAnswer(err)
+	var ae *authn.Error
+	if errors.As(err, &ae) && ae.Detail != "" {
+		// The detail (redacted at its source) is for the log only.
+		err = fmt.Errorf("%w: %s", err, ae.Detail)
+	}
 	if code >= http.StatusInternalServerError {
 		s.log.Error(err, "Could not answer a dashboard request", "path", r.URL.Path)
 	} else {

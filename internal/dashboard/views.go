@@ -134,6 +134,12 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 			d.Decidable = d.AwaitsApproval
 		}
 	}
+	// The Updates' messages and logs are shown to those who may read
+	// Updates, as on their own pages.
+	mayUpdates, err := s.mayList(ctx, sess, updatesKind, ns)
+	if err != nil {
+		return "", nil, err
+	}
 	var names []string
 	for _, pv := range p.Status.Previews {
 		names = append(names, pv.Update)
@@ -143,7 +149,7 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 	}
 	for _, n := range names {
 		var u autov1alpha1.Update
-		if n == "" || s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &u) != nil {
+		if !mayUpdates || n == "" || s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &u) != nil {
 			continue
 		}
 		d.Updates = append(d.Updates, buildUpdate(&u))
@@ -376,7 +382,6 @@ type auditView struct {
 	Namespace, Pipeline, Stage, Event, Text string
 	Events                                  []string
 	Entries                                 []auditEntry
-	Query                                   string
 }
 
 type auditEntry struct {
@@ -397,7 +402,7 @@ func (s *Server) audit(r *http.Request, sess *session) (auditView, error) {
 	q := r.URL.Query()
 	v := auditView{
 		Namespace: q.Get("namespace"), Pipeline: q.Get("pipeline"), Stage: q.Get("stage"), Event: q.Get("event"),
-		Text: q.Get("q"), Events: auditEvents, Query: r.URL.RawQuery,
+		Text: q.Get("q"), Events: auditEvents,
 	}
 	_, allowed, err := s.pipelineNamespaces(ctx, sess, promotionsKind, "")
 	if err != nil {

@@ -151,6 +151,7 @@ try {
     const list = await res.json();
     check(list.apiVersion === 'cli.stackyard.dev/v1' && list.kind === 'History', `export shape: ${JSON.stringify(list).slice(0, 200)}`);
     check(list.items.some((e) => e.event === 'ApprovalGiven' && e.by === `system:serviceaccount:${ns}:alice`), 'no approval by alice in the export');
+    check(list.items.every((e) => e.namespace === ns), 'the export ignored the page\'s namespace filter');
   });
 
   await step('readable at phone width, without a page-wide scroll', async () => {

@@ -21,12 +21,20 @@ const (
 // colorTag matches the engine's colour markup ("<{%reset%}>").
 var colorTag = regexp.MustCompile(`<\{%[^%]*%\}>`)
 
-// logTail keeps the last lines of an operation's log, written from its
-// engine events as the CLI would print them: resource steps (not "same"),
-// failed steps, diagnostics and the summary. The agent has masked secret
-// values in the events; Lines masks secret outputs again.
+// logTail keeps the end of an operation's log, written from its engine
+// events as the CLI would print them: resource steps (not "same"), failed
+// steps, diagnostics and the summary. The agent has masked secret values in
+// the events; Lines masks secret outputs again, which only the operation's
+// end reveals. Entries are kept whole until then, so that a secret that
+// spans lines (a PEM key printed by the program) is masked before the text
+// is split.
 type logTail struct {
-	lines []string
+	entries []logEntry
+}
+
+// logEntry is one event's text, and the prefix of each of its lines.
+type logEntry struct {
+	prefix, text string
 }
 
 // observe adds the lines e stands for.
@@ -49,11 +57,9 @@ func (l *logTail) observe(e *agentpb.EngineEvent) {
 		if urn := fields["urn"].GetStringValue(); urn != "" {
 			prefix += " " + urnName(urn)
 		}
-		text := strings.TrimSpace(colorTag.ReplaceAllString(fields["message"].GetStringValue(), ""))
-		for _, line := range strings.Split(text, "\n") {
-			if line = strings.TrimRight(line, " \r\t"); line != "" {
-				l.add(prefix + ": " + line)
-			}
+		if text := strings.TrimSpace(colorTag.ReplaceAllString(fields["message"].GetStringValue(), "")); text != "" {
+			l.entries = append(l.entries, logEntry{prefix: prefix + ": ", text: text})
+			l.trim()
 		}
 	case "summaryEvent":
 		l.add("summary: " + summaryLine(fields["resourceChanges"].GetStructValue(), fields["durationSeconds"].GetNumberValue()))
@@ -62,26 +68,38 @@ func (l *logTail) observe(e *agentpb.EngineEvent) {
 	}
 }
 
+// add adds a one-line entry.
 func (l *logTail) add(line string) {
-	l.lines = append(l.lines, line)
-	if len(l.lines) > maxLogLines {
-		l.lines = slices.Delete(l.lines, 0, len(l.lines)-maxLogLines)
+	l.entries = append(l.entries, logEntry{text: line})
+	l.trim()
+}
+
+// trim drops entries that can no longer reach the tail: each makes at
+// least one line.
+func (l *logTail) trim() {
+	if len(l.entries) > maxLogLines {
+		l.entries = slices.Delete(l.entries, 0, len(l.entries)-maxLogLines)
 	}
 }
 
-// Lines returns the tail with secrets masked and each line cut to the
-// API's bound.
+// Lines returns the last lines with secrets masked (in each entry as a
+// whole, then split) and each line cut to the API's bound.
 func (l *logTail) Lines(secrets *redact.Set) []string {
-	if len(l.lines) == 0 {
-		return nil
-	}
-	out := make([]string, len(l.lines))
-	for i, line := range l.lines {
-		line = secrets.Redact(line)
-		if len(line) > maxLogLineSize {
-			line = strings.ToValidUTF8(line[:maxLogLineSize-3], "") + "..."
+	var out []string
+	for _, e := range l.entries {
+		for _, line := range strings.Split(secrets.Redact(e.text), "\n") {
+			if line = strings.TrimRight(line, " \r\t"); line == "" {
+				continue
+			}
+			line = e.prefix + line
+			if len(line) > maxLogLineSize {
+				line = strings.ToValidUTF8(line[:maxLogLineSize-3], "") + "..."
+			}
+			out = append(out, line)
 		}
-		out[i] = line
+	}
+	if len(out) > maxLogLines {
+		out = out[len(out)-maxLogLines:]
 	}
 	return out
 }

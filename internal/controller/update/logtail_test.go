@@ -28,9 +28,10 @@ func TestLogTail(t *testing.T) {
 		return map[string]any{"metadata": map[string]any{"op": op, "urn": urn, "type": "test:index:File"}}
 	}
 	for _, tc := range []struct {
-		name   string
-		events func(t *testing.T) []*agentpb.EngineEvent
-		want   []string
+		name    string
+		events  func(t *testing.T) []*agentpb.EngineEvent
+		secrets []string
+		want    []string
 	}{{
 		name: "steps, diagnostics and the summary, as the CLI prints them",
 		events: func(t *testing.T) []*agentpb.EngineEvent {
@@ -81,13 +82,22 @@ func TestLogTail(t *testing.T) {
 			}
 		},
 		want: []string{"warning: the password is [secret]", "info: " + strings.Repeat("é", 251) + "..."},
+	}, {
+		name: "a secret that spans lines is masked whole",
+		events: func(t *testing.T) []*agentpb.EngineEvent {
+			return []*agentpb.EngineEvent{
+				engineEvent(t, "diagnosticEvent", map[string]any{"severity": "info", "message": "key:\n-----BEGIN KEY-----\nAAAA\n-----END KEY-----\ndone"}),
+			}
+		},
+		secrets: []string{"-----BEGIN KEY-----\nAAAA\n-----END KEY-----"},
+		want:    []string{"info: key:", "info: [secret]", "info: done"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var l logTail
 			for _, e := range tc.events(t) {
 				l.observe(e)
 			}
-			got := l.Lines(redact.New("hunter2-secret"))
+			got := l.Lines(redact.New(append(tc.secrets, "hunter2-secret")...))
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got\n%q\nwant\n%q", got, tc.want)
 			}

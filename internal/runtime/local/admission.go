@@ -118,9 +118,10 @@ func (a *admission) release(key types.NamespacedName) {
 	if pos := slices.Index(a.queue, key); pos >= 0 {
 		a.queue = slices.Delete(a.queue, pos, pos+1)
 	}
+	// Whoever is now within reach of a free place is woken, whether key
+	// held one or only left the line ahead of them.
 	var wake []types.NamespacedName
-	if held {
-		free := a.max - len(a.holders)
+	if free := a.max - len(a.holders); free > 0 && (held || len(a.queue) > 0) {
 		wake = slices.Clone(a.queue[:min(free, len(a.queue))])
 	}
 	a.mu.Unlock()

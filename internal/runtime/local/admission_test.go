@@ -61,10 +61,17 @@ func TestAdmission(t *testing.T) {
 		{op: "acquire", name: "c", ok: true, counts: [2]int{2, 1}},
 		{op: "release", name: "b", wakes: []string{"d"}, counts: [2]int{1, 1}},
 		{op: "acquire", name: "d", ok: true, counts: [2]int{2, 0}},
-		// Leaving the line (idled before its turn) wakes nobody.
+		// Leaving the line (idled before its turn) with no place free
+		// wakes nobody.
 		{op: "acquire", name: "e", ahead: 0, wakes: []string{"c", "d"}, counts: [2]int{2, 1}},
 		{op: "release", name: "e", counts: [2]int{2, 0}},
 		{op: "release", name: "unknown", counts: [2]int{2, 0}},
+		// With a place free, whoever is first after one that leaves the
+		// line is woken.
+		{op: "acquire", name: "f", ahead: 0, wakes: []string{"c", "d"}, counts: [2]int{2, 1}},
+		{op: "acquire", name: "g", ahead: 1, wakes: []string{"c", "d"}, counts: [2]int{2, 2}},
+		{op: "release", name: "c", wakes: []string{"f"}, counts: [2]int{1, 2}},
+		{op: "release", name: "f", wakes: []string{"g"}, counts: [2]int{1, 1}},
 	} {
 		switch s.op {
 		case "acquire":
