@@ -107,5 +107,5 @@ test: $(TOOLS) $(TEST_DEPS) ## Build what is missing, then run every test on the
 	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: bench
-bench: $(TOOLS) ## Run the benchmarks (performance targets are measured here, never asserted in tests).
+bench: $(TOOLS) bench-e2e ## Run the benchmarks (performance targets are measured here, never asserted in tests).
 	go test -run '^$$' -bench . -benchmem ./...

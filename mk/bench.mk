@@ -1,0 +1,18 @@
+# End-to-end benchmarks (test/bench): what stackyard adds to running Pulumi
+# by hand — update latency, burst throughput, idle cost — measured on the
+# real components (envtest control plane, git server, Pulumi CLI, the
+# operator as its own process). They write docs/benchmarks.md and are never
+# part of `make test`: the suite sits behind the "bench" build tag.
+#
+# Knobs: BENCH_N (burst sizes), BENCH_REPEAT (latency repetitions),
+# BENCH_RUN (a subset of the figures, e.g. latency or 'burst-100|idle');
+# BENCH_IDLE_AFTER and BENCH_IDLE_FOR are read from the environment.
+
+BENCH_N ?= 10 100
+BENCH_REPEAT ?= 10
+BENCH_RUN ?=
+
+.PHONY: bench-e2e
+bench-e2e: $(TOOLS) ## Measure latency, burst and idle cost end to end; writes docs/benchmarks.md (~11 min on 2 cores).
+	BENCH_N="$(BENCH_N)" BENCH_REPEAT="$(BENCH_REPEAT)" go test -tags bench -count=1 -timeout 120m -v \
+		-run '^TestBench$$$(if $(BENCH_RUN),/^($(BENCH_RUN))$$)' ./test/bench/

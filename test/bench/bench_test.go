@@ -1,0 +1,152 @@
+//go:build bench
+
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackyard/stackyard/test/testenv"
+)
+
+// Environment knobs (the Makefile passes BENCH_N and BENCH_REPEAT).
+const (
+	// envN lists the burst sizes, e.g. "10 100".
+	envN = "BENCH_N"
+	// envRepeat is the repetitions of the latency figure.
+	envRepeat = "BENCH_REPEAT"
+	// envIdleAfter is the operator's --idle-after.
+	envIdleAfter = "BENCH_IDLE_AFTER"
+	// envIdleFor is the idle figure's window.
+	envIdleFor = "BENCH_IDLE_FOR"
+)
+
+// resultsFile is where the latest run is written.
+func resultsFile() string {
+	return filepath.Join(testenv.RepoRoot(), "test", "bench", "results", "latest.json")
+}
+
+// docFile is the rendered document.
+func docFile() string { return filepath.Join(testenv.RepoRoot(), "docs", "benchmarks.md") }
+
+// TestBench runs every figure on one control plane and one operator, in
+// order: latency (one Stack), bursts (each N in its own namespace), idle
+// (the largest burst's Stacks, the others deleted). It writes
+// results/latest.json and docs/benchmarks.md.
+func TestBench(t *testing.T) {
+	began := time.Now()
+	settings := Settings{
+		N:         intsEnv(t, envN, []int{10, 100}),
+		Repeat:    intEnv(t, envRepeat, 10),
+		IdleAfter: Sec(durationEnv(t, envIdleAfter, 10*time.Second)),
+		IdleFor:   Sec(durationEnv(t, envIdleFor, 2*time.Minute)),
+	}
+	machine := machineFacts()
+	busy0 := machineBusyTicks()
+	h := startHarness(t, time.Duration(float64(settings.IdleAfter)*float64(time.Second)))
+	self0 := treeCPU(tree(os.Getpid()))
+	settings.OperatorArgs = h.opArgs
+	res := &Results{Machine: machine, Settings: settings}
+	save := func() {
+		res.Took = Sec(time.Since(began))
+		busy := machineBusyTicks() - busy0
+		ours := treeCPU(tree(os.Getpid())) - self0
+		res.Machine.OtherCores = float64(busy-ours) / clockTicks / time.Since(began).Seconds()
+		res.Machine.LoadAfter = loadavg()
+		if err := writeResults(resultsFile(), res); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			// Keep the last good document; the JSON says what this run got.
+			return
+		}
+		if err := os.WriteFile(docFile(), []byte(render(res)), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	defer save()
+
+	if !t.Run("latency", func(t *testing.T) { res.Latency = benchLatency(t, h, settings.Repeat) }) {
+		return
+	}
+	largest := ""
+	for _, n := range settings.N {
+		ran := false
+		ok := t.Run(fmt.Sprintf("burst-%d", n), func(t *testing.T) {
+			res.Burst = append(res.Burst, benchBurst(t, h, n))
+			ran = true
+		})
+		if !ok {
+			return
+		}
+		if ran {
+			largest = fmt.Sprintf("burst-%d", n)
+		}
+	}
+	if largest == "" {
+		return
+	}
+	t.Run("idle", func(t *testing.T) {
+		res.Idle = benchIdle(t, h, largest, time.Duration(float64(settings.IdleFor)*float64(time.Second)))
+	})
+}
+
+// TestBenchRender renders docs/benchmarks.md again from
+// results/latest.json, for changes to the document's wording.
+func TestBenchRender(t *testing.T) {
+	res, err := readResults(resultsFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(docFile(), []byte(render(res)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// intEnv reads a positive integer knob.
+func intEnv(t *testing.T, name string, def int) int {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// intsEnv reads a knob listing positive integers.
+func intsEnv(t *testing.T, name string, def []int) []int {
+	v := strings.Fields(strings.ReplaceAll(os.Getenv(name), ",", " "))
+	if len(v) == 0 {
+		return def
+	}
+	var out []int
+	for _, s := range v {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want positive integers", name, os.Getenv(name))
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// durationEnv reads a duration knob such as "10s".
+func durationEnv(t *testing.T, name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a duration such as 10s", name, v)
+	}
+	return d
+}

@@ -1,0 +1,182 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// floorParallelism are the parallelisms tried for the bare CLI floor.
+var floorParallelism = []int{1, 2, 4}
+
+// floorCalibration is how many stacks each parallelism is tried on; at a
+// larger N only the fastest is run on all N stacks.
+const floorCalibration = 10
+
+// burstPhases split each Stack's time in a burst.
+var burstPhases = []string{"create→Update created", "created→InProgress", "InProgress→Complete"}
+
+// BurstResult is N Stacks applied at once.
+type BurstResult struct {
+	N int `json:"n"`
+	// AllReady is the first create → the last Stack Ready.
+	AllReady Seconds `json:"allReady"`
+	// FirstReady and MedianReady are from the first create too.
+	FirstReady  Seconds `json:"firstReady"`
+	MedianReady Seconds `json:"medianReady"`
+	// Floor is N bare `pulumi stack init` + `pulumi up` at the best
+	// parallelism, FloorParallelism.
+	Floor            Seconds `json:"floor"`
+	FloorParallelism int     `json:"floorParallelism"`
+	// FloorTries are the calibration runs: parallelism → seconds for
+	// FloorTriesN stacks.
+	FloorTries  map[int]Seconds `json:"floorTries"`
+	FloorTriesN int             `json:"floorTriesN"`
+	Ratio       float64         `json:"ratio"`
+	// PeakPSS and PeakRSS are the operator's process tree's largest
+	// memory, sampled every 500 ms, in bytes (RSS as it was at the PSS
+	// peak).
+	PeakPSS int64 `json:"peakPSS"`
+	PeakRSS int64 `json:"peakRSS"`
+	// Phases are medians over the N Stacks, in seconds: the first create →
+	// the Stack's Update created (Workspace and agent set up first, agents
+	// waiting their turn), created → InProgress, InProgress → Complete.
+	Phases map[string]Seconds `json:"phases"`
+	// MaxAgents is the most agents seen running at once.
+	MaxAgents int `json:"maxAgents"`
+}
+
+// benchBurst creates n Stacks at once and times them to Ready, then runs
+// the bare CLI floor.
+func benchBurst(t *testing.T, h *harness, n int) BurstResult {
+	ns := fmt.Sprintf("burst-%d", n)
+	h.createNamespace(t, ns)
+	res := BurstResult{N: n, FloorTries: map[int]Seconds{}}
+
+	samp := startSampler(h.pid(), 500*time.Millisecond)
+	start := time.Now()
+	errs := make(chan error, n)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				name := fmt.Sprintf("s%04d", i)
+				errs <- h.client.Create(context.Background(), h.stack(ns, name, fmt.Sprintf("b%d-%04d", n, i), "hello"))
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var readyAt []time.Duration
+	var marks []readyMark
+	timeout := 10*time.Minute + time.Duration(n)*6*time.Second
+	ok := waitFor(timeout, func() bool {
+		readyAt, marks = readyAt[:0], marks[:0]
+		for i := 0; i < n; i++ {
+			if m, ok := h.rec.readyAfter(fmt.Sprintf("%s/s%04d", ns, i), 1, ""); ok {
+				readyAt = append(readyAt, m.at.Sub(start))
+				marks = append(marks, m)
+			}
+		}
+		return len(readyAt) == n
+	})
+	peak, maxAgents := samp.Stop()
+	if !ok {
+		t.Fatalf("%d of %d Stacks Ready after %s: %v", len(readyAt), n, timeout, h.rec.failures(ns))
+	}
+	sort.Slice(readyAt, func(i, j int) bool { return readyAt[i] < readyAt[j] })
+	res.AllReady, res.FirstReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[0]), Sec(readyAt[n/2])
+	res.PeakPSS, res.PeakRSS, res.MaxAgents = peak.PSS, peak.RSS, maxAgents
+	phases := make([][]float64, len(burstPhases))
+	for _, m := range marks {
+		created, started, complete, _ := h.rec.updateTimes(ns + "/" + m.lastUpdate)
+		if started.IsZero() {
+			started = created
+		}
+		for j, d := range []time.Duration{created.Sub(start), started.Sub(created), complete.Sub(started)} {
+			phases[j] = append(phases[j], d.Seconds())
+		}
+	}
+	res.Phases = map[string]Seconds{}
+	for j, ph := range burstPhases {
+		res.Phases[ph] = Seconds(spreadOf(phases[j]).Median)
+	}
+	t.Logf("N=%d: all Ready in %.1fs (first %.1fs), peak PSS %d MiB, at most %d agents",
+		n, res.AllReady, res.FirstReady, peak.PSS>>20, maxAgents)
+
+	// The floor: the same stacks by hand, at each parallelism on a
+	// calibration set, then at the fastest on all n.
+	res.FloorTriesN = min(n, floorCalibration)
+	best := 0
+	for _, p := range floorParallelism {
+		took, err := h.bareBurst(fmt.Sprintf("f%d-p%d", n, p), res.FloorTriesN, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.FloorTries[p] = Sec(took)
+		t.Logf("floor: %d bare ups at parallelism %d in %.1fs", res.FloorTriesN, p, took.Seconds())
+		if best == 0 || res.FloorTries[p] < res.FloorTries[best] {
+			best = p
+		}
+	}
+	res.FloorParallelism, res.Floor = best, res.FloorTries[best]
+	if n > res.FloorTriesN {
+		took, err := h.bareBurst(fmt.Sprintf("f%d-all", n), n, best)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Floor = Sec(took)
+		t.Logf("floor: %d bare ups at parallelism %d in %.1fs", n, best, took.Seconds())
+	}
+	res.Ratio = float64(res.AllReady) / float64(res.Floor)
+	return res
+}
+
+// bareBurst runs n bare stack init + up, p at a time, on stacks named
+// prefix-<i>, and returns the wall time.
+func (h *harness) bareBurst(prefix string, n, p int) (time.Duration, error) {
+	start := time.Now()
+	work := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for w := 0; w < p; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				_, err := h.bareUp(fmt.Sprintf("%s-%04d", prefix, i))
+				errs <- err
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return took, err
+		}
+	}
+	return took, nil
+}

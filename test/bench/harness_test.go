@@ -1,0 +1,454 @@
+//go:build bench
+
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
+)
+
+// project is the Pulumi project name of the benchmark program.
+const project = "bench"
+
+// passphrase encrypts the stacks' secrets (there are none) in the file
+// backend, for the operator's agents and the bare CLI alike.
+const passphrase = "bench"
+
+// program is the benchmark's Pulumi YAML program: one file per stack,
+// whose content is the config value the latency figure changes, and a
+// random suffix, with the test provider. It is the sample program of
+// `stackyard dev` with a per-stack path.
+func program(outDir string) string {
+	return fmt.Sprintf(`name: %s
+runtime: yaml
+config:
+  message:
+    type: string
+    default: hello
+resources:
+  greeting:
+    type: stackyardtest:index:File
+    properties:
+      path: %s/${pulumi.stack}.txt
+      content: ${message}
+  suffix:
+    type: stackyardtest:index:Random
+    properties:
+      length: 6
+outputs:
+  sha256: ${greeting.sha256}
+  suffix: ${suffix.result}
+`, project, outDir)
+}
+
+// harness is the running system under measurement.
+type harness struct {
+	env     *testenv.Env
+	client  client.WithWatch
+	git     *gitserver.Server
+	repo    *gitserver.Repo
+	backend string // file:// backend directory shared by operator and CLI
+	progDir string // a checkout of the program for the bare CLI
+	rec     *recorder
+
+	op        *exec.Cmd
+	opLog     string
+	opArgs    []string
+	metrics   string // the operator's metrics URL
+	idleAfter time.Duration
+}
+
+// startHarness starts the control plane, the git server with the program,
+// the operator as a process of its own, and the watch recorder.
+func startHarness(t *testing.T, idleAfter time.Duration) *harness {
+	t.Helper()
+	if err := testenv.RequireBinaries(append([]string{"etcd", "kube-apiserver"}, testenv.PulumiBinaries...)...); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	if err := testenv.IsolatePulumi(tmp, passphrase); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{idleAfter: idleAfter, backend: filepath.Join(tmp, "backend"), progDir: filepath.Join(tmp, "program")}
+	outDir := filepath.Join(tmp, "out")
+	for _, dir := range []string{h.backend, h.progDir, outDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.progDir, "Pulumi.yaml"), []byte(program(outDir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.git = gitserver.New(t)
+	h.repo = h.git.CreateRepo(project)
+	h.repo.Commit("main", map[string]string{"Pulumi.yaml": program(outDir)})
+
+	env, err := testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{pulumiv1.AddToScheme, autov1alpha1.AddToScheme}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	h.env = env
+	h.client, err = client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h.rec = newRecorder()
+	go watchLoop(ctx, h.client, &pulumiv1.StackList{}, h.rec.onStack)
+	go watchLoop(ctx, h.client, &autov1alpha1.UpdateList{}, h.rec.onUpdate)
+
+	h.startOperator(t, tmp)
+	return h
+}
+
+// startOperator builds stackyard from this tree and runs `stackyard
+// operator --runtime local` against the control plane, with the
+// administrator's kubeconfig.
+func (h *harness) startOperator(t *testing.T, tmp string) {
+	t.Helper()
+	bin, err := testenv.BuildStackyard(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(tmp, "kubeconfig")
+	if err := writeKubeconfig(h.env, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	h.opArgs = []string{"operator", "--runtime", "local",
+		"--state-dir", filepath.Join(tmp, "operator"),
+		"--tool-dirs", testenv.BinDir(),
+		"--artifact-listen", "127.0.0.1:0",
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--health-probe-bind-address", "0",
+		"--idle-after", h.idleAfter.String(),
+	}
+	h.opLog = filepath.Join(tmp, "operator.log")
+	logFile, err := os.Create(h.opLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.op = exec.Command(bin, h.opArgs...)
+	h.op.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	h.op.Stdout, h.op.Stderr = logFile, logFile
+	if err := h.op.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = h.op.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = h.op.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = h.op.Process.Kill()
+			<-done
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			t.Logf("operator log (tail):\n%s", tail(h.opLog, 60))
+		}
+	})
+	// The metrics endpoint answers once the manager runs.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := h.requestCount(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the operator did not serve metrics within a minute:\n%s", tail(h.opLog, 40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// pid is the operator's process id.
+func (h *harness) pid() int { return h.op.Process.Pid }
+
+// stack returns the benchmark Stack namespace/name for Pulumi stack
+// stackName, with the message config value.
+func (h *harness) stack(namespace, name, stackName, message string) *pulumiv1.Stack {
+	return &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: shared.StackSpec{
+			Stack:     stackName,
+			Backend:   "file://" + h.backend,
+			GitSource: &shared.GitSource{ProjectRepo: h.repo.URL, Branch: "main"},
+			EnvRefs:   map[string]shared.ResourceRef{"PULUMI_CONFIG_PASSPHRASE": shared.NewLiteralResourceRef(passphrase)},
+			Config:    map[string]apiextensionsv1.JSON{project + ":message": jsonString(message)},
+		},
+	}
+}
+
+// jsonString is s as a JSON config value.
+func jsonString(s string) apiextensionsv1.JSON {
+	return apiextensionsv1.JSON{Raw: []byte(strconv.Quote(s))}
+}
+
+// createNamespace creates namespace name.
+func (h *harness) createNamespace(t *testing.T, name string) {
+	t.Helper()
+	if err := h.client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pulumi runs the pinned CLI on the program checkout against the shared
+// backend and returns how long it took.
+func (h *harness) pulumi(args ...string) (time.Duration, error) {
+	cmd := exec.Command(filepath.Join(testenv.BinDir(), "pulumi"), append(args, "--non-interactive")...)
+	cmd.Dir = h.progDir
+	cmd.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	if err != nil {
+		return took, fmt.Errorf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return took, nil
+}
+
+// bareUp is the floor: what a person runs by hand for a new stack.
+func (h *harness) bareUp(stackName string) (time.Duration, error) {
+	init, err := h.pulumi("stack", "init", "--no-select", "--stack", stackName)
+	if err != nil {
+		return 0, err
+	}
+	up, err := h.pulumi("up", "--stack", stackName, "--yes", "--skip-preview")
+	return init + up, err
+}
+
+// requestCount sums the operator's rest_client_requests_total.
+func (h *harness) requestCount() (float64, error) {
+	resp, err := http.Get(h.metrics)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", h.metrics, resp.Status)
+	}
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum, sc.Err()
+}
+
+// writeKubeconfig writes an administrator kubeconfig for env's API server.
+func writeKubeconfig(env *testenv.Env, path string) error {
+	cfg := env.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "admin"}
+	kc.CurrentContext = "bench"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// freePort returns a loopback port nothing listens on right now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// readyMark is a Stack seen Ready with a given observed generation and
+// last Update, at the first watch event that showed it.
+type readyMark struct {
+	at         time.Time
+	generation int64
+	lastUpdate string
+}
+
+// recorder keeps, from watch events timed on arrival with time.Now, when
+// each Update was first seen, started and completed, and when each Stack
+// turned Ready with which generation and Update.
+type recorder struct {
+	mu       sync.Mutex
+	created  map[string]time.Time
+	started  map[string]time.Time
+	complete map[string]time.Time
+	failed   map[string]string
+	ready    map[string][]readyMark
+}
+
+func newRecorder() *recorder {
+	return &recorder{created: map[string]time.Time{}, started: map[string]time.Time{}, complete: map[string]time.Time{},
+		failed: map[string]string{}, ready: map[string][]readyMark{}}
+}
+
+// onUpdate records the phases of an Update.
+func (r *recorder) onUpdate(obj k8sruntime.Object, at time.Time) {
+	u, ok := obj.(*autov1alpha1.Update)
+	if !ok {
+		return
+	}
+	key := u.Namespace + "/" + u.Name
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first := func(m map[string]time.Time) {
+		if _, seen := m[key]; !seen {
+			m[key] = at
+		}
+	}
+	first(r.created)
+	if c := apimeta.FindStatusCondition(u.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == autov1alpha1.UpdateReasonInProgress {
+		first(r.started)
+	}
+	if u.Status.IsComplete() {
+		first(r.complete)
+		if u.Status.IsFailed() {
+			r.failed[key] = u.Status.Message
+		}
+	}
+}
+
+// onStack records a Stack turning Ready.
+func (r *recorder) onStack(obj k8sruntime.Object, at time.Time) {
+	s, ok := obj.(*pulumiv1.Stack)
+	if !ok || !sreconcile.IsReady(s.Status.Conditions) || s.Status.LastUpdate == nil {
+		return
+	}
+	key := s.Namespace + "/" + s.Name
+	mark := readyMark{at: at, generation: s.Status.ObservedGeneration, lastUpdate: s.Status.LastUpdate.Name}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.ready[key] {
+		if m.generation == mark.generation && m.lastUpdate == mark.lastUpdate {
+			return
+		}
+	}
+	r.ready[key] = append(r.ready[key], mark)
+}
+
+// readyAfter returns the first mark of Stack key with at least generation
+// and a last Update other than prev.
+func (r *recorder) readyAfter(key string, generation int64, prev string) (readyMark, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.ready[key] {
+		if m.generation >= generation && m.lastUpdate != prev {
+			return m, true
+		}
+	}
+	return readyMark{}, false
+}
+
+// updateTimes returns when Update key was created, started and completed
+// (zero times for what was not seen) and its failure message.
+func (r *recorder) updateTimes(key string) (created, started, complete time.Time, failure string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.created[key], r.started[key], r.complete[key], r.failed[key]
+}
+
+// failures returns the failure messages of the Updates in namespace.
+func (r *recorder) failures(namespace string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k, msg := range r.failed {
+		if strings.HasPrefix(k, namespace+"/") {
+			out = append(out, k+": "+msg)
+		}
+	}
+	return out
+}
+
+// watchLoop watches every object of list's kind in all namespaces, handing
+// each event to on with its arrival time, and watches again when the watch
+// ends, until ctx is done.
+func watchLoop(ctx context.Context, c client.WithWatch, list client.ObjectList, on func(k8sruntime.Object, time.Time)) {
+	for ctx.Err() == nil {
+		w, err := c.Watch(ctx, list)
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			at := time.Now()
+			if ev.Type == watch.Error {
+				break
+			}
+			on(ev.Object, at)
+		}
+		w.Stop()
+	}
+}
+
+// waitFor polls cond every 20 ms (the times it checks come from watch
+// events, so polling only decides when the test notices) until it holds or
+// timeout passes.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}

@@ -1,0 +1,283 @@
+//go:build bench
+
+package bench
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// procStat is what /proc/<pid>/stat says about one process.
+type procStat struct {
+	ppid  int
+	state byte
+	// cpu is utime+stime; childCPU is cutime+cstime (children waited for).
+	cpu, childCPU int64
+}
+
+// readStat parses /proc/<pid>/stat; ok is false when the process is gone.
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command name (field 2) may hold spaces; fields after it do not.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 15 {
+		return procStat{}, false
+	}
+	// f[0] is field 3 (state): field k is f[k-3].
+	return procStat{
+		state:    f[0][0],
+		ppid:     int(parseInt(f[1])),
+		cpu:      parseInt(f[11]) + parseInt(f[12]),
+		childCPU: parseInt(f[13]) + parseInt(f[14]),
+	}, true
+}
+
+// parseInt parses a decimal, 0 when it is not one.
+func parseInt(s string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return n
+}
+
+// tree returns root and all its live descendants (zombies left out).
+func tree(root int) []int {
+	entries, _ := os.ReadDir("/proc")
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); ok && st.state != 'Z' {
+			children[st.ppid] = append(children[st.ppid], pid)
+		}
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// memory is the resident memory of a set of processes, in bytes.
+type memory struct {
+	RSS, PSS int64
+}
+
+// readMemory sums Rss and Pss of smaps_rollup over pids.
+func readMemory(pids []int) memory {
+	var m memory
+	for _, pid := range pids {
+		f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if !ok {
+				continue
+			}
+			kb := parseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB")) << 10
+			switch k {
+			case "Rss":
+				m.RSS += kb
+			case "Pss":
+				m.PSS += kb
+			}
+		}
+		_ = f.Close()
+	}
+	return m
+}
+
+// treeCPU is the CPU time, in ticks, of pids (utime+stime) and of the
+// children they have waited for.
+func treeCPU(pids []int) int64 {
+	var ticks int64
+	for _, pid := range pids {
+		if st, ok := readStat(pid); ok {
+			ticks += st.cpu + st.childCPU
+		}
+	}
+	return ticks
+}
+
+// machineBusyTicks is the machine's total non-idle CPU time from /proc/stat.
+func machineBusyTicks() int64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var busy int64
+	// user nice system idle iowait irq softirq steal ...
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 || i >= 8 {
+			continue // idle, iowait, guest (already counted in user)
+		}
+		busy += parseInt(v)
+	}
+	return busy
+}
+
+// isAgent reports whether pid is a stackyard agent (`stackyard agent serve`).
+func isAgent(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 2 && filepath.Base(args[0]) == "stackyard" && args[1] == "agent" && args[2] == "serve"
+}
+
+// agents counts the agents among root's descendants.
+func agents(root int) int {
+	n := 0
+	for _, pid := range tree(root)[1:] {
+		if isAgent(pid) {
+			n++
+		}
+	}
+	return n
+}
+
+// sampler reads the PSS of a process tree every interval and keeps the
+// peak, the way the burst figure reports the operator's memory.
+type sampler struct {
+	root     int
+	stop     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
+	peak     memory
+	peakAt   time.Time
+	maxAgent int
+}
+
+// startSampler samples root's tree every interval until Stop.
+func startSampler(root int, interval time.Duration) *sampler {
+	s := &sampler{root: root, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			pids := tree(root)
+			m := readMemory(pids)
+			n := 0
+			for _, pid := range pids[1:] {
+				if isAgent(pid) {
+					n++
+				}
+			}
+			s.mu.Lock()
+			if m.PSS > s.peak.PSS {
+				s.peak, s.peakAt = m, time.Now()
+			}
+			s.maxAgent = max(s.maxAgent, n)
+			s.mu.Unlock()
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends sampling and returns the peak tree memory and the most agents
+// seen at once.
+func (s *sampler) Stop() (memory, int) {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak, s.maxAgent
+}
+
+// cliWatcher records the Pulumi CLI commands run in a process tree, by
+// polling /proc every 50 ms (commands shorter than that can be missed): it
+// shows what an operation's time goes to.
+type cliWatcher struct {
+	stop chan struct{}
+	done chan struct{}
+	seen map[int]string
+	// agents are the agent pids seen.
+	agents map[int]bool
+}
+
+// watchCLI starts recording the pulumi commands under root.
+func watchCLI(root int) *cliWatcher {
+	w := &cliWatcher{stop: make(chan struct{}), done: make(chan struct{}), seen: map[int]string{}, agents: map[int]bool{}}
+	go func() {
+		defer close(w.done)
+		for {
+			for _, pid := range tree(root)[1:] {
+				if _, ok := w.seen[pid]; ok {
+					continue
+				}
+				if isAgent(pid) {
+					w.agents[pid] = true
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+				if err != nil {
+					continue
+				}
+				args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+				if filepath.Base(args[0]) != "pulumi" {
+					continue
+				}
+				var words []string
+				for _, a := range args[1:] {
+					if strings.HasPrefix(a, "-") || len(words) == 2 {
+						break
+					}
+					words = append(words, a)
+				}
+				w.seen[pid] = strings.Join(words, " ")
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+// Stop ends recording and returns the commands seen, in pid order, and the
+// agent pids.
+func (w *cliWatcher) Stop() ([]string, map[int]bool) {
+	close(w.stop)
+	<-w.done
+	pids := make([]int, 0, len(w.seen))
+	for pid := range w.seen {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	out := make([]string, 0, len(pids))
+	for _, pid := range pids {
+		out = append(out, w.seen[pid])
+	}
+	return out, w.agents
+}
