@@ -7,7 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,6 +120,19 @@ type session struct {
 // stalled generation left alone).
 var errDone = sreconcile.NewIgnore("done", nil)
 
+// forget stops the agent of a Workspace that is gone, for runtimes whose
+// agents belong to the operator (local): one deleted without its finalizer
+// running (removed by hand) would otherwise keep its process, and its place
+// among --max-agents, until the operator restarts. Pods of the kubernetes
+// runtime go with their owner.
+func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error {
+	if _, ownsAgents := r.runtime.(runtime.Liveness); !ownsAgents {
+		return nil
+	}
+	gone := &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	return r.runtime.Idle(ctx, gone)
+}
+
 // Reconcile brings one Workspace's agent and stacks to its spec:
 //
 //	reconcileFinalizer → reconcileStalled → reconcileActivity → reconcileAgent → reconcileSetup
@@ -126,7 +141,10 @@ var errDone = sreconcile.NewIgnore("done", nil)
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	ws := &autov1alpha1.Workspace{}
 	if err := r.client.Get(ctx, req.NamespacedName, ws); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.forget(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
 	}
 	s := &session{ws: ws, patcher: sreconcile.NewPatcher(r.client, ws)}
 	var res sreconcile.Result

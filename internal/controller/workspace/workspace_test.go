@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -342,4 +343,33 @@ func TestAgentPlaces(t *testing.T) {
 		t.Errorf("idle message %q: want it to say others wait", c.Message)
 	}
 	waitServing(t, ns, second.Name)
+}
+
+// TestFinalizerRemovedByHand deletes a Workspace whose finalizer was removed
+// by hand: its local agent stops all the same, and gives its place up.
+func TestFinalizerRemovedByHand(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	createBackendSecret(t, ns)
+	op := startOperator(t, ns, t.TempDir(), workspace.Options{IdleAfter: 10 * time.Minute},
+		func(o *local.Options) { o.MaxAgents = 1 })
+	ws := newWorkspace(t, ns, "orphan")
+	if err := env.Client.Create(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	createUpdate(t, ns, "orphan-up", ws.Name)
+	ws = waitServing(t, ns, ws.Name)
+	pid := op.rt.PID(ns, ws.Name)
+
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+	if err := env.Client.Patch(ctx(t), ws, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the orphaned agent to stop", func() (bool, string) { return !alive(pid), fmt.Sprint(pid) })
+	if op.rt.Queued() != 0 {
+		t.Errorf("Queued() = %d", op.rt.Queued())
+	}
 }
