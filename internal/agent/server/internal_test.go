@@ -15,6 +15,7 @@ import (
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/proc"
+	"github.com/stackyard/stackyard/internal/redact"
 )
 
 // lockedMessage is the CLI's message for a locked stack, as v3.170.0
@@ -214,5 +215,20 @@ func TestRunnerKillsStubbornCLI(t *testing.T) {
 	}
 	if proc.Alive(child) {
 		t.Errorf("the CLI's child %d survived the kill", child)
+	}
+}
+
+// TestSecretEnvMasked: values of the environment variables the runtime
+// names as read from Secrets are masked from the start.
+func TestSecretEnvMasked(t *testing.T) {
+	t.Setenv(redact.SecretEnvVar, "MY_TOKEN")
+	t.Setenv("MY_TOKEN", "tok-3f9a77")
+	t.Setenv("PLAIN", "plain-value")
+	s, err := New(Options{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.secrets.Redact("token tok-3f9a77, plain-value"); got != "token "+redact.Placeholder+", plain-value" {
+		t.Errorf("redacted %q", got)
 	}
 }

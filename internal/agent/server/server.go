@@ -101,7 +101,10 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		cli:      cli,
 		log:      log,
-		secrets:  redact.New(),
+		// The runtime names the environment variables read from Secrets
+		// (redact.SecretEnvVar): their values are masked like secret
+		// config from the start.
+		secrets: redact.New(redact.SecretEnvValues(nil)...),
 		busy:     make(chan string, 1),
 		shutdown: ctx,
 		stopAll:  cancel,

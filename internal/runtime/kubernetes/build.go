@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/stackyard/stackyard/internal/redact"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,7 +181,7 @@ func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOpti
 		Command:         []string{path.Join(shareDir, "stackyard")},
 		Args:            serveArgs,
 		WorkingDir:      projectDir,
-		Env:             slices.Clone(ws.Spec.Env),
+		Env:             agentEnv(ws.Spec.Env),
 		EnvFrom:         slices.Clone(ws.Spec.EnvFrom),
 		Resources:       *ws.Spec.Resources.DeepCopy(),
 		Ports:           []corev1.ContainerPort{{Name: "grpc", ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
@@ -272,5 +274,23 @@ func merged(extra, base map[string]string) map[string]string {
 		out = map[string]string{}
 	}
 	maps.Copy(out, base)
+	return out
+}
+
+// agentEnv is the agent container's environment: the Workspace's, and
+// redact.SecretEnvVar naming the variables read from Secret keys, whose
+// values the agent then masks. (Keys of envFrom Secrets are only known in
+// the pod; the agent does not learn them.)
+func agentEnv(env []corev1.EnvVar) []corev1.EnvVar {
+	out := slices.Clone(env)
+	var names []string
+	for _, e := range env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			names = append(names, e.Name)
+		}
+	}
+	if len(names) > 0 {
+		out = append(out, corev1.EnvVar{Name: redact.SecretEnvVar, Value: redact.EncodeSecretEnv(names)})
+	}
 	return out
 }

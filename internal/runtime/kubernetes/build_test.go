@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stackyard/stackyard/internal/redact"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -151,7 +153,9 @@ func TestBuildStatefulSet(t *testing.T) {
 				if main.Image != DefaultBaselineImage || main.SecurityContext != nil || pod.SecurityContext.RunAsNonRoot != nil {
 					t.Errorf("baseline: image %s, container sc %+v, pod sc %+v", main.Image, main.SecurityContext, pod.SecurityContext)
 				}
-				if pod.ServiceAccountName != "deployer" || len(main.Env) != 2 || main.Env[1].ValueFrom.SecretKeyRef.Name != "s" ||
+				// B comes from a Secret: the agent is told to mask its value.
+				if pod.ServiceAccountName != "deployer" || len(main.Env) != 3 || main.Env[1].ValueFrom.SecretKeyRef.Name != "s" ||
+					main.Env[2] != (corev1.EnvVar{Name: redact.SecretEnvVar, Value: "B"}) ||
 					len(main.EnvFrom) != 1 || main.Resources.Requests.Memory().String() != "1Gi" {
 					t.Errorf("main container = %+v", main)
 				}

@@ -14,6 +14,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/redact"
 )
 
 // DefaultInheritEnv are the operator's environment variables an agent
@@ -58,11 +59,21 @@ func (r *Runtime) environment(ctx context.Context, ws *autov1alpha1.Workspace, d
 	for k, v := range r.opts.Env {
 		vars[k] = v
 	}
-	if err := r.addEnvFrom(ctx, ws, vars); err != nil {
+	secret := map[string]bool{}
+	if err := r.addEnvFrom(ctx, ws, vars, secret); err != nil {
 		return nil, err
 	}
-	if err := r.addEnv(ctx, ws, vars); err != nil {
+	if err := r.addEnv(ctx, ws, vars, secret); err != nil {
 		return nil, err
+	}
+	var names []string
+	for name, isSecret := range secret {
+		if isSecret {
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		vars[redact.SecretEnvVar] = redact.EncodeSecretEnv(names)
 	}
 	out := make([]string, 0, len(vars))
 	for k, v := range vars {
@@ -73,7 +84,8 @@ func (r *Runtime) environment(ctx context.Context, ws *autov1alpha1.Workspace, d
 }
 
 // addEnvFrom adds every key of the Secrets and ConfigMaps of spec.envFrom.
-func (r *Runtime) addEnvFrom(ctx context.Context, ws *autov1alpha1.Workspace, vars map[string]string) error {
+// Names read from Secrets are recorded in secret.
+func (r *Runtime) addEnvFrom(ctx context.Context, ws *autov1alpha1.Workspace, vars map[string]string, secret map[string]bool) error {
 	for i, from := range ws.Spec.EnvFrom {
 		field := fmt.Sprintf("spec.envFrom[%d]", i)
 		var data map[string]string
@@ -93,17 +105,20 @@ func (r *Runtime) addEnvFrom(ctx context.Context, ws *autov1alpha1.Workspace, va
 		}
 		for k, v := range data {
 			vars[from.Prefix+k] = v
+			secret[from.Prefix+k] = from.SecretRef != nil
 		}
 	}
 	return nil
 }
 
 // addEnv adds spec.env, reading valueFrom Secret and ConfigMap keys.
-func (r *Runtime) addEnv(ctx context.Context, ws *autov1alpha1.Workspace, vars map[string]string) error {
+// Names read from Secrets are recorded in secret.
+func (r *Runtime) addEnv(ctx context.Context, ws *autov1alpha1.Workspace, vars map[string]string, secret map[string]bool) error {
 	for i, e := range ws.Spec.Env {
 		field := fmt.Sprintf("spec.env[%d] (%s)", i, e.Name)
 		if e.ValueFrom == nil {
 			vars[e.Name] = e.Value
+			secret[e.Name] = false
 			continue
 		}
 		var name, key string
@@ -130,6 +145,7 @@ func (r *Runtime) addEnv(ctx context.Context, ws *autov1alpha1.Workspace, vars m
 		switch {
 		case ok:
 			vars[e.Name] = v
+			secret[e.Name] = e.ValueFrom.SecretKeyRef != nil
 		case data == nil || (optional != nil && *optional):
 			// An optional source or key that is absent sets nothing.
 		default:

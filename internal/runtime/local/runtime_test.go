@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 	"github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/redact"
 	"github.com/stackyard/stackyard/internal/runtime/local"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
@@ -92,6 +94,11 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("Ensure = %+v, %v", st, err)
 	}
 	pid := rt.PID(ns, ws.Name)
+	// The agent is told which variables came from Secrets, to mask them.
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil || !slices.Contains(strings.Split(string(environ), "\x00"), redact.SecretEnvVar+"=PULUMI_CONFIG_PASSPHRASE") {
+		t.Errorf("the agent's environment lacks %s=PULUMI_CONFIG_PASSPHRASE (%v)", redact.SecretEnvVar, err)
+	}
 	ws.Status.Address = st.Address
 	if !rt.Running(ws) {
 		t.Error("Running = false for the agent just started")
