@@ -305,6 +305,14 @@ func applyWorkspaceTemplate(ws *autov1alpha1.Workspace, tmpl *autov1alpha1.Works
 	}
 	out.Labels[StackNameLabel] = ws.Labels[StackNameLabel]
 	out.Name, out.Namespace = ws.Name, ws.Namespace
+	if pt := out.Spec.PodTemplate; pt != nil && pt.Spec != nil && pt.Spec.Containers == nil {
+		// A template that sets, say, only a securityContext has no
+		// containers, and the typed pod spec would be sent as
+		// "containers: null", which the API server refuses. An empty list
+		// is what the template means: nothing to merge into the
+		// runtime's containers.
+		pt.Spec.Containers = []corev1.Container{}
+	}
 	return out, nil
 }
 

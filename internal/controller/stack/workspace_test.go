@@ -181,6 +181,23 @@ func TestBuildWorkspaceTemplateMerges(t *testing.T) {
 	g.Expect(ws.Spec.Stacks).To(HaveLen(1), "stacks survive a template that does not mention them")
 }
 
+// TestBuildWorkspacePodTemplateWithoutContainers: a template that sets only
+// the pod's securityContext gives a Workspace the API server accepts (no
+// "containers: null").
+func TestBuildWorkspacePodTemplateWithoutContainers(t *testing.T) {
+	g := NewWithT(t)
+	ws, err := BuildWorkspace(testStack(func(s *shared.StackSpec) {
+		s.WorkspaceTemplate = &autov1alpha1.WorkspaceTemplate{Spec: &autov1alpha1.WorkspaceSpecTemplate{
+			PodTemplate: &autov1alpha1.PodTemplateOverlay{Spec: &apiextensionsv1.JSON{Raw: []byte(`{"securityContext":{"runAsUser":65532}}`)}},
+		}}
+	}), Source{})
+	g.Expect(err).NotTo(HaveOccurred())
+	data, err := json.Marshal(ws.Spec.PodTemplate)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(ContainSubstring(`"containers":[]`))
+	g.Expect(*ws.Spec.PodTemplate.Spec.SecurityContext.RunAsUser).To(Equal(int64(65532)))
+}
+
 func TestEnvSafeNamesDoNotCollide(t *testing.T) {
 	b := &workspaceBuilder{ws: &autov1alpha1.Workspace{}}
 	a := b.refEnv("SECRETREF", "app:db", corev1.EnvVarSource{})

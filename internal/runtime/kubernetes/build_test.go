@@ -95,6 +95,26 @@ func TestBuildStatefulSet(t *testing.T) {
 		check  func(t *testing.T, sts *appsv1.StatefulSet)
 	}{
 		{
+			// What a Stack's workspaceTemplate that sets only the pod's
+			// securityContext gives: an empty list of containers, which
+			// must leave the runtime's containers alone.
+			name: "pod template with an empty containers list",
+			mutate: func(ws *autov1alpha1.Workspace) {
+				ws.Spec.PodTemplate = &autov1alpha1.EmbeddedPodTemplateSpec{Spec: &corev1.PodSpec{
+					Containers:      []corev1.Container{},
+					SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](65532)},
+				}}
+			},
+			check: func(t *testing.T, sts *appsv1.StatefulSet) {
+				pod := &sts.Spec.Template.Spec
+				container(t, pod, ContainerName)
+				container(t, pod, InitContainerName)
+				if ptr.Deref(pod.SecurityContext.RunAsUser, 0) != 65532 {
+					t.Errorf("pod security context = %+v", pod.SecurityContext)
+				}
+			},
+		},
+		{
 			name: "restricted git workspace",
 			check: func(t *testing.T, sts *appsv1.StatefulSet) {
 				pod := &sts.Spec.Template.Spec
