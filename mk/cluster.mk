@@ -3,9 +3,10 @@
 #
 #   control plane: bin/etcd, bin/kube-apiserver (Makefile), bin/kube-scheduler
 #                  (tools/kube), bin/kube-controller-manager (tools/node/kube)
-#   node:          bin/kubelet (tools/node/kube), bin/containerd,
+#   node:          bin/kubelet, bin/kube-proxy (tools/node/kube), bin/containerd,
 #                  bin/containerd-shim-runc-v2, bin/ctr, bin/runc and the CNI
 #                  plugins in bin/cni (tools/node)
+#   cluster DNS:   bin/coredns (tools/node/coredns), a host process
 #
 # tools/node/kube pins the same k8s.io/kubernetes release as tools/kube, with
 # the same replace block; it is a module of its own only because tools/kube's
@@ -17,6 +18,8 @@
 KUBELET := $(BIN)/kubelet
 KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
 KUBE_SCHEDULER := $(BIN)/kube-scheduler
+KUBE_PROXY := $(BIN)/kube-proxy
+COREDNS := $(BIN)/coredns
 CONTAINERD := $(BIN)/containerd
 CONTAINERD_SHIM := $(BIN)/containerd-shim-runc-v2
 CTR := $(BIN)/ctr
@@ -28,6 +31,7 @@ CNI_PLUGINS := $(addprefix $(CNI_BIN_DIR)/,bridge host-local loopback portmap)
 CONTAINERD_VERSION := v2.4.2
 RUNC_VERSION := v1.5.2
 CNI_PLUGINS_VERSION := v1.9.1
+COREDNS_VERSION := $(shell awk '$$1 == "github.com/coredns/coredns" {print $$2}' tools/node/coredns/go.mod 2>/dev/null)
 
 # containerd: no btrfs (cgo and its headers) nor devmapper/zfs snapshotters;
 # the cluster uses overlayfs.
@@ -40,7 +44,7 @@ CNI_LDFLAGS := -X github.com/containernetworking/plugins/pkg/utils/buildversion.
 # at run time); hack/cluster/deps.sh installs libseccomp-dev to build it.
 RUNC_TAGS ?= seccomp urfave_cli_no_docs
 
-NODE_TOOLS := $(KUBELET) $(CONTAINERD) $(CONTAINERD_SHIM) $(CTR) $(RUNC) $(CNI_PLUGINS)
+NODE_TOOLS := $(KUBELET) $(KUBE_PROXY) $(COREDNS) $(CONTAINERD) $(CONTAINERD_SHIM) $(CTR) $(RUNC) $(CNI_PLUGINS)
 CLUSTER_TOOLS := $(CONTROL_PLANE_TOOLS) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(NODE_TOOLS)
 
 CLUSTER_DIR ?= /tmp/stackyard-cluster
@@ -49,7 +53,7 @@ export CLUSTER_DIR
 ##@ Test cluster
 
 .PHONY: cluster-tools cluster-up cluster-down test-cluster
-cluster-tools: $(CLUSTER_TOOLS) ## Build the test cluster's binaries into bin/ (first time ~5 min on 2 cores once kube-apiserver is built).
+cluster-tools: $(CLUSTER_TOOLS) ## Build the test cluster's binaries into bin/ (first time ~9 min on 2 cores once kube-apiserver is built; CoreDNS ~4 of them).
 
 cluster-up: $(CLUSTER_TOOLS) ## Start the single-node test cluster (root; state in $CLUSTER_DIR).
 	BIN=$(BIN) hack/cluster/up.sh
@@ -57,7 +61,7 @@ cluster-up: $(CLUSTER_TOOLS) ## Start the single-node test cluster (root; state 
 cluster-down: ## Stop the test cluster and remove $CLUSTER_DIR.
 	hack/cluster/down.sh
 
-test-cluster: $(CLUSTER_TOOLS) ## Start the test cluster, run the `cluster` suites, always tear it down.
+test-cluster: $(CLUSTER_TOOLS) $(BIN)/helm images ## Build the images, start the test cluster, run the `cluster` suites, always tear it down.
 	@set -e; status=0; \
 	BIN=$(BIN) hack/cluster/up.sh || status=$$?; \
 	if [ $$status -eq 0 ]; then \
@@ -74,6 +78,17 @@ $(KUBE_CONTROLLER_MANAGER): tools/node/kube/go.mod tools/node/kube/go.sum
 
 $(KUBELET): tools/node/kube/go.mod tools/node/kube/go.sum
 	@$(BUILD_TOOL) tools/node/kube $@ k8s.io/kubernetes/cmd/kubelet -ldflags "$(KUBE_LDFLAGS)"
+
+# kube-proxy runs in nftables mode, which drives Debian's nft binary
+# (hack/cluster/deps.sh installs the nftables package).
+$(KUBE_PROXY): tools/node/kube/go.mod tools/node/kube/go.sum
+	@hack/cluster/deps.sh
+	@$(BUILD_TOOL) tools/node/kube $@ k8s.io/kubernetes/cmd/kube-proxy -ldflags "$(KUBE_LDFLAGS)"
+
+# CoreDNS runs as a host process on the node's IP: the cluster DNS (up.sh).
+$(COREDNS): tools/node/coredns/go.mod tools/node/coredns/go.sum
+	@$(BUILD_TOOL) tools/node/coredns $@ github.com/coredns/coredns \
+		-ldflags "-X github.com/coredns/coredns/coremain.GitCommit=$(COREDNS_VERSION)"
 
 $(CONTAINERD): tools/node/go.mod tools/node/go.sum
 	@$(BUILD_TOOL) tools/node $@ github.com/containerd/containerd/v2/cmd/containerd \

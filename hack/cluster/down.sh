@@ -92,6 +92,12 @@ if ((${#mounts[@]})); then
 	done
 fi
 
+# kube-proxy's nftables tables (it keeps everything in its own tables).
+if command -v nft >/dev/null; then
+	for fam in ip ip6; do
+		nft list table "$fam" kube-proxy >/dev/null 2>&1 && nft delete table "$fam" kube-proxy
+	done
+fi
 # The bridge the CNI plugin made, the CNI result cache of our network, and
 # the cgroups the kubelet and containerd made.
 ip link show "$CNI_BRIDGE" >/dev/null 2>&1 && ip link delete "$CNI_BRIDGE"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # up.sh: start the single-node test cluster (docs/cluster.md).
 #
-# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd
-# (runc, CNI bridge) and kubelet, all from bin/ (make cluster-tools), all state
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy
+# (nftables), CoreDNS, containerd (runc, CNI bridge) and kubelet, all from
+# bin/ (make cluster-tools), all state
 # under $CLUSTER_DIR (default /tmp/stackyard-cluster): certificates in pki/,
 # one log per component in logs/, PIDs in pids/, the admin kubeconfig at
 # $CLUSTER_DIR/kubeconfig. It builds a pause image and a hello image from the
@@ -14,10 +15,11 @@ set -Eeuo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $(id -u) == 0 ]] || die "must run as root (containerd, runc and kubelet need it)"
-for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet \
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy coredns \
 	containerd containerd-shim-runc-v2 ctr runc cni/bridge cni/host-local cni/loopback cni/portmap; do
 	[[ -x $BIN/$b ]] || die "$BIN/$b is missing: run 'make cluster-tools'"
 done
+command -v nft >/dev/null || die "nft is missing (kube-proxy's nftables mode): run hack/cluster/deps.sh"
 if [[ -d $CLUSTER_DIR ]]; then
 	for c in "${COMPONENTS[@]}"; do
 		pid_of "$c" >/dev/null && die "$c is already running from $CLUSTER_DIR: run hack/cluster/down.sh first"
@@ -97,6 +99,8 @@ cert admin "/O=system:masters/CN=stackyard-test-admin" clientAuth
 cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
 cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
+cert kube-proxy "/CN=system:kube-proxy" clientAuth
+cert coredns "/CN=system:coredns" clientAuth
 ossl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key"
 ossl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
 
@@ -111,7 +115,7 @@ kubeconfig() {
 	kubectl config --kubeconfig "$file" use-context stackyard-test >/dev/null
 }
 kubeconfig "$CLUSTER_DIR/kubeconfig" admin
-for n in controller-manager scheduler kubelet; do
+for n in controller-manager scheduler kubelet kube-proxy coredns; do
 	kubeconfig "$CLUSTER_DIR/$n.kubeconfig" "$n"
 done
 KUBECTL=(kubectl --kubeconfig "$CLUSTER_DIR/kubeconfig")
@@ -152,6 +156,82 @@ start kube-scheduler "$BIN/kube-scheduler" \
 	--authentication-kubeconfig "$CLUSTER_DIR/scheduler.kubeconfig" \
 	--authorization-kubeconfig "$CLUSTER_DIR/scheduler.kubeconfig" \
 	--bind-address 127.0.0.1 --leader-elect=false --cert-dir "$PKI/scheduler-generated"
+
+# ---- services: kube-proxy ---------------------------------------------------
+# nftables mode (Debian's nft; the machines have no iptables). masqueradeAll:
+# the pods share one bridge and the host has no br_netfilter, so the reply
+# of a pod to a Service connection from a pod on the same bridge would skip
+# the host's conntrack; masquerading every Service connection brings the
+# replies back through the host.
+mkdir -p "$CLUSTER_DIR/kube-proxy"
+cat >"$CLUSTER_DIR/kube-proxy/config.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection:
+  kubeconfig: $CLUSTER_DIR/kube-proxy.kubeconfig
+hostnameOverride: $NODE_NAME
+clusterCIDR: $POD_CIDR
+bindAddress: 0.0.0.0
+healthzBindAddress: 127.0.0.1:$KUBE_PROXY_HEALTH_PORT
+metricsBindAddress: 127.0.0.1:10249
+masqueradeAll: true
+# Leave the host's conntrack sysctls alone.
+conntrack:
+  maxPerCore: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+EOF
+start kube-proxy "$BIN/kube-proxy" --config "$CLUSTER_DIR/kube-proxy/config.yaml"
+
+# ---- cluster DNS: CoreDNS ---------------------------------------------------
+# A host process on the node's IP (pods reach it there, as they reach the
+# API server), the kubernetes plugin watching the API server as
+# system:coredns; other names go to the host's resolvers.
+"${KUBECTL[@]}" apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:coredns
+rules:
+- apiGroups: [""]
+  resources: [endpoints, services, pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:coredns
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:coredns
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: system:coredns
+EOF
+mkdir -p "$CLUSTER_DIR/coredns"
+cat >"$CLUSTER_DIR/coredns/Corefile" <<EOF
+.:$DNS_PORT {
+    bind $NODE_IP
+    errors
+    health 127.0.0.1:$DNS_HEALTH_PORT
+    kubernetes $CLUSTER_DOMAIN in-addr.arpa ip6.arpa {
+        kubeconfig $CLUSTER_DIR/coredns.kubeconfig stackyard-test
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 5
+    }
+    forward . /etc/resolv.conf
+    cache 5
+}
+EOF
+start coredns "$BIN/coredns" -conf "$CLUSTER_DIR/coredns/Corefile"
+wait_for coredns 30 curl -fsS "http://127.0.0.1:$DNS_HEALTH_PORT/health"
 
 # ---- containerd -------------------------------------------------------------
 mkdir -p "$CLUSTER_DIR/containerd" "$CLUSTER_DIR/cni/ipam"
@@ -255,7 +335,9 @@ healthzBindAddress: 127.0.0.1
 healthzPort: 10248
 podLogsDir: $CLUSTER_DIR/pod-logs
 volumePluginDir: $CLUSTER_DIR/kubelet/volume-plugins
-clusterDomain: cluster.local
+clusterDomain: $CLUSTER_DOMAIN
+clusterDNS:
+- $NODE_IP
 # The apiserver's kubelet client certificate is signed by the cluster CA;
 # nothing else talks to the kubelet.
 authentication:
@@ -285,6 +367,7 @@ wait_for "node $NODE_NAME to register" 90 "${KUBECTL[@]}" get node "$NODE_NAME"
 wait_for "node $NODE_NAME to be Ready" 120 "${KUBECTL[@]}" wait --for=condition=Ready --timeout=2s node "$NODE_NAME"
 # The controller manager creates the default service account once it runs.
 wait_for "the default service account" 60 "${KUBECTL[@]}" -n default get serviceaccount default
+wait_for kube-proxy 30 curl -fsS "http://127.0.0.1:$KUBE_PROXY_HEALTH_PORT/healthz"
 
 trap - ERR
 log "up in $(($(date +%s) - start_time))s: export KUBECONFIG=$CLUSTER_DIR/kubeconfig"

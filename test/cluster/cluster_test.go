@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -86,7 +87,7 @@ func TestOperatorImage(t *testing.T) {
 	cs := client(t)
 	image := nodeImage(t, cs, "ghcr.io/stackyard/stackyard:")
 	if image == "" {
-		t.Skip("the operator image is not on the node (make images, then restart the cluster)")
+		t.Fatal("the operator image is not on the node (make images, then restart the cluster)")
 	}
 	ns := namespace(t, cs)
 	logs := runPod(t, cs, ns, "stackyard-version", image, nil, []string{"version"})
@@ -218,4 +219,59 @@ func describe(p *corev1.Pod) string {
 		}
 	}
 	return b.String()
+}
+
+// TestServiceClusterIP dials the kubernetes Service's ClusterIP from a pod:
+// kube-proxy (nftables mode) must forward it to the API server.
+func TestServiceClusterIP(t *testing.T) {
+	cs := client(t)
+	svc, err := cs.CoreV1().Services("default").Get(t.Context(), "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t, cs)
+	addr := svc.Spec.ClusterIP + ":443"
+	logs := runPod(t, cs, ns, "dial-kubernetes", helloImage, nil, []string{"dial", addr})
+	if !strings.Contains(logs, "dialed "+addr) {
+		t.Fatalf("pod log lacks %q:\n%s", "dialed "+addr, logs)
+	}
+}
+
+// TestClusterDNS resolves the kubernetes Service and a headless Service's
+// name from a pod through CoreDNS, then dials the kubernetes Service by name.
+func TestClusterDNS(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	// A headless Service with one ready endpoint: the address a workspace
+	// Service resolves to is its pod's; here an EndpointSlice stands in.
+	_, err := cs.CoreV1().Services(ns).Create(t.Context(), &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "headless"},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Ports:     []corev1.ServicePort{{Name: "p", Port: 80}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.DiscoveryV1().EndpointSlices(ns).Create(t.Context(), &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "headless-1", Labels: map[string]string{discoveryv1.LabelServiceName: "headless"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.88.255.254"}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: new("p"), Port: new(int32(80))}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"kubernetes.default.svc.cluster.local", "kubernetes.default", "headless." + ns + ".svc.cluster.local", "headless"}
+	logs := runPod(t, cs, ns, "resolve", helloImage, nil, append([]string{"resolve"}, names...))
+	for _, want := range []string{"resolved kubernetes.default.svc.cluster.local 10.96.0.1", "resolved headless 10.88.255.254"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("pod log lacks %q:\n%s", want, logs)
+		}
+	}
+	logs = runPod(t, cs, ns, "dial-by-name", helloImage, nil, []string{"dial", "kubernetes.default.svc:443"})
+	if !strings.Contains(logs, "dialed kubernetes.default.svc:443") {
+		t.Errorf("pod log lacks the dial:\n%s", logs)
+	}
 }
