@@ -133,13 +133,21 @@ func checkOperator(t *testing.T, m manifest, ns string) operator {
 	if want := ns + "/" + sa; o.flags["service-account"] != want {
 		t.Errorf("--service-account=%q, but the pod runs as %s", o.flags["service-account"], want)
 	}
+	// (The workspace pods' ServiceAccounts and their bindings, labelled
+	// component workspace, are not the operator's.)
 	for _, u := range m.ofKind("ServiceAccount") {
+		if isWorkspaceObject(u) {
+			continue
+		}
 		if u.GetName() != sa || u.GetNamespace() != ns {
 			t.Errorf("ServiceAccount %s/%s rendered, the pod runs as %s/%s", u.GetNamespace(), u.GetName(), ns, sa)
 		}
 	}
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, u := range m.ofKind(kind) {
+			if isWorkspaceObject(u) {
+				continue
+			}
 			var b rbacv1.ClusterRoleBinding // a RoleBinding has the same fields
 			fromUnstructured(t, u, &b)
 			if !slices.Contains(b.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Name: sa, Namespace: ns}) {
@@ -458,6 +466,34 @@ func TestRenderOptions(t *testing.T) {
 			checkGenerated(t, m, true, false)
 		},
 	}, {
+		name: "workspace service accounts",
+		args: []string{"--set", "workspaces.namespaces={apps,infra}"},
+		check: func(t *testing.T, m manifest, _ operator) {
+			var sas []string
+			for _, u := range m.ofKind("ServiceAccount") {
+				if u.GetName() == "pulumi" {
+					sas = append(sas, u.GetNamespace())
+				}
+			}
+			if !slices.Equal(sas, []string{"apps", "infra"}) {
+				t.Errorf("workspace ServiceAccounts in %v, want apps and infra", sas)
+			}
+			bound := 0
+			for _, u := range m.ofKind("ClusterRoleBinding") {
+				role, _, _ := unstructured.NestedString(u.Object, "roleRef", "name")
+				subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+				if role == "system:auth-delegator" && len(subjects) == 1 {
+					subject, _ := subjects[0].(map[string]any)
+					if subject["name"] == "pulumi" && (subject["namespace"] == "apps" || subject["namespace"] == "infra") {
+						bound++
+					}
+				}
+			}
+			if bound != 2 {
+				t.Errorf("%d auth-delegator bindings for the workspace ServiceAccounts, want 2", bound)
+			}
+		},
+	}, {
 		name: "no rbac",
 		args: []string{"--set", "rbac.create=false"},
 		check: func(t *testing.T, m manifest, _ operator) {
@@ -606,12 +642,19 @@ func TestRenderRefusesBadValues(t *testing.T) {
 		{"replicas=2", "additional properties 'replicas' not allowed"},
 		{"runtime=docker", "/runtime"},
 		{"idleAfter=5minutes", "/idleAfter"},
+		{"workspaces.namespaces={Bad_NS}", "/workspaces/namespaces/0"},
 	} {
 		_, err := runHelm(t, nil, "template", release, chartDir(), "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("helm template --set %s: %v, want an error saying %q", tc.set, err, tc.want)
 		}
 	}
+}
+
+// isWorkspaceObject reports whether u is made for workspace pods
+// (workspaces.namespaces), not for the operator.
+func isWorkspaceObject(u *unstructured.Unstructured) bool {
+	return u.GetLabels()["app.kubernetes.io/component"] == "workspace"
 }
 
 func labelsMatch(labels, selector map[string]string) bool {
