@@ -16,14 +16,12 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -142,27 +140,13 @@ var (
 // user creates a ServiceAccount in ns with a Role of rules there, and
 // keeps a token for it under name (alice, bob) or ns/name.
 func user(ctx context.Context, ns, name string, rules ...rbacv1.PolicyRule) error {
-	objs := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
-		},
-	}
-	for _, obj := range objs {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			return err
-		}
-	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	if err := env.Client.SubResource("token").Create(ctx, objs[0], tr); err != nil {
+	token, err := testenv.UserToken(ctx, env.Client, ns, name, rules...)
+	if err != nil {
 		return err
 	}
-	tokens[ns+"/"+name] = tr.Status.Token
+	tokens[ns+"/"+name] = token
 	if ns == nsA || ns == nsB {
-		tokens[name] = tr.Status.Token
+		tokens[name] = token
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"html/template"
@@ -76,7 +75,6 @@ var funcs = template.FuncMap{
 		return tm.UTC().Format(time.RFC3339)
 	},
 	"oneline": func(s string) string { first, _, _ := strings.Cut(s, "\n"); return first },
-	"or":      func(a, b string) string { return cmp.Or(a, b) },
 	"lower":   strings.ToLower,
 	"join":    strings.Join,
 	"trunc":   truncate,

@@ -49,16 +49,8 @@ func shellBlocks(t *testing.T, page string) []string {
 // history reads the same, and that the soak was honoured according to the
 // objects' own timestamps.
 func TestChangeManagementWalkthrough(t *testing.T) {
-	if err := testenv.RequireBinaries(append([]string{"etcd", "kube-apiserver", "kubectl"}, testenv.PulumiBinaries...)...); err != nil {
-		t.Fatal(err)
-	}
 	g := NewWithT(t)
-	tmp := t.TempDir()
-	if err := testenv.IsolatePulumi(tmp, "unused"); err != nil {
-		t.Fatal(err)
-	}
-	stackyard, err := testenv.BuildStackyard(tmp)
-	g.Expect(err).NotTo(HaveOccurred())
+	tmp, stackyard := prepare(t, "kubectl")
 
 	// The reader's checkout: bin/ as `make dev` leaves it, .stackyard/ as
 	// `make dev` makes it.

@@ -13,12 +13,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -36,17 +33,9 @@ import (
 // approval clicked in the page moves the release to prod. The screenshots
 // are kept in test/browser/artifacts/dev-dashboard.
 func TestDevDashboard(t *testing.T) {
-	if err := testenv.RequireBinaries(append([]string{"etcd", "kube-apiserver"}, testenv.PulumiBinaries...)...); err != nil {
-		t.Fatal(err)
-	}
 	g := NewWithT(t)
 	ctx := context.Background()
-	tmp := t.TempDir()
-	if err := testenv.IsolatePulumi(tmp, "unused"); err != nil {
-		t.Fatal(err)
-	}
-	bin, err := testenv.BuildStackyard(tmp)
-	g.Expect(err).NotTo(HaveOccurred())
+	tmp, bin := prepare(t)
 	stateDir := filepath.Join(tmp, "state")
 	run := startDev(t, bin, stateDir)
 	defer run.stop(t)
@@ -99,31 +88,15 @@ func TestDevDashboard(t *testing.T) {
 // Approvals, but lacks the verb "approve", and returns a token for it.
 func viewerToken(t *testing.T, c client.Client) string {
 	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "viewer"}}
-	objs := []client.Object{
-		sa,
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "viewer"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"promotion.stackyard.dev"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"promotion.stackyard.dev"}, Resources: []string{"approvals"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"pulumi.com"}, Resources: []string{"stacks"}, Verbs: []string{"get", "list", "watch"}},
-		}},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "viewer"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "viewer"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "viewer"}},
-		},
-	}
-	for _, obj := range objs {
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+	token, err := testenv.UserToken(context.Background(), c, "default", "viewer",
+		rbacv1.PolicyRule{APIGroups: []string{"promotion.stackyard.dev"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"promotion.stackyard.dev"}, Resources: []string{"approvals"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"pulumi.com"}, Resources: []string{"stacks"}, Verbs: []string{"get", "list", "watch"}},
+	)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return tr.Status.Token
+	return token
 }
 
 // commitToSample commits a change of the sample program's message and asks

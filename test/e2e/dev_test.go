@@ -131,17 +131,28 @@ func processesUnder(dir string) []string {
 	return found
 }
 
-func TestDev(t *testing.T) {
-	if err := testenv.RequireBinaries(append([]string{"etcd", "kube-apiserver"}, testenv.PulumiBinaries...)...); err != nil {
+// prepare checks that the control plane and Pulumi binaries (and extra)
+// are built, isolates Pulumi's home in a new temporary directory and builds
+// the stackyard binary there; it returns the directory and the binary.
+func prepare(t *testing.T, extra ...string) (tmp, bin string) {
+	t.Helper()
+	if err := testenv.RequireBinaries(append(append([]string{"etcd", "kube-apiserver"}, extra...), testenv.PulumiBinaries...)...); err != nil {
 		t.Fatal(err)
 	}
-	g := NewWithT(t)
-	tmp := t.TempDir()
+	tmp = t.TempDir()
 	if err := testenv.IsolatePulumi(tmp, "unused"); err != nil {
 		t.Fatal(err)
 	}
 	bin, err := testenv.BuildStackyard(tmp)
-	g.Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmp, bin
+}
+
+func TestDev(t *testing.T) {
+	g := NewWithT(t)
+	tmp, bin := prepare(t)
 	stateDir := filepath.Join(tmp, "state")
 
 	// The binary says which commit it was built from, and when.

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -81,4 +83,31 @@ func (e *Env) ServiceAccountConfig(ctx context.Context, namespace, name string, 
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
 	}
 	return cfg, nil
+}
+
+// UserToken creates, with c, the ServiceAccount namespace/name with a Role
+// of rules in its namespace, and returns a token for it (valid an hour)
+// from the TokenRequest API: a user as a dashboard, the CLI or an API
+// client presents itself, judged by the real RBAC.
+func UserToken(ctx context.Context, c client.Client, namespace, name string, rules ...rbacv1.PolicyRule) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	objs := []client.Object{
+		sa,
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Rules: rules},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
+		},
+	}
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			return "", fmt.Errorf("creating %T %s: %w", obj, name, err)
+		}
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return "", fmt.Errorf("requesting a token for %s/%s: %w", namespace, name, err)
+	}
+	return tr.Status.Token, nil
 }

@@ -98,13 +98,13 @@ func New(opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		opts:     opts,
-		cli:      cli,
-		log:      log,
+		opts: opts,
+		cli:  cli,
+		log:  log,
 		// The runtime names the environment variables read from Secrets
 		// (redact.SecretEnvVar): their values are masked like secret
 		// config from the start.
-		secrets: redact.New(redact.SecretEnvValues(nil)...),
+		secrets:  redact.New(redact.SecretEnvValues(nil)...),
 		busy:     make(chan string, 1),
 		shutdown: ctx,
 		stopAll:  cancel,
