@@ -84,7 +84,7 @@ func run(m *testing.M) (int, error) {
 	for _, ro := range []bool{false, true} {
 		srv, err := dashboard.New(dashboard.Config{
 			Reader: mgr.GetClient(), Reviews: mgr.GetClient(), Informers: mgr.GetCache(), RESTConfig: mgr.GetConfig(),
-			ReadOnly: ro, Log: log,
+			ReadOnly: ro, Log: log, Heartbeat: 200 * time.Millisecond,
 		})
 		if err != nil {
 			return 1, err
@@ -577,6 +577,44 @@ func TestActionsRunAsTheUser(t *testing.T) {
 
 	g.Expect(dashLogs.String()).NotTo(ContainSubstring(tokens["alice"]))
 	g.Expect(dashLogs.String()).NotTo(ContainSubstring(tokens["bob"]))
+}
+
+// TestLiveEndsWithItsToken: an open event stream ends once its token is
+// no longer valid (here its ServiceAccount is deleted), instead of telling
+// a signed-out or revoked user about changes until the page closes.
+func TestLiveEndsWithItsToken(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(user(ctx, nsA, "carol", readAll...)).To(Succeed())
+	req, _ := http.NewRequest(http.MethodGet, baseURL+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tokens[nsA+"/carol"])
+	rctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(rctx))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	ended := make(chan error, 1)
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // heartbeats nobody waits for any more
+			}
+		}
+		ended <- sc.Err()
+	}()
+	// Heartbeats pass while the token is valid.
+	g.Eventually(lines, 10*time.Second).Should(Receive(Equal(": ping")))
+	g.Consistently(ended, time.Second).ShouldNot(Receive())
+
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "carol"}}
+	g.Expect(env.Client.Delete(ctx, sa)).To(Succeed())
+	// The API server trusts a token it checked for up to 10 s.
+	g.Eventually(ended, 25*time.Second).Should(Receive(BeNil()), "the stream outlived its ServiceAccount")
+	g.Expect(rctx.Err()).NotTo(HaveOccurred(), "the stream ended by the test's own timeout")
 }
 
 // TestLive: an open event stream says hello with the server's boot ID,

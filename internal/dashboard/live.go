@@ -2,6 +2,8 @@ package dashboard
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -13,11 +15,12 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/authn"
 )
 
-// pingInterval keeps an idle event stream open through proxies that close
-// silent connections.
-const pingInterval = 15 * time.Second
+// defaultHeartbeat keeps an idle event stream open through proxies that
+// close silent connections, and is how often its token is reviewed again.
+const defaultHeartbeat = 15 * time.Second
 
 // watched are the kinds whose changes a page shows.
 func watched() []client.Object {
@@ -99,8 +102,12 @@ func (s *Server) watch(ctx context.Context) error {
 // ID and a retry interval, so that a page that reconnects after an
 // operator restart knows to fetch its content again; then one "change"
 // event per wake-up, and a comment now and then to keep the connection.
+// At each of those the token is reviewed again, past the cache, so a
+// stream outlives neither the token nor its ServiceAccount; the page's
+// reconnection then meets the sign-in page's 401.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.identify(r); err != nil {
+	sess, err := s.identify(r)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -117,7 +124,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	fmt.Fprintf(w, "retry: 1000\nevent: hello\ndata: %s\n\n", s.boot)
 	flusher.Flush()
-	ping := time.NewTicker(pingInterval)
+	ping := time.NewTicker(s.heartbeat)
 	defer ping.Stop()
 	for {
 		select {
@@ -128,8 +135,26 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-changes:
 			fmt.Fprintf(w, "event: change\ndata: %d\n\n", s.broker.current())
 		case <-ping.C:
+			if !s.stillValid(r.Context(), sess.token) {
+				return
+			}
 			fmt.Fprint(w, ": ping\n\n")
 		}
 		flusher.Flush()
 	}
+}
+
+// stillValid asks the API server whether token is still valid, and keeps
+// the answer for the pages' requests. Only a refusal ends a stream: an API
+// server that cannot be reached leaves it open until the next heartbeat.
+func (s *Server) stillValid(ctx context.Context, token string) bool {
+	user, err := s.reviewer.Authenticate(ctx, token)
+	var aerr *authn.Error
+	if errors.As(err, &aerr) && aerr.Code == http.StatusUnauthorized {
+		return false
+	}
+	if err == nil {
+		s.reviews.put(sha256.Sum256([]byte(token)), user, s.now())
+	}
+	return true
 }

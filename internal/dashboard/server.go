@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -51,6 +52,11 @@ type Config struct {
 	Log logr.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Heartbeat is how often an open event stream sends a keep-alive and
+	// asks the API server again whether its token is still valid, ending
+	// the stream when it is not (revoked, expired, its ServiceAccount
+	// deleted); zero means 15 seconds.
+	Heartbeat time.Duration
 }
 
 // Server is the dashboard: an http.Handler, and a manager.Runnable when
@@ -63,6 +69,7 @@ type Server struct {
 	readOnly   bool
 	log        logr.Logger
 	clock      func() time.Time
+	heartbeat  time.Duration
 
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
@@ -87,7 +94,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		reader: cfg.Reader, reviewer: authn.Reviewer{Client: cfg.Reviews}, informers: cfg.Informers,
 		restConfig: cfg.RESTConfig, readOnly: cfg.ReadOnly, log: cfg.Log, clock: cfg.Now,
-		pages: pages, mux: http.NewServeMux(), boot: hex.EncodeToString(boot), stopping: make(chan struct{}),
+		heartbeat: cmp.Or(cfg.Heartbeat, defaultHeartbeat),
+		pages:     pages, mux: http.NewServeMux(), boot: hex.EncodeToString(boot), stopping: make(chan struct{}),
 		reviews: &ttlCache[[sha256.Size]byte, authenticationv1.UserInfo]{ttl: reviewTTL, maxEntries: maxReviews},
 		access:  &ttlCache[string, bool]{ttl: accessTTL, maxEntries: maxReviews},
 	}
