@@ -138,6 +138,17 @@ func TestBadInput(t *testing.T) {
 		},
 		stage: "a", message: "spec.sources.stages: the stage graph has a cycle: a → c → b → a",
 	}, {
+		// A stage both waiting (its Stack is not there yet) and wrong (a
+		// cycle) says what only a person can fix.
+		name: "a cycle in the stage graph, and a missing Stack",
+		objects: func(ns string) []client.Object {
+			upstream := func(names ...string) func(*promotionv1alpha1.StageSpec) {
+				return func(s *promotionv1alpha1.StageSpec) { s.Sources = promotionv1alpha1.ReleaseSources{Stages: names} }
+			}
+			return []client.Object{stage(ns, "a", []string{"ghost"}, upstream("b")), stage(ns, "b", []string{"b"}, upstream("a"))}
+		},
+		stage: "a", message: "spec.sources.stages: the stage graph has a cycle: a → b → a",
+	}, {
 		name: "an upstream stage of another pipeline",
 		objects: func(ns string) []client.Object {
 			other := stage(ns, "elsewhere", []string{"api"}, nil)

@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -16,30 +17,18 @@ import (
 	"github.com/stackyard/stackyard/internal/schedule"
 )
 
-// reconcileReferences checks what the spec names, in the order a person
-// reads it: the Pipeline, each Stack (and that no older stage binds it),
-// each upstream Stage (of the same pipeline, without a cycle back to this
-// one) and the promotion windows. Something that may still appear is
-// waited for; a conflict only a person can settle stalls the stage.
+// reconcileReferences checks what the spec names: the Pipeline, each
+// upstream Stage (of the same pipeline, without a cycle back to this one),
+// the promotion windows, and each Stack (and that no older stage binds
+// it). Something that may still appear is waited for; a conflict only a
+// person can settle stalls the stage, and is reported before any wait, so
+// that a stage both waiting and wrong says what a person must fix.
 func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, error) {
 	ns, spec := s.stage.Namespace, &s.stage.Spec
+	var wait error // the first reference still missing
 	var pipeline promotionv1alpha1.Pipeline
 	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: spec.Pipeline}, &pipeline); err != nil {
 		return sreconcile.ResultEmpty, missingOr(err, "spec.pipeline", "Pipeline", spec.Pipeline)
-	}
-	for i, b := range spec.Stacks {
-		field := fmt.Sprintf("spec.stacks[%d]", i)
-		if s.stacks[b.Name] == nil {
-			return sreconcile.ResultEmpty, missingOr(s.stackErrs[b.Name], field, "Stack", b.Name)
-		}
-		var binders promotionv1alpha1.StageList
-		if err := s.r.Client.List(ctx, &binders, client.InNamespace(ns), client.MatchingFields{StackIndex: b.Name}); err != nil {
-			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("%s: listing the stages bound to Stack %q: %w", field, b.Name, err))
-		}
-		if owner := OwnerOf(binders.Items, b.Name); owner != nil && owner.Name != s.stage.Name && !spec.PreviewOnly {
-			return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
-				"%s: Stack %q is bound to Stage %q, which is older; a Stack belongs to one stage: remove it from one of them", field, b.Name, owner.Name))
-		}
 	}
 	var stages promotionv1alpha1.StageList
 	if err := s.r.Client.List(ctx, &stages, client.InNamespace(ns)); err != nil {
@@ -54,7 +43,8 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 		field := fmt.Sprintf("spec.sources.stages[%d]", i)
 		up := byName[name]
 		if up == nil {
-			return sreconcile.ResultEmpty, missingOr(nil, field, "Stage", name)
+			wait = cmp.Or(wait, missingOr(nil, field, "Stage", name))
+			continue
 		}
 		if up.Spec.Pipeline != spec.Pipeline {
 			return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
@@ -68,6 +58,24 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 	windows, err := Windows(spec)
 	if err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, err)
+	}
+	for i, b := range spec.Stacks {
+		field := fmt.Sprintf("spec.stacks[%d]", i)
+		if s.stacks[b.Name] == nil {
+			wait = cmp.Or(wait, missingOr(s.stackErrs[b.Name], field, "Stack", b.Name))
+			continue
+		}
+		var binders promotionv1alpha1.StageList
+		if err := s.r.Client.List(ctx, &binders, client.InNamespace(ns), client.MatchingFields{StackIndex: b.Name}); err != nil {
+			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("%s: listing the stages bound to Stack %q: %w", field, b.Name, err))
+		}
+		if owner := OwnerOf(binders.Items, b.Name); owner != nil && owner.Name != s.stage.Name && !spec.PreviewOnly {
+			return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
+				"%s: Stack %q is bound to Stage %q, which is older; a Stack belongs to one stage: remove it from one of them", field, b.Name, owner.Name))
+		}
+	}
+	if wait != nil {
+		return sreconcile.ResultEmpty, wait
 	}
 	s.windows = windows
 	return sreconcile.ResultEmpty, nil
