@@ -102,7 +102,7 @@ func NewUpdates() *Updates {
 	return &Updates{
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackyard_updates_total",
-			Help: "Finished Pulumi operations by type (preview, up, refresh, destroy) and result (succeeded, failed).",
+			Help: "Finished Pulumi operations by type (preview, up, refresh, destroy) and result (succeeded, failed, conflict, interrupted, cancelled).",
 		}, []string{"type", "result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "stackyard_update_duration_seconds",

@@ -50,7 +50,7 @@ func TestObserveUpdate(t *testing.T) {
 	u.ObserveUpdate("up", "failed", time.Second)
 	u.ObserveUpdate("up", "succeeded", 7*time.Second)
 	want := `
-# HELP stackyard_updates_total Finished Pulumi operations by type (preview, up, refresh, destroy) and result (succeeded, failed).
+# HELP stackyard_updates_total Finished Pulumi operations by type (preview, up, refresh, destroy) and result (succeeded, failed, conflict, interrupted, cancelled).
 # TYPE stackyard_updates_total counter
 stackyard_updates_total{result="failed",type="up"} 1
 stackyard_updates_total{result="succeeded",type="up"} 2
