@@ -2,19 +2,20 @@ package cli
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"time"
-
-	"github.com/stackyard/stackyard/internal/runtime/local"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/stackyard/stackyard/internal/leader"
 	"github.com/stackyard/stackyard/internal/operator"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/runtime/local"
 )
 
 func init() {
@@ -24,7 +25,8 @@ func init() {
 // newOperatorCommand builds `stackyard operator`: the controller manager.
 func newOperatorCommand() *cobra.Command {
 	var opts operator.Options
-	var toolDirs, serviceAccount string
+	var toolDirs, serviceAccount, pod string
+	var watchNamespaces []string
 	zapOpts := zap.Options{}
 	cmd := &cobra.Command{
 		Use:   "operator",
@@ -37,6 +39,18 @@ func newOperatorCommand() *cobra.Command {
 			}
 			if ns, name, ok := strings.Cut(serviceAccount, "/"); ok {
 				opts.ServiceAccount = types.NamespacedName{Namespace: ns, Name: name}
+			}
+			if pod != "" {
+				ns, name, ok := strings.Cut(pod, "/")
+				if !ok || ns == "" || name == "" {
+					return fmt.Errorf("--pod=%q: want namespace/name of this replica's own Pod", pod)
+				}
+				opts.Pod = types.NamespacedName{Namespace: ns, Name: name}
+			}
+			for _, ns := range watchNamespaces {
+				if ns = strings.TrimSpace(ns); ns != "" {
+					opts.WatchNamespaces = append(opts.WatchNamespaces, ns)
+				}
 			}
 			ctx := ctrl.SetupSignalHandler()
 			cfg, err := ctrl.GetConfig()
@@ -66,6 +80,9 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", `health and readiness probes ("0" disables)`)
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "run only one active replica")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease")
+	f.StringVar(&pod, "pod", ownPod(), "this replica's own Pod, namespace/name (default: the POD_NAMESPACE and POD_NAME environment variables, from the downward API); "+
+		"the leader labels it "+leader.Label+"=true and removes the label from the other replicas' Pods, so a Service that selects it reaches the leader (empty: no label)")
+	f.StringSliceVar(&watchNamespaces, "watch-namespaces", nil, "comma-separated namespaces whose Stacks, Programs, Workspaces, Updates and pipelines the operator reconciles (empty: all namespaces)")
 	f.DurationVar(&opts.IdleAfter, "idle-after", time.Minute, "stop a workspace agent after this long without pending operations")
 	f.DurationVar(&opts.StallAfter, "stall-after", sreconcile.DefaultStallAfter, "mark an object Stalled once the same failure (an API call, a missing Secret) has lasted this long")
 	f.IntVar(&opts.MaxAgents, "max-agents", local.DefaultMaxAgents(), "local runtime: agents (and so operations) running at once; more wait their turn, first come first served (0: unbounded; default: 2 per core, at most one per 256 MiB of memory)")
@@ -74,4 +91,14 @@ func newOperatorCommand() *cobra.Command {
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)
 	return cmd
+}
+
+// ownPod is the operator's own Pod as the downward API names it in the
+// environment, namespace/name, or "" outside a Pod.
+func ownPod() string {
+	ns, name := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
+	if ns == "" || name == "" {
+		return ""
+	}
+	return ns + "/" + name
 }

@@ -12,15 +12,18 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -38,6 +41,7 @@ import (
 	"github.com/stackyard/stackyard/internal/controller/update"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
 	"github.com/stackyard/stackyard/internal/dashboard"
+	"github.com/stackyard/stackyard/internal/leader"
 	"github.com/stackyard/stackyard/internal/metrics"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
@@ -106,6 +110,18 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace holds the lease.
 	LeaderElectionNamespace string
+	// Pod is this replica's own Pod (from the downward API). When set, the
+	// replica that leads labels it leader.Label and removes the label from
+	// the installation's other Pods, so that the artifacts Service, which
+	// selects the label, sends downloads to the replica that builds the
+	// artifacts (internal/leader). Empty outside a cluster.
+	Pod types.NamespacedName
+	// WatchNamespaces limits the Stacks, Programs, Workspaces, Updates and
+	// change-management objects the operator reconciles, and everything it
+	// caches, to these namespaces; empty means every namespace. With it the
+	// operator needs its ClusterRole bound in these namespaces only (plus
+	// the rules for cluster-scoped resources, bound cluster-wide).
+	WatchNamespaces []string
 	// IdleAfter is how long an agent stays up without pending work.
 	IdleAfter time.Duration
 	// MaxAgents bounds the local runtime's agents running at once, and so
@@ -162,6 +178,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		// loopback, which no workspace pod can reach.
 		return nil, errNoArtifactURL
 	}
+	watched, err := watchedNamespaces(opts.WatchNamespaces)
+	if err != nil {
+		return nil, err
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -182,6 +202,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		// them. Caching them would keep every Secret of the cluster in the
 		// operator's memory and need the right to list and watch them all.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		// Every namespaced kind is cached, and so watched and reconciled,
+		// in the watched namespaces only (nil: all of them); cluster-scoped
+		// kinds stay cluster-wide.
+		Cache: cache.Options{DefaultNamespaces: watched},
 	})
 	if err != nil {
 		return nil, err
@@ -195,6 +219,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 
 	store, err := addArtifactServer(mgr, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := addLeaderLabeler(mgr, opts); err != nil {
 		return nil, err
 	}
 
@@ -314,6 +341,40 @@ func addArtifactServer(mgr manager.Manager, opts Options) (*artifact.Store, erro
 		return nil, err
 	}
 	return store, nil
+}
+
+// addLeaderLabeler keeps the leader label on the leading replica's Pod
+// when the operator knows its own Pod: the artifacts Service selects it,
+// because only the leader builds Program artifacts.
+func addLeaderLabeler(mgr manager.Manager, opts Options) error {
+	if opts.Pod == (types.NamespacedName{}) {
+		return nil
+	}
+	// Not the manager's client: its cache holds the watched namespaces
+	// only, which need not include the operator's own.
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("leader labels: %w", err)
+	}
+	return mgr.Add(&leader.Labeler{
+		Client: c, Pod: opts.Pod, Elected: mgr.Elected(), Log: mgr.GetLogger().WithName("leader-label"),
+	})
+}
+
+// watchedNamespaces checks the namespaces to watch and returns them as the
+// cache wants them; nil when every namespace is watched.
+func watchedNamespaces(names []string) (map[string]cache.Config, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	watched := make(map[string]cache.Config, len(names))
+	for _, ns := range names {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("operator: --watch-namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		watched[ns] = cache.Config{}
+	}
+	return watched, nil
 }
 
 // The cloud API checks each caller's token and right to get a Stack with

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stackyard/stackyard/internal/cli"
+	"github.com/stackyard/stackyard/internal/leader"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -186,7 +187,23 @@ func checkOperator(t *testing.T, m manifest, ns string) operator {
 		}
 	}
 
-	// Services select the operator's pods and reach a port it opens.
+	// The operator knows its own Pod from the downward API, so that the
+	// leader labels it (internal/leader).
+	if got := o.flags["pod"]; got != "$(POD_NAMESPACE)/$(POD_NAME)" {
+		t.Errorf("--pod=%q, want $(POD_NAMESPACE)/$(POD_NAME): the leader could not label its Pod", got)
+	}
+	for name, field := range map[string]string{"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"} {
+		if !slices.ContainsFunc(o.container.Env, func(e corev1.EnvVar) bool {
+			return e.Name == name && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == field
+		}) {
+			t.Errorf("the container's environment has no %s from the downward API's %s", name, field)
+		}
+	}
+
+	// Services select the operator's pods and reach a port it opens. The
+	// artifacts Service selects the leader's only, by the label the leader
+	// puts on its Pod: a standby has built no artifacts. The others reach
+	// every replica, each of which serves them.
 	podLabels := o.deployment.Spec.Template.Labels
 	for _, u := range m.ofKind("Service") {
 		var svc corev1.Service
@@ -194,10 +211,17 @@ func checkOperator(t *testing.T, m manifest, ns string) operator {
 		if len(svc.Spec.Selector) == 0 {
 			t.Errorf("Service %s selects nothing", svc.Name)
 		}
+		artifacts := slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.TargetPort.StrVal == "artifacts" })
 		for k, v := range svc.Spec.Selector {
+			if k == leader.Label && v == "true" && artifacts {
+				continue
+			}
 			if podLabels[k] != v {
 				t.Errorf("Service %s selects %s=%s, which the operator's pods do not carry", svc.Name, k, v)
 			}
+		}
+		if artifacts && svc.Spec.Selector[leader.Label] != "true" {
+			t.Errorf("Service %s reaches every replica's artifact server, but only the leader builds artifacts: select %s=true", svc.Name, leader.Label)
 		}
 		for _, p := range svc.Spec.Ports {
 			if _, ok := ports[p.TargetPort.StrVal]; !ok {
@@ -330,13 +354,23 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("--%s=%s by default; the cloud API and the dashboard are opt-in", name, v)
 		}
 	}
+	// Every namespace is watched, and the ClusterRole bound cluster-wide.
+	if v, ok := o.flags["watch-namespaces"]; !ok || v != "" {
+		t.Errorf("--watch-namespaces=%q (given: %v) by default, want it empty: every namespace", v, ok)
+	}
+	if m.get("ClusterRoleBinding", "stackyard-manager") == nil || len(m.ofKind("RoleBinding")) != 1 {
+		t.Errorf("by default the ClusterRole is bound cluster-wide, and only the leader election Role in the namespace: %v", m.kinds())
+	}
+	if v, ok := o.flags["max-agents"]; ok {
+		t.Errorf("--max-agents=%s with the kubernetes runtime, which has no such bound", v)
+	}
 }
 
 // leftToOperator are the flags of `stackyard operator` that the chart does
 // not set even with every option on, and why. extraArgs can still pass them.
 var leftToOperator = map[string]string{
 	"tool-dirs":            "the local runtime's PATH additions; in a pod, the image's PATH is the place",
-	"max-agents":           "the local runtime's limit, whose default follows the cores and memory; extraArgs",
+	"max-agents":           "the local runtime's limit (maxAgents), passed with runtime=local only; TestRenderOptions checks it",
 	"zap-devel":            "development logging; logLevel and logEncoder cover production",
 	"zap-stacktrace-level": "rarely changed; extraArgs",
 	"zap-time-encoding":    "rarely changed; extraArgs (testdata/everything.yaml passes it so)",
@@ -494,6 +528,45 @@ func TestRenderOptions(t *testing.T) {
 			}
 		},
 	}, {
+		name:  "watch namespaces",
+		args:  []string{"--set", "watchNamespaces={apps,infra}"},
+		check: checkWatchNamespaces,
+	}, {
+		name: "watch namespaces without rbac",
+		args: []string{"--set", "watchNamespaces={apps}", "--set", "rbac.create=false"},
+		check: func(t *testing.T, m manifest, o operator) {
+			if o.flags["watch-namespaces"] != "apps" {
+				t.Errorf("--watch-namespaces=%q, want apps", o.flags["watch-namespaces"])
+			}
+			if n := len(m.ofKind("RoleBinding")) + len(m.ofKind("ClusterRoleBinding")); n != 0 {
+				t.Errorf("%d bindings rendered with rbac.create=false", n)
+			}
+		},
+	}, {
+		name: "max agents",
+		args: []string{"--set", "runtime=local", "--set", "maxAgents=0"},
+		check: func(t *testing.T, m manifest, o operator) {
+			if got, ok := o.flags["max-agents"]; !ok || got != "0" {
+				t.Errorf("--max-agents=%q (given: %v), want 0 (unbounded) from maxAgents=0", got, ok)
+			}
+		},
+	}, {
+		name: "max agents left to the operator",
+		args: []string{"--set", "runtime=local"},
+		check: func(t *testing.T, m manifest, o operator) {
+			if got, ok := o.flags["max-agents"]; ok {
+				t.Errorf("--max-agents=%s without maxAgents; the operator's own default follows the cores and memory", got)
+			}
+		},
+	}, {
+		name: "max agents with the kubernetes runtime",
+		args: []string{"--set", "maxAgents=3"},
+		check: func(t *testing.T, m manifest, o operator) {
+			if got, ok := o.flags["max-agents"]; ok {
+				t.Errorf("--max-agents=%s with the kubernetes runtime, which has no such bound", got)
+			}
+		},
+	}, {
 		name: "no rbac",
 		args: []string{"--set", "rbac.create=false"},
 		check: func(t *testing.T, m manifest, _ operator) {
@@ -583,6 +656,75 @@ func TestRenderOptions(t *testing.T) {
 	}
 }
 
+// checkWatchNamespaces asserts what watchNamespaces={apps,infra} renders:
+// the flag, the generated ClusterRole bound by a RoleBinding in each of
+// them and nowhere cluster-wide, and its rules on cluster-scoped resources
+// (which a RoleBinding cannot grant) in a ClusterRole of their own, bound
+// cluster-wide. TestInstallUpgradeUninstall checks those rules against the
+// API server's discovery.
+func checkWatchNamespaces(t *testing.T, m manifest, o operator) {
+	t.Helper()
+	if o.flags["watch-namespaces"] != "apps,infra" {
+		t.Errorf("--watch-namespaces=%q, want apps,infra", o.flags["watch-namespaces"])
+	}
+	var bound []string
+	for _, u := range m.ofKind("RoleBinding") {
+		var b rbacv1.RoleBinding
+		fromUnstructured(t, u, &b)
+		if b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "stackyard-manager" {
+			bound = append(bound, b.Namespace)
+		}
+	}
+	slices.Sort(bound)
+	if !slices.Equal(bound, []string{"apps", "infra"}) {
+		t.Errorf("the ClusterRole stackyard-manager is bound in %v, want apps and infra", bound)
+	}
+	for _, u := range m.ofKind("ClusterRoleBinding") {
+		if role, _, _ := unstructured.NestedString(u.Object, "roleRef", "name"); role == "stackyard-manager" {
+			t.Errorf("ClusterRoleBinding %s binds stackyard-manager cluster-wide though watchNamespaces is set", u.GetName())
+		}
+	}
+	if m.get("ClusterRoleBinding", "stackyard-cluster-scope") == nil {
+		t.Error("no ClusterRoleBinding stackyard-cluster-scope: the TokenReviews and SubjectAccessReviews of the dashboard and the cloud API would be refused")
+	}
+	got := clusterScopeRules(t, m)
+	if len(got) == 0 {
+		t.Fatal("the ClusterRole stackyard-cluster-scope has no rules")
+	}
+	// Each is a part of a generated rule: the chart takes rights away from
+	// the cluster-wide binding, it never adds any.
+	generated := generatedRules(t)
+	for _, r := range got {
+		if !slices.ContainsFunc(generated, func(g rbacv1.PolicyRule) bool {
+			return slices.Equal(g.APIGroups, r.APIGroups) && slices.Equal(g.Verbs, r.Verbs) &&
+				!slices.ContainsFunc(r.Resources, func(res string) bool { return !slices.Contains(g.Resources, res) })
+		}) {
+			t.Errorf("stackyard-cluster-scope grants %+v, which no rule of config/rbac/role.yaml does", r)
+		}
+	}
+}
+
+// clusterScopeRules returns the rules of the rendered ClusterRole
+// stackyard-cluster-scope, or none.
+func clusterScopeRules(t *testing.T, m manifest) []rbacv1.PolicyRule {
+	t.Helper()
+	u := m.get("ClusterRole", "stackyard-cluster-scope")
+	if u == nil {
+		return nil
+	}
+	var role rbacv1.ClusterRole
+	fromUnstructured(t, u, &role)
+	return role.Rules
+}
+
+// generatedRules returns the rules of config/rbac/role.yaml.
+func generatedRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	fromUnstructured(t, decodeFile(t, filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))[0], &role)
+	return role.Rules
+}
+
 // checkServiceMonitor asserts that the ServiceMonitor selects the metrics
 // Service, and only it, and scrapes its port.
 func checkServiceMonitor(t *testing.T, m manifest, _ operator) {
@@ -643,6 +785,9 @@ func TestRenderRefusesBadValues(t *testing.T) {
 		{"runtime=docker", "/runtime"},
 		{"idleAfter=5minutes", "/idleAfter"},
 		{"workspaces.namespaces={Bad_NS}", "/workspaces/namespaces/0"},
+		{"watchNamespaces={apps,Bad_NS}", "/watchNamespaces/1"},
+		{"watchNamespaces={apps,apps}", "/watchNamespaces"},
+		{"maxAgents=-1", "/maxAgents"},
 	} {
 		_, err := runHelm(t, nil, "template", release, chartDir(), "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

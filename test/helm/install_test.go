@@ -9,8 +9,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,12 +57,15 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err := testenv.RequireBinaries("helm"); err != nil {
 		t.Fatal(err)
 	}
-	env, err := testenv.Start(testenv.Options{})
+	// Flux's CRDs too: the operator's role names their kinds, and
+	// checkClusterScope asks this API server the scope of each.
+	env, err := testenv.Start(testenv.Options{ExtraCRDDirs: []string{filepath.Join(testenv.BinDir(), "crds", "flux")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx := context.Background()
+	checkClusterScope(t, env.Client.RESTMapper())
 
 	admin, err := env.Environment.AddUser(envtest.User{Name: "helm-test", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -164,6 +170,25 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	gone.SetKind("Deployment")
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: release}, &gone); !apierrors.IsNotFound(err) {
 		t.Errorf("the Deployment is still there after helm uninstall: %v", err)
+	}
+}
+
+// checkClusterScope renders the chart with watchNamespaces and checks that
+// the rules it binds cluster-wide (stackyard-cluster-scope) are exactly the
+// generated rules on cluster-scoped resources, as the API server behind
+// mapper scopes them: the chart's list of such resources misses none
+// (which a RoleBinding would silently fail to grant) and holds no
+// namespaced one (which would be granted in every namespace).
+func checkClusterScope(t *testing.T, mapper meta.RESTMapper) {
+	t.Helper()
+	want, err := testenv.ClusterScopedRules(mapper, generatedRules(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := clusterScopeRules(t, render(t, "--set", "watchNamespaces={apps}"))
+	if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("with watchNamespaces the chart binds cluster-wide rules other than the generated ones on cluster-scoped resources; "+
+			"change the list in templates/rbac.yaml (-want +got):\n%s", d)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -152,16 +153,24 @@ func checkGenerated(t *testing.T, m manifest, crds, policies bool) {
 		t.Errorf("the chart's CRDs are not config/crd/bases' (-want +got):\n%s", d)
 	}
 
-	for _, role := range []struct{ kind, src string }{
-		{"ClusterRole", "role.yaml"},
-		{"Role", "leader_election_role.yaml"},
+	// The generated roles are the ClusterRole named *-manager (with
+	// watchNamespaces a second one holds a part of its rules) and the one
+	// Role.
+	for _, role := range []struct{ kind, suffix, src string }{
+		{"ClusterRole", "-manager", "role.yaml"},
+		{"Role", "", "leader_election_role.yaml"},
 	} {
-		rendered := m.ofKind(role.kind)
+		var rendered manifest
+		for _, u := range m.ofKind(role.kind) {
+			if strings.HasSuffix(u.GetName(), role.suffix) {
+				rendered = append(rendered, u)
+			}
+		}
 		if len(rendered) == 0 {
 			continue // rbac.create=false; the callers count the kinds.
 		}
 		if len(rendered) > 1 {
-			t.Errorf("%d objects of kind %s, want 1", len(rendered), role.kind)
+			t.Errorf("%d objects of kind %s named *%s, want 1", len(rendered), role.kind, role.suffix)
 			continue
 		}
 		want := decodeFile(t, filepath.Join(repo, "config", "rbac", role.src))
