@@ -7,8 +7,9 @@
 //     /etc/passwd and /etc/group entries for the nonroot user (65532), which
 //     it runs as;
 //   - the agent (workspace) image: the operator image plus a layer with the
-//     pinned pulumi CLI and the YAML language host, and a writable home
-//     directory for Pulumi's state (~/.pulumi).
+//     pinned pulumi CLI and the YAML language host; Pulumi keeps its state
+//     in the home directory (~/.pulumi), which every user can write to, so
+//     that the image also runs as a pod's runAsUser other than 65532.
 //
 // The agent image is the operator image with one more layer, so a node that
 // pulls both stores the shared layers once.

@@ -14,9 +14,17 @@ const (
 	// NonRootUID is the user (and group) both images run as: "nonroot",
 	// 65532 as in distroless images.
 	NonRootUID = 65532
-	// HomeDir is nonroot's home directory, writable by it: the Pulumi
-	// CLI keeps its state in HomeDir/.pulumi.
+	// HomeDir is nonroot's home directory and every user's HOME: the
+	// Pulumi CLI keeps its state in HomeDir/.pulumi. It is writable by
+	// any user (mode 1777, like /tmp), because a pod's runAsUser may be
+	// another user than nonroot: the Kubernetes runtime's restricted
+	// profile runs workspace pods as 1000, the user of Pulumi's -nonroot
+	// images.
 	HomeDir = "/home/nonroot"
+	// UserName is the USER both images set, so that a program asking who
+	// it runs as (Go's os/user without cgo, as in the pulumi CLI) gets an
+	// answer for a user /etc/passwd does not list.
+	UserName = "nonroot"
 	// BinDir holds every executable, and comes first on PATH.
 	BinDir = "/usr/local/bin"
 	// StackyardPath is the stackyard binary, both images' entrypoint.
@@ -101,7 +109,7 @@ func Build(in Inputs) (Images, error) {
 }
 
 // baseEntries are the files both images share: the CA bundle, the user
-// database for nonroot, its home and a world-writable /tmp.
+// database for nonroot, a home and a /tmp that every user can write to.
 func baseEntries(caCertificates string) []Entry {
 	return []Entry{
 		File("/etc/passwd", 0o644, []byte(
@@ -114,7 +122,7 @@ func baseEntries(caCertificates string) []Entry {
 		File("/etc/nsswitch.conf", 0o644, []byte("hosts: files dns\n")),
 		FileFrom(CACertificatesPath, 0o644, caCertificates),
 		Dir("/root", 0o700, 0, 0),
-		Dir(HomeDir, 0o755, NonRootUID, NonRootUID),
+		Dir(HomeDir, fs.ModeSticky|0o777, NonRootUID, NonRootUID),
 		Dir("/tmp", fs.ModeSticky|0o777, 0, 0),
 		Dir(BinDir, 0o755, 0, 0),
 	}
@@ -141,11 +149,14 @@ func commonLabels(in Inputs, title, description string) map[string]string {
 	return labels
 }
 
-// env is both images' environment.
+// env is both images' environment. HOME and USER are set whoever the
+// container runs as: without cgo, Go's os/user answers for a user missing
+// from /etc/passwd only from $USER and $HOME.
 func env() []string {
 	return []string{
 		"PATH=" + BinDir + ":/usr/bin:/bin",
 		"HOME=" + HomeDir,
+		"USER=" + UserName,
 		"SSL_CERT_FILE=" + CACertificatesPath,
 	}
 }

@@ -113,7 +113,8 @@ func TestBuildConfig(t *testing.T) {
 			if !slices.Equal(c.Entrypoint, []string{StackyardPath}) || !slices.Equal(c.Cmd, tc.cmd) {
 				t.Errorf("entrypoint %q cmd %q", c.Entrypoint, c.Cmd)
 			}
-			if !slices.Contains(c.Env, "HOME="+HomeDir) || !slices.Contains(c.Env, "PATH=/usr/local/bin:/usr/bin:/bin") {
+			if !slices.Contains(c.Env, "HOME="+HomeDir) || !slices.Contains(c.Env, "USER=nonroot") ||
+				!slices.Contains(c.Env, "PATH=/usr/local/bin:/usr/bin:/bin") {
 				t.Errorf("env %q", c.Env)
 			}
 			if c.WorkingDir != HomeDir {
@@ -170,8 +171,9 @@ func TestBuildFiles(t *testing.T) {
 		checks := map[string]func(e tarEntry) bool{
 			"usr/local/bin/stackyard":           func(e tarEntry) bool { return e.hdr.Mode == 0o755 && e.content == "stackyard binary\n" },
 			"etc/ssl/certs/ca-certificates.crt": func(e tarEntry) bool { return e.hdr.Mode == 0o644 && e.content == string(ca) },
+			// Writable by whichever user a pod runs the image as.
 			"home/nonroot/": func(e tarEntry) bool {
-				return e.hdr.Uid == NonRootUID && e.hdr.Gid == NonRootUID && e.hdr.Mode == 0o755
+				return e.hdr.Uid == NonRootUID && e.hdr.Gid == NonRootUID && e.hdr.Mode == 0o1777
 			},
 			"tmp/": func(e tarEntry) bool { return e.hdr.Mode == 0o1777 },
 			"etc/passwd": func(e tarEntry) bool {

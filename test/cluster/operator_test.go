@@ -19,7 +19,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	kubernetesruntime "github.com/stackyard/stackyard/internal/runtime/kubernetes"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
 
@@ -38,12 +38,7 @@ var (
 	workspaceGVR = schema.GroupVersionResource{Group: "auto.pulumi.com", Version: "v1alpha1", Resource: "workspaces"}
 )
 
-const (
-	release       = "stackyard"
-	releaseNS     = "stackyard-system"
-	agentHomeUser = 65532 // the user the agent image's home belongs to
-	passphrase    = "cluster-e2e"
-)
+const passphrase = "cluster-e2e"
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -134,58 +129,59 @@ func program(greeting string) map[string]string {
 	return map[string]string{"Pulumi.yaml": "name: clustere2e\nruntime: yaml\noutputs:\n  greeting: " + greeting + "\n  joined:\n    fn::join: [\"-\", [\"a\", \"" + greeting + "\"]]\n"}
 }
 
-// TestOperatorEndToEnd installs the chart, brings a Stack from a git
+// TestOperatorEndToEnd installs the operator, brings a Stack from a git
 // repository to Ready through a real workspace pod, updates it, waits for
-// the pod to go idle, deletes the Stack (destroyOnFinalize) and uninstalls.
+// the pod to go idle, deletes the Stack (destroyOnFinalize) and uninstalls:
+// once with the Helm chart and once with the kustomization.
+//
+// The Stacks keep the default, restricted, security profile, which runs
+// the workspace pod as 1000; the two runs use the two kinds of workspace
+// image it must serve: one laid out like Pulumi's -nonroot images (a user
+// 1000 with its own home) and stackyard's agent image (a user 65532 in
+// /etc/passwd, and a HOME and USER for any other).
 func TestOperatorEndToEnd(t *testing.T) {
-	tags := imageTags(t)
-	tag := tags["ghcr.io/stackyard/stackyard"]
-	agentTag := tags["ghcr.io/stackyard/stackyard-agent"]
-	cs := client(t)
-	if tag == "" || agentTag == "" || nodeImage(t, cs, "ghcr.io/stackyard/stackyard-agent:") == "" {
-		t.Fatal("the operator and agent images are not on the node (make images, then restart the cluster)")
+	for _, tc := range []struct {
+		inst       installer
+		agentImage func(t *testing.T, img images) string
+	}{
+		{helmInstaller, pulumiStyleImage},
+		{kustomizeInstaller, func(_ *testing.T, img images) string { return img.agent() }},
+	} {
+		t.Run(tc.inst.name, func(t *testing.T) { testEndToEnd(t, tc.inst, tc.agentImage) })
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cfg)
+}
+
+func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, img images) string) {
+	c := connect(t)
+	img := requireImages(t, c)
+	agent := agentImage(t, img)
 	ctx := t.Context()
 	start := time.Now()
 	step := func(format string, args ...any) {
 		t.Logf("[%5.1fs] %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
+	t.Cleanup(func() { removeCRDs(t, c) })
 
-	// ---- install --------------------------------------------------------
-	chart := filepath.Join(repoRoot(t), "deploy", "helm", "stackyard")
-	helm(t, "install", release, chart, "--namespace", releaseNS, "--create-namespace",
-		"--set", "image.repository=ghcr.io/stackyard/stackyard,image.tag="+tag+",image.pullPolicy=Never",
-		"--set", "idleAfter=20s",
-		"--wait", "--timeout", "3m")
-	uninstalled := false
+	// ---- install, with the workspace ServiceAccount in the Stack's
+	// namespace ------------------------------------------------------------
+	ns := namespace(t, c.cs)
 	t.Cleanup(func() {
 		if t.Failed() {
-			dumpOperator(t, cs)
-		}
-		if !uninstalled {
-			cmd := exec.Command(filepath.Join(repoRoot(t), "bin", "helm"), "uninstall", release, "--namespace", releaseNS, "--kubeconfig", kubeconfigPath(), "--wait")
-			_ = cmd.Run()
+			dumpOperator(t, c.cs)
+			dumpWorkspacePods(t, c.cs, ns)
+			tearDown(t, c, ns)
 		}
 	})
-	step("chart installed")
+	installed := inst.install(t, img, ns)
+	step("installed with %s (%d objects)", inst.name, len(installed.objects))
 
-	// ---- the Stack's namespace, service account and state ----------------
-	ns := namespace(t, cs)
-	_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "pulumi"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The Pulumi state outlives the pod (it goes when idle): a host
-	// directory mounted into it.
+	// directory mounted into it, writable by the pod's user.
 	stateDir, err := os.MkdirTemp(clusterDir(), "e2e-state-")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = os.RemoveAll(stateDir) })
 	if err := os.Chmod(stateDir, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -197,48 +193,32 @@ func TestOperatorEndToEnd(t *testing.T) {
 	repoURL := serveGitOnNode(t, gs) + "/app.git"
 	step("git repository at %s, commit %s", repoURL, commit1)
 
-	stack := stackObject(ns, repoURL, commit1, "stack-e2e", "ghcr.io/stackyard/stackyard-agent:"+agentTag, stateDir)
-	if _, err := dyn.Resource(stackGVR).Namespace(ns).Create(ctx, stack, metav1.CreateOptions{}); err != nil {
+	stack := stackObject(ns, repoURL, commit1, "stack-e2e", agent, stateDir)
+	if _, err := c.dyn.Resource(stackGVR).Namespace(ns).Create(ctx, stack, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	// ---- the agent's TokenReview, with its pod's projected token ---------
-	// Without system:auth-delegator the agent may not review the
-	// operator's token, and says so; bound, the same pod lets it in.
-	waitWorkspaceMessage(t, dyn, ns, "stack-e2e", 3*time.Minute, "may not create tokenreviews")
-	step("the agent refused to serve without system:auth-delegator (TokenReview forbidden)")
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-pulumi-auth-delegator"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:auth-delegator"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "pulumi", Namespace: ns}},
-	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
-	})
-	pod0 := workspacePod(t, cs, ns, "stack-e2e")
 
 	// ---- first update: Ready through a real pod ------------------------
-	waitStack(t, dyn, ns, "stack-e2e", 6*time.Minute, "hello-one")
-	pod1 := workspacePod(t, cs, ns, "stack-e2e")
-	step("Stack Ready with greeting hello-one through pod %s (uid %s, node %s)", pod1.Name, pod1.UID, pod1.Spec.NodeName)
-	if pod1.UID != pod0.UID {
-		t.Errorf("the pod that refused the operator was replaced (%s, then %s): the TokenReview check is not shown to pass in the same pod", pod0.UID, pod1.UID)
+	// The agent serves only once its TokenReview and SubjectAccessReview
+	// of the operator's token pass, made with its pod's projected token:
+	// the workspace ServiceAccount's system:auth-delegator binding works.
+	waitStack(t, c.dyn, ns, "stack-e2e", 6*time.Minute, "hello-one")
+	pod1 := workspacePod(t, c.cs, ns, "stack-e2e")
+	step("Stack Ready with greeting hello-one through pod %s (uid %s, image %s)", pod1.Name, pod1.UID, agent)
+	// The restricted profile, as it comes: the pod runs as the profile's
+	// user, whatever the image's.
+	if sc := pod1.Spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != kubernetesruntime.NonRootUser {
+		t.Errorf("the workspace pod should run as %d (the restricted profile): %+v", kubernetesruntime.NonRootUser, sc)
 	}
-	// The operator called the agent, so the TokenReview and the
-	// SubjectAccessReview (use workspaces/rpc) passed with the operator's
-	// token reviewed by the pod's own projected token.
 
 	// ---- second update: a new commit -------------------------------------
 	commit2 := repo.Commit("main", program("hello-two"))
 	patch := fmt.Sprintf(`{"spec":{"commit":%q}}`, commit2)
-	if _, err := dyn.Resource(stackGVR).Namespace(ns).Patch(ctx, "stack-e2e", "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := c.dyn.Resource(stackGVR).Namespace(ns).Patch(ctx, "stack-e2e", "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitStack(t, dyn, ns, "stack-e2e", 5*time.Minute, "hello-two")
-	pod2 := workspacePod(t, cs, ns, "stack-e2e")
+	waitStack(t, c.dyn, ns, "stack-e2e", 5*time.Minute, "hello-two")
+	pod2 := workspacePod(t, c.cs, ns, "stack-e2e")
 	// The commit travels in the init container's flags, so a new one
 	// changes the StatefulSet's template and rolls the pod
 	// (docs/architecture.md, the kubernetes runtime).
@@ -249,7 +229,7 @@ func TestOperatorEndToEnd(t *testing.T) {
 
 	// ---- idle: the pod goes, the StatefulSet stays at zero ----------------
 	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "auto.pulumi.com/workspace-name=stack-e2e"})
+		pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "auto.pulumi.com/workspace-name=stack-e2e"})
 		if err != nil {
 			return false, err
 		}
@@ -258,28 +238,31 @@ func TestOperatorEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the workspace pod did not go when idle: %v", err)
 	}
-	sts, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "stack-e2e-workspace", metav1.GetOptions{})
+	sts, err := c.cs.AppsV1().StatefulSets(ns).Get(ctx, "stack-e2e-workspace", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if *sts.Spec.Replicas != 0 {
+		t.Errorf("idle StatefulSet has %d replicas, want 0", *sts.Spec.Replicas)
 	}
 	step("idle: no workspace pod, StatefulSet replicas %d", *sts.Spec.Replicas)
 
 	// ---- delete with destroyOnFinalize -------------------------------------
-	if err := dyn.Resource(stackGVR).Namespace(ns).Delete(ctx, "stack-e2e", metav1.DeleteOptions{}); err != nil {
+	if err := c.dyn.Resource(stackGVR).Namespace(ns).Delete(ctx, "stack-e2e", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(stackGVR).Namespace(ns).Get(ctx, "stack-e2e", metav1.GetOptions{})
+		_, err := c.dyn.Resource(stackGVR).Namespace(ns).Get(ctx, "stack-e2e", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
-		s, _ := dyn.Resource(stackGVR).Namespace(ns).Get(ctx, "stack-e2e", metav1.GetOptions{})
+		s, _ := c.dyn.Resource(stackGVR).Namespace(ns).Get(ctx, "stack-e2e", metav1.GetOptions{})
 		t.Fatalf("the Stack was not finalized: %v\n%s", err, toYAML(s))
 	}
 	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, e1 := dyn.Resource(workspaceGVR).Namespace(ns).Get(ctx, "stack-e2e", metav1.GetOptions{})
-		_, e2 := cs.AppsV1().StatefulSets(ns).Get(ctx, "stack-e2e-workspace", metav1.GetOptions{})
-		_, e3 := cs.CoreV1().Services(ns).Get(ctx, "stack-e2e-workspace", metav1.GetOptions{})
+		_, e1 := c.dyn.Resource(workspaceGVR).Namespace(ns).Get(ctx, "stack-e2e", metav1.GetOptions{})
+		_, e2 := c.cs.AppsV1().StatefulSets(ns).Get(ctx, "stack-e2e-workspace", metav1.GetOptions{})
+		_, e3 := c.cs.CoreV1().Services(ns).Get(ctx, "stack-e2e-workspace", metav1.GetOptions{})
 		return apierrors.IsNotFound(e1) && apierrors.IsNotFound(e2) && apierrors.IsNotFound(e3), nil
 	})
 	if err != nil {
@@ -291,21 +274,10 @@ func TestOperatorEndToEnd(t *testing.T) {
 	step("Stack finalized, its state destroyed (%d state files)", countState(stateDir))
 
 	// ---- uninstall -------------------------------------------------------
-	helm(t, "uninstall", release, "--namespace", releaseNS, "--wait", "--timeout", "2m")
-	uninstalled = true
-	// Pods go after their owners, through the garbage collector and their
-	// grace period (a workspace pod's is 60s).
-	var left []string
-	_ = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		left = leftovers(t, cs)
-		return len(left) == 0, nil
-	})
-	if len(left) > 0 {
-		t.Errorf("uninstall left operator-owned objects behind:\n%s", strings.Join(left, "\n"))
-	}
-	crds, err := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).Get(ctx, "stacks.pulumi.com", metav1.GetOptions{})
-	if err != nil || crds == nil {
-		t.Errorf("the CRDs should stay (crds.keep): %v", err)
+	installed.uninstall(t)
+	waitNoLeftovers(t, c, installed.objects)
+	if crds, err := stackyardCRDs(ctx, c); err != nil || len(crds) != 9 {
+		t.Errorf("the uninstall should leave the 9 CRDs: %v %v", crds, err)
 	}
 	step("uninstalled; only the CRDs remain")
 }
@@ -322,12 +294,10 @@ func stackObject(ns, repoURL, commit, name, agentImage, stateDir string) *unstru
 			"PULUMI_CONFIG_PASSPHRASE": map[string]any{"type": "Literal", "literal": map[string]any{"value": passphrase}},
 		},
 		"workspaceTemplate": map[string]any{"spec": map[string]any{
-			"image":           agentImage,
-			"imagePullPolicy": "Never",
-			// The restricted profile runs as 1000 (the pulumi -nonroot
-			// images' user) but the agent image's home belongs to 65532.
+			"image": agentImage,
+			// The default (restricted) security profile; only the state
+			// volume is added to the pod.
 			"podTemplate": map[string]any{"spec": map[string]any{
-				"securityContext": map[string]any{"runAsUser": agentHomeUser, "runAsGroup": agentHomeUser, "fsGroup": agentHomeUser},
 				"containers": []any{map[string]any{
 					"name":         "pulumi",
 					"volumeMounts": []any{map[string]any{"name": "state", "mountPath": "/state"}},
@@ -384,7 +354,7 @@ func workspacePod(t *testing.T, cs kubernetes.Interface, ns, ws string) corev1.P
 
 func podLogs(t *testing.T, cs kubernetes.Interface, ns, pod, container string) string {
 	t.Helper()
-	raw, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(t.Context())
+	raw, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(context.Background())
 	if err != nil {
 		return fmt.Sprintf("(logs: %v)", err)
 	}
@@ -421,137 +391,17 @@ func countState(dir string) int {
 	return n
 }
 
-// waitWorkspaceMessage waits for a condition of the Workspace whose
-// message holds substr.
-func waitWorkspaceMessage(t *testing.T, dyn dynamic.Interface, ns, name string, timeout time.Duration, substr string) {
-	t.Helper()
-	var last *unstructured.Unstructured
-	err := wait.PollUntilContextTimeout(t.Context(), 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		w, err := dyn.Resource(workspaceGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = w
-		conds, _, _ := unstructured.NestedSlice(w.Object, "status", "conditions")
-		for _, c := range conds {
-			m, _ := c.(map[string]any)
-			if msg, _ := m["message"].(string); strings.Contains(msg, substr) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+// dumpWorkspacePods logs the state and the logs of the workspace pods of
+// ns, for a test that failed.
+func dumpWorkspacePods(t *testing.T, cs kubernetes.Interface, ns string) {
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "auto.pulumi.com/component"})
 	if err != nil {
-		t.Fatalf("Workspace %s/%s: no condition says %q: %v\n%s", ns, name, substr, err, toYAML(last))
+		return
 	}
-}
-
-// leftovers lists objects of the release, and workspace objects, that
-// outlived the uninstall.
-func leftovers(t *testing.T, cs kubernetes.Interface) []string {
-	t.Helper()
-	ctx := t.Context()
-	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}
-	var left []string
-	add := func(kind string, names []string, err error) {
-		if err != nil {
-			left = append(left, fmt.Sprintf("%s: list: %v", kind, err))
-		}
-		for _, n := range names {
-			left = append(left, kind+" "+n)
-		}
+	for _, p := range pods.Items {
+		t.Logf("workspace pod %s (%s):\ninit: %s\npulumi: %s", p.Name, describe(&p),
+			podLogs(t, cs, ns, p.Name, "init"), podLogs(t, cs, ns, p.Name, "pulumi"))
 	}
-	var names []string
-	if l, err := cs.AppsV1().Deployments("").List(ctx, sel); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Namespace+"/"+o.Name)
-		}
-		add("Deployment", names, nil)
-	} else {
-		add("Deployment", nil, err)
-	}
-	if l, err := cs.CoreV1().Services("").List(ctx, sel); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Namespace+"/"+o.Name)
-		}
-		add("Service", names, nil)
-	}
-	if l, err := cs.CoreV1().ServiceAccounts("").List(ctx, sel); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Namespace+"/"+o.Name)
-		}
-		add("ServiceAccount", names, nil)
-	}
-	if l, err := cs.RbacV1().ClusterRoles().List(ctx, sel); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Name)
-		}
-		add("ClusterRole", names, nil)
-	}
-	if l, err := cs.RbacV1().ClusterRoleBindings().List(ctx, sel); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Name)
-		}
-		add("ClusterRoleBinding", names, nil)
-	}
-	if l, err := cs.RbacV1().Roles("").List(ctx, sel); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Namespace+"/"+o.Name)
-		}
-		add("Role", names, nil)
-	}
-	if l, err := cs.RbacV1().RoleBindings("").List(ctx, sel); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Namespace+"/"+o.Name)
-		}
-		add("RoleBinding", names, nil)
-	}
-	if l, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, sel); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Name)
-		}
-		add("ValidatingAdmissionPolicy", names, nil)
-	}
-	if l, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, sel); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Name)
-		}
-		add("ValidatingAdmissionPolicyBinding", names, nil)
-	}
-	// The operator's own: workspace StatefulSets and Services, and the
-	// leader election Lease.
-	ws := metav1.ListOptions{LabelSelector: "auto.pulumi.com/component"}
-	if l, err := cs.AppsV1().StatefulSets("").List(ctx, ws); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Namespace+"/"+o.Name)
-		}
-		add("StatefulSet", names, nil)
-	}
-	if l, err := cs.CoreV1().Pods("").List(ctx, ws); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Namespace+"/"+o.Name)
-		}
-		add("Pod", names, nil)
-	}
-	if l, err := cs.CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{}); err == nil {
-		names = nil
-		for _, o := range l.Items {
-			names = append(names, o.Namespace+"/"+o.Name)
-		}
-		add("Pod", names, nil)
-	}
-	return left
 }
 
 func dumpOperator(t *testing.T, cs kubernetes.Interface) {

@@ -115,6 +115,30 @@ func TestBuildStatefulSet(t *testing.T) {
 			},
 		},
 		{
+			// The restricted profile picks the user (1000, that of Pulumi's
+			// -nonroot images) but not its name or home: those stay the
+			// image's, so an image whose home holds plugins keeps them,
+			// and stackyard's agent image answers for any user with its
+			// own HOME (writable by all) and USER (internal/image).
+			name: "restricted profile leaves HOME and USER to the image",
+			check: func(t *testing.T, sts *appsv1.StatefulSet) {
+				pod := &sts.Spec.Template.Spec
+				if ptr.Deref(pod.SecurityContext.RunAsUser, 0) != NonRootUser || ptr.Deref(pod.SecurityContext.RunAsGroup, 0) != NonRootUser {
+					t.Errorf("pod security context = %+v", pod.SecurityContext)
+				}
+				for _, c := range []*corev1.Container{container(t, pod, ContainerName), container(t, pod, InitContainerName)} {
+					for _, e := range c.Env {
+						if e.Name == "HOME" || e.Name == "USER" || e.Name == "PULUMI_HOME" {
+							t.Errorf("%s sets %s=%q over the image's", c.Name, e.Name, e.Value)
+						}
+					}
+					if c.SecurityContext.RunAsUser != nil {
+						t.Errorf("%s runs as %d, not as the pod", c.Name, *c.SecurityContext.RunAsUser)
+					}
+				}
+			},
+		},
+		{
 			name: "restricted git workspace",
 			check: func(t *testing.T, sts *appsv1.StatefulSet) {
 				pod := &sts.Spec.Template.Spec

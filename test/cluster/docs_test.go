@@ -1,0 +1,435 @@
+//go:build cluster
+
+package cluster_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/stackyard/stackyard/test/gitserver"
+)
+
+// A guide's blocks, by the language of their fence.
+const (
+	// runnableLang marks a block TestDocs runs.
+	runnableLang = "sh"
+	// outputLang, right after a runnable block, holds lines its output
+	// must contain.
+	outputLang = "text"
+)
+
+// shellLangs are fences that would hold commands TestDocs does not run:
+// refused in the guides it runs, so that every command there is run.
+var shellLangs = map[string]bool{"bash": true, "shell": true, "console": true, "zsh": true, "shell-session": true, "": true}
+
+// docBlock is one runnable block of a guide.
+type docBlock struct {
+	line   int      // of its opening fence, 1-based
+	script string   // the commands
+	want   []string // lines of the output block after it, if any
+}
+
+// docBlocks reads the runnable blocks of a Markdown guide, in order.
+func docBlocks(path string) ([]docBlock, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var (
+		blocks  []docBlock
+		sc      = bufio.NewScanner(f)
+		n       int
+		inFence bool
+		lang    string
+		start   int
+		body    []string
+		// afterRunnable: only blank lines since a runnable block closed.
+		afterRunnable bool
+	)
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		if !inFence {
+			if fence, ok := strings.CutPrefix(trimmed, "```"); ok {
+				inFence, lang, start, body = true, strings.TrimSpace(fence), n, nil
+				if shellLangs[lang] {
+					return nil, fmt.Errorf("%s:%d: a ```%s block; commands go in ```%s blocks, which TestDocs runs, and anything else names its language", path, n, lang, runnableLang)
+				}
+				if lang == outputLang && !afterRunnable {
+					return nil, fmt.Errorf("%s:%d: a ```%s block must follow a ```%s block (it holds that block's expected output)", path, n, outputLang, runnableLang)
+				}
+				continue
+			}
+			if trimmed != "" {
+				afterRunnable = false
+			}
+			continue
+		}
+		if trimmed != "```" {
+			body = append(body, line)
+			continue
+		}
+		inFence = false
+		switch lang {
+		case runnableLang:
+			blocks = append(blocks, docBlock{line: start, script: strings.Join(body, "\n") + "\n"})
+			afterRunnable = true
+			continue
+		case outputLang:
+			for _, l := range body {
+				if l = strings.TrimSpace(l); l != "" {
+					blocks[len(blocks)-1].want = append(blocks[len(blocks)-1].want, l)
+				}
+			}
+		}
+		afterRunnable = false
+	}
+	if inFence {
+		return nil, fmt.Errorf("%s:%d: unclosed ``` block", path, start)
+	}
+	return blocks, sc.Err()
+}
+
+// docCheck is a check of the cluster after the runnable block whose
+// script contains after: what the guide promises but prints nothing for.
+type docCheck struct {
+	after string
+	check func(t *testing.T)
+}
+
+// docRun runs guides' blocks in one shell session: each block is its own
+// `bash -euo pipefail`, started with the exported variables and the
+// working directory the block before it ended with.
+type docRun struct {
+	dir   string   // the session's first working directory
+	env   []string // its first environment
+	state string   // a file with the exported variables (`export -p`)
+	cwd   string   // a file with the working directory
+}
+
+func newDocRun(t *testing.T, dir string, env []string) *docRun {
+	t.Helper()
+	tmp := t.TempDir()
+	r := &docRun{dir: dir, env: env, state: filepath.Join(tmp, "env"), cwd: filepath.Join(tmp, "cwd")}
+	if err := os.WriteFile(r.state, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.cwd, []byte(dir), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// run runs every block of the guide at path in order, each followed by
+// the checks that name it, and stops at the first that fails.
+func (r *docRun) run(t *testing.T, path string, checks []docCheck) {
+	t.Helper()
+	blocks, err := docBlocks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("%s has no ```%s block", path, runnableLang)
+	}
+	used := map[int]bool{}
+	for _, b := range blocks {
+		out, err := r.runBlock(t, b)
+		where := fmt.Sprintf("%s:%d", filepath.Base(path), b.line)
+		t.Logf("%s:\n%s\n--- output:\n%s", where, strings.TrimSpace(b.script), strings.TrimSpace(out))
+		if err != nil {
+			t.Fatalf("%s: the block failed: %v", where, err)
+		}
+		if missing := missingLines(out, b.want); len(missing) > 0 {
+			t.Fatalf("%s: the output lacks, in order, %q (the guide shows %q)", where, missing, b.want)
+		}
+		for i, c := range checks {
+			if strings.Contains(b.script, c.after) {
+				used[i] = true
+				c.check(t)
+				if t.Failed() {
+					t.FailNow()
+				}
+			}
+		}
+	}
+	for i, c := range checks {
+		if !used[i] {
+			t.Errorf("%s: no block runs %q, which a check follows", path, c.after)
+		}
+	}
+}
+
+// runBlock runs one block and returns its standard output and error,
+// interleaved.
+func (r *docRun) runBlock(t *testing.T, b docBlock) (string, error) {
+	t.Helper()
+	script := fmt.Sprintf("set -euo pipefail\nsource %q\ncd \"$(cat %q)\"\n%s\nexport -p > %q\npwd > %q\n",
+		r.state, r.cwd, b.script, r.state, r.cwd)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", script)
+	cmd.Dir = r.dir
+	cmd.Env = r.env
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// missingLines returns the lines of want, from the first one missing,
+// unless each is a line of out (spaces around ignored) after the one
+// before.
+func missingLines(out string, want []string) []string {
+	lines := strings.Split(out, "\n")
+	i := 0
+	for _, l := range lines {
+		if i < len(want) && strings.TrimSpace(l) == want[i] {
+			i++
+		}
+	}
+	return want[i:]
+}
+
+// TestDocs runs docs/install.md and docs/quickstart.md as a reader would,
+// every ```sh block in order, from a directory standing for a clone of the
+// repository, with the images `make images` built and, for the quickstart,
+// a git repository served to the cluster. The output blocks of the guides
+// are checked, and so is what they promise without printing it: that an
+// uninstall leaves only the CRDs, that a deleted Stack was destroyed.
+func TestDocs(t *testing.T) {
+	c := connect(t)
+	img := requireImages(t, c)
+	root := repoRoot(t)
+
+	// A clone, as far as the guides read one.
+	clone := t.TempDir()
+	for _, d := range []string{"deploy", "config"} {
+		if err := os.Symlink(filepath.Join(root, d), filepath.Join(clone, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := t.TempDir()
+	env := []string{
+		"PATH=" + filepath.Join(root, "bin") + ":" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"KUBECONFIG=" + kubeconfigPath(),
+		"LANG=C.UTF-8",
+		"STACKYARD_REGISTRY=" + img.registry,
+		"STACKYARD_VERSION=" + img.tag,
+		// git as a reader has it set up, minus their configuration.
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=Quickstart Reader",
+		"GIT_AUTHOR_EMAIL=reader@stackyard.invalid",
+		"GIT_COMMITTER_NAME=Quickstart Reader",
+		"GIT_COMMITTER_EMAIL=reader@stackyard.invalid",
+	}
+	docs := filepath.Join(root, "docs")
+
+	t.Run("install", func(t *testing.T) {
+		t.Cleanup(func() { cleanUpGuide(t, c, "team-a") })
+		uninstalled := docCheck{check: func(t *testing.T) { waitOperatorGone(t, c) }}
+		r := newDocRun(t, clone, env)
+		r.run(t, filepath.Join(docs, "install.md"), []docCheck{
+			{after: "helm uninstall", check: uninstalled.check},
+			{after: "kubectl delete -k", check: uninstalled.check},
+		})
+	})
+
+	t.Run("quickstart", func(t *testing.T) {
+		t.Cleanup(func() { cleanUpGuide(t, c, "quickstart") })
+		// The repository the reader pushes to, empty, reached by the
+		// cluster through the node's address.
+		gs := gitserver.New(t)
+		repo := gs.CreateRepo("quickstart")
+		repo.Git("config", "http.receivepack", "true")
+		stateDir := quickstartVolume(t, c)
+		r := newDocRun(t, clone, append(env, "QUICKSTART_REPO="+serveGitOnNode(t, gs)+"/quickstart.git"))
+		r.run(t, filepath.Join(docs, "quickstart.md"), []docCheck{
+			{after: "delete stack hello", check: func(t *testing.T) {
+				// destroyOnFinalize ran: the checkpoint is empty.
+				if n, err := stateResources(stateDir, "quickstart", "dev"); err != nil || n != 0 {
+					t.Errorf("after deleting the Stack its state should hold no resources: %d resources, %v", n, err)
+				}
+			}},
+			{after: "helm uninstall", check: func(t *testing.T) { waitOperatorGone(t, c) }},
+		})
+	})
+}
+
+// quickstartVolume makes a PersistentVolume for the quickstart's claim, as
+// a default StorageClass would (the test cluster has none): a host
+// directory, writable by the workspace pod's user. It returns the
+// directory.
+func quickstartVolume(t *testing.T, c *cluster) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(clusterDir(), "quickstart-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "quickstart-"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)},
+			},
+		},
+	}
+	pv, err = c.cs.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
+// operatorGone lists what is left of an installation of the operator by
+// either packaging: its namespace, its cluster-wide objects (named
+// stackyard-...), workspace ServiceAccount bindings, workspace pods.
+func operatorGone(ctx context.Context, c *cluster) []string {
+	var left []string
+	if _, err := c.cs.CoreV1().Namespaces().Get(ctx, releaseNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		left = append(left, fmt.Sprintf("Namespace %s (%v)", releaseNS, err))
+	}
+	ours := func(name string) bool {
+		return strings.HasPrefix(name, "stackyard") || strings.HasSuffix(name, "-auth-delegator")
+	}
+	if l, err := c.cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, o := range l.Items {
+			if ours(o.Name) {
+				left = append(left, "ClusterRole "+o.Name)
+			}
+		}
+	} else {
+		left = append(left, "ClusterRoles: "+err.Error())
+	}
+	if l, err := c.cs.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, o := range l.Items {
+			if ours(o.Name) {
+				left = append(left, "ClusterRoleBinding "+o.Name)
+			}
+		}
+	} else {
+		left = append(left, "ClusterRoleBindings: "+err.Error())
+	}
+	if l, err := c.cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, o := range l.Items {
+			if ours(o.Name) {
+				left = append(left, "ValidatingAdmissionPolicy "+o.Name)
+			}
+		}
+	} else {
+		left = append(left, "ValidatingAdmissionPolicies: "+err.Error())
+	}
+	if l, err := c.cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, o := range l.Items {
+			if ours(o.Name) {
+				left = append(left, "ValidatingAdmissionPolicyBinding "+o.Name)
+			}
+		}
+	} else {
+		left = append(left, "ValidatingAdmissionPolicyBindings: "+err.Error())
+	}
+	if l, err := c.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "auto.pulumi.com/component"}); err == nil {
+		for _, o := range l.Items {
+			left = append(left, "Pod "+o.Namespace+"/"+o.Name)
+		}
+	} else {
+		left = append(left, "Pods: "+err.Error())
+	}
+	return left
+}
+
+// waitOperatorGone waits for operatorGone to find nothing.
+func waitOperatorGone(t *testing.T, c *cluster) {
+	t.Helper()
+	var left []string
+	_ = wait.PollUntilContextTimeout(t.Context(), 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		left = operatorGone(ctx, c)
+		return len(left) == 0, nil
+	})
+	if len(left) > 0 {
+		t.Errorf("the uninstall left operator-owned objects behind:\n%s", strings.Join(left, "\n"))
+	}
+	if crds, err := stackyardCRDs(t.Context(), c); err != nil || len(crds) != 9 {
+		t.Errorf("the uninstall should leave the 9 CRDs: %v %v", crds, err)
+	}
+}
+
+// cleanUpGuide removes whatever a guide may have left when it stopped
+// half-way, and the CRDs, so that the next test starts from an empty
+// cluster.
+func cleanUpGuide(t *testing.T, c *cluster, wsNamespace string) {
+	if t.Failed() {
+		dumpOperator(t, c.cs)
+		dumpWorkspacePods(t, c.cs, wsNamespace)
+	}
+	tearDown(t, c, wsNamespace)
+	removeCRDs(t, c)
+}
+
+// TestDocBlocks checks how TestDocs reads a guide: ```sh blocks in order
+// with the ```text block right after one as its output; any other shell
+// fence, or an output block after prose, refused.
+func TestDocBlocks(t *testing.T) {
+	write := func(t *testing.T, doc string) string {
+		p := filepath.Join(t.TempDir(), "guide.md")
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	blocks, err := docBlocks(write(t, "# Guide\n\n```sh\necho one\ncd /tmp\n```\n\n```text\none\n```\n\nProse.\n\n```yaml\nkey: value\n```\n\n```sh\necho two\n```\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 2 || blocks[0].line != 3 || blocks[0].script != "echo one\ncd /tmp\n" ||
+		len(blocks[0].want) != 1 || blocks[0].want[0] != "one" || blocks[1].script != "echo two\n" || blocks[1].want != nil {
+		t.Errorf("blocks = %+v", blocks)
+	}
+	for name, doc := range map[string]string{
+		"bash fence":           "```bash\necho\n```\n",
+		"unlabelled fence":     "```\necho\n```\n",
+		"output after prose":   "```sh\necho\n```\n\nIt prints:\n\n```text\n\n```\n",
+		"output with no block": "```text\none\n```\n",
+		"unclosed":             "```sh\necho\n",
+	} {
+		if _, err := docBlocks(write(t, doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if got := missingLines("a\n  b  \nc\n", []string{"a", "c"}); len(got) != 0 {
+		t.Errorf("missing %q", got)
+	}
+	if got := missingLines("c\na\n", []string{"a", "c"}); len(got) != 1 || got[0] != "c" {
+		t.Errorf("out of order: missing %q", got)
+	}
+}
