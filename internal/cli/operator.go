@@ -85,7 +85,7 @@ func newOperatorCommand() *cobra.Command {
 	f.StringSliceVar(&watchNamespaces, "watch-namespaces", nil, "comma-separated namespaces whose Stacks, Programs, Workspaces, Updates and pipelines the operator reconciles (empty: all namespaces)")
 	f.DurationVar(&opts.IdleAfter, "idle-after", time.Minute, "stop a workspace agent after this long without pending operations")
 	f.DurationVar(&opts.StallAfter, "stall-after", sreconcile.DefaultStallAfter, "mark an object Stalled once the same failure (an API call, a missing Secret) has lasted this long")
-	f.IntVar(&opts.MaxAgents, "max-agents", local.DefaultMaxAgents(), "local runtime: agents (and so operations) running at once; more wait their turn, first come first served (0: unbounded; default: 2 per core, at most one per 256 MiB of memory)")
+	f.IntVar(&opts.MaxAgents, "max-agents", local.DefaultMaxAgents(), "local runtime: agents (and so operations) running at once; more wait their turn, first come first served (0: unbounded; default: 2 per usable core, at most one per 256 MiB of memory, within the container's limits)")
 	f.IntVar(&opts.StackConcurrency, "stack-concurrency", 4, "Stacks reconciled at once (reconciles never wait for operations)")
 	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)

@@ -19,19 +19,37 @@ import (
 const agentMemory = 256 << 20
 
 // DefaultMaxAgents is the default bound on agents running at once: two per
-// core (an operation waits on its providers and the backend about half the
-// time), and no more than memory holds at agentMemory each, at least one.
+// core the process may use (GOMAXPROCS, which follows a container's CPU
+// limit), and no more than its memory holds at agentMemory each, at least
+// one.
 func DefaultMaxAgents() int {
-	n := 2 * goruntime.NumCPU()
+	n := 2 * goruntime.GOMAXPROCS(0)
 	if mem := memoryBytes(); mem > 0 {
 		n = min(n, int(mem/agentMemory))
 	}
 	return max(n, 1)
 }
 
-// memoryBytes is the machine's memory (MemTotal), or 0 when unknown.
+// memoryBytes is the memory the operator may use: the machine's (MemTotal)
+// or its cgroup's limit when lower, as in a container with a memory limit;
+// 0 when unknown.
 func memoryBytes() int64 {
-	f, err := os.Open("/proc/meminfo")
+	mem := readMemTotal("/proc/meminfo")
+	for _, path := range cgroupMemoryFiles {
+		if limit := readCgroupLimit(path); limit > 0 && (mem <= 0 || limit < mem) {
+			mem = limit
+		}
+	}
+	return mem
+}
+
+// cgroupMemoryFiles hold the memory limit of the process's cgroup, as a
+// container sees it: cgroup v2's memory.max, then cgroup v1's.
+var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// readMemTotal returns MemTotal from a meminfo file, or 0.
+func readMemTotal(path string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
@@ -46,6 +64,21 @@ func memoryBytes() int64 {
 		}
 	}
 	return 0
+}
+
+// readCgroupLimit returns the byte limit in a cgroup memory file, or 0 for
+// none: the file missing, "max" (v2's no limit) or unreadable. cgroup v1
+// says "no limit" with a huge number, which MemTotal then undercuts.
+func readCgroupLimit(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || v <= 0 {
+		return 0
+	}
+	return v
 }
 
 // admission bounds how many agents run at once. A Workspace holds a place

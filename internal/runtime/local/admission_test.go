@@ -1,7 +1,10 @@
 package local
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,5 +106,42 @@ func TestDefaultMaxAgents(t *testing.T) {
 	}
 	if memoryBytes() <= 0 {
 		t.Fatal("MemTotal not found in /proc/meminfo")
+	}
+}
+
+func TestReadCgroupLimit(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, content string
+		want          int64
+	}{
+		{"a v2 limit", "536870912\n", 512 << 20},
+		{"v2 without a limit", "max\n", 0},
+		{"v1 without a limit", "9223372036854771712\n", 9223372036854771712},
+		{"garbage", "lots\n", 0},
+		{"empty", "", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
+			if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := readCgroupLimit(path); got != tt.want {
+				t.Fatalf("readCgroupLimit(%q) = %d, want %d", tt.content, got, tt.want)
+			}
+		})
+	}
+	if got := readCgroupLimit(filepath.Join(dir, "missing")); got != 0 {
+		t.Fatalf("a missing file gave %d", got)
+	}
+}
+
+func TestMemTotal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meminfo")
+	if err := os.WriteFile(path, []byte("MemFree:  100 kB\nMemTotal:       2048 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := readMemTotal(path); got != 2048<<10 {
+		t.Fatalf("readMemTotal = %d", got)
 	}
 }
