@@ -2,6 +2,7 @@ package flux
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -13,12 +14,20 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	"github.com/stackyard/stackyard/internal/artifact"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/source"
+	"github.com/stackyard/stackyard/test/fluxsc"
+	"github.com/stackyard/stackyard/test/gitserver"
 )
+
+// fluxTimeout bounds how long source-controller may take to reconcile a
+// source from a server on loopback.
+const fluxTimeout = time.Minute
 
 // newNamespace creates a namespace of its own for one test.
 func newNamespace(t *testing.T) string {
@@ -26,36 +35,39 @@ func newNamespace(t *testing.T) string {
 	return env.NewNamespace(t, "flux-")
 }
 
-// minimalSpecs are the smallest specs the real CRDs accept, per kind.
-var minimalSpecs = map[string]map[string]any{
-	"GitRepository":    {"url": "https://git.example/app.git", "interval": "5m"},
-	"OCIRepository":    {"url": "oci://registry.example/app", "interval": "5m"},
-	"Bucket":           {"bucketName": "app", "endpoint": "minio.example", "interval": "5m"},
-	"ExternalArtifact": {},
-}
-
-// createSource creates a Flux source object of kind with no status.
-func createSource(t *testing.T, ns, kind, name string) *unstructured.Unstructured {
+// createSource creates a Flux source object of kind with spec and no
+// status, labelled for sc when sc is not nil.
+func createSource(t *testing.T, sc *fluxsc.Controller, ns, kind, name string, spec map[string]any) *unstructured.Unstructured {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": Group + "/v1",
-		"kind":       kind,
-		"metadata":   map[string]any{"name": name, "namespace": ns},
-		"spec":       minimalSpecs[kind],
-	}}
+	u := fluxsc.NewSource(kind, ns, name, spec)
+	if sc != nil {
+		sc.Own(u)
+	}
 	if err := env.Client.Create(context.Background(), u); err != nil {
 		t.Fatalf("creating %s: %v", kind, err)
 	}
 	return u
 }
 
-// publish writes status as Flux's source-controller would: observed the
-// current generation, Ready=ready, and an artifact at url with digest.
+// mergePatch applies a JSON merge patch of patch to u.
+func mergePatch(t *testing.T, u *unstructured.Unstructured, patch map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, data)); err != nil {
+		t.Fatalf("patching %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+}
+
+// publish writes an ExternalArtifact's status as its producer would:
+// Ready=ready for the current generation (the kind has no
+// status.observedGeneration), and an artifact at url with digest.
 func publish(t *testing.T, u *unstructured.Unstructured, ready metav1.ConditionStatus, url, digest, revision string) {
 	t.Helper()
 	now := time.Now().UTC().Format(time.RFC3339)
 	u.Object["status"] = map[string]any{
-		"observedGeneration": u.GetGeneration(),
 		"conditions": []any{map[string]any{
 			"type": "Ready", "status": string(ready), "reason": "Succeeded",
 			"message": "stored artifact for revision '" + revision + "'", "lastTransitionTime": now,
@@ -91,9 +103,87 @@ func tarballServer(t *testing.T, name string, files map[string][]byte) (url, dig
 	return srv.URL + "/" + name + ".tar.gz", digest
 }
 
+// program is the content of every source in TestResolveEachKind: a
+// Pulumi project in infra/ named after the kind, and a file outside it.
+func program(kind string) map[string][]byte {
+	return map[string][]byte{
+		"infra/Pulumi.yaml": []byte("name: " + strings.ToLower(kind) + "\nruntime: yaml\n"),
+		"README.md":         []byte("outside the program"),
+	}
+}
+
+// realSource is how TestResolveEachKind has Flux's source-controller
+// produce a kind: a spec it fails on, what it then says, the patch that
+// fixes the spec, and the artifact revision it then publishes.
+type realSource struct {
+	broken   map[string]any
+	failure  string
+	fix      map[string]any
+	revision func(rev string) error
+}
+
+// TestResolveEachKind resolves each Flux source kind through its states,
+// as they come: not there yet, created but not looked at by Flux, failed,
+// and Ready with an artifact, which is then downloaded and checked against
+// its digest. GitRepository, Bucket and OCIRepository are reconciled by
+// Flux's real source-controller, from a git server, an S3 server and an
+// OCI registry on loopback; it writes their status and serves their
+// artifacts. An ExternalArtifact is never produced by source-controller,
+// only by other controllers that publish artifacts of their own (Flux's
+// source-watcher, for one), so the test writes its status as such a
+// producer would and serves its tarball itself.
 func TestResolveEachKind(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	sc := fluxsc.Start(t, env)
+
+	gitRepo := gitserver.New(t).CreateRepo("app")
+	commit := gitRepo.Commit("main", toStrings(program("GitRepository")))
+	s3 := s3Bucket(t, ns, "app", "bucket-keys", program("Bucket"))
+	registryHost := ociRegistry(t)
+	manifest := pushProgram(t, registryHost, "app", "v1", program("OCIRepository"))
+
+	exact := func(want string) func(string) error {
+		return func(rev string) error {
+			if rev != want {
+				return errors.New("revision " + rev + ", want " + want)
+			}
+			return nil
+		}
+	}
+	produced := map[string]realSource{
+		"GitRepository": {
+			broken:   map[string]any{"url": gitRepo.URL + "-missing", "interval": "1h", "ref": map[string]any{"branch": "main"}},
+			failure:  "repository not found",
+			fix:      map[string]any{"spec": map[string]any{"url": gitRepo.URL}},
+			revision: exact("main@sha1:" + commit),
+		},
+		// The Bucket first holds the right access key ID with the wrong
+		// secret key, which the S3 server refuses. (Flux's first request
+		// is a HEAD of the bucket, whose answer has no body to name the
+		// refused signature in.)
+		"Bucket": {
+			broken: map[string]any{
+				"provider": "generic", "bucketName": "app", "endpoint": s3.Endpoint, "insecure": true,
+				"region": "us-east-1", "interval": "1h", "secretRef": map[string]any{"name": "bucket-keys-wrong"},
+			},
+			failure: "Access Denied",
+			fix:     map[string]any{"spec": map[string]any{"secretRef": map[string]any{"name": "bucket-keys"}}},
+			revision: func(rev string) error {
+				if !strings.HasPrefix(rev, "sha256:") {
+					return errors.New("revision " + rev + ", want the sha256 of the bucket's index")
+				}
+				return nil
+			},
+		},
+		"OCIRepository": {
+			broken:   map[string]any{"url": "oci://" + registryHost + "/app", "insecure": true, "interval": "1h", "ref": map[string]any{"tag": "v0"}},
+			failure:  "MANIFEST_UNKNOWN",
+			fix:      map[string]any{"spec": map[string]any{"ref": map[string]any{"tag": "v1"}}},
+			revision: exact("v1@" + manifest),
+		},
+	}
+
 	for _, kind := range Kinds {
 		t.Run(kind, func(t *testing.T) {
 			name := strings.ToLower(kind)
@@ -104,24 +194,51 @@ func TestResolveEachKind(t *testing.T) {
 			_, err := Resolve(ctx, env.Client, ns, src)
 			wantKind(t, err, "waiting", "not found")
 
-			u := createSource(t, ns, kind, name)
-			_, err = Resolve(ctx, env.Client, ns, src)
-			wantKind(t, err, "waiting", "no Ready condition")
+			var want fluxsc.ArtifactInfo
+			if rs, ok := produced[kind]; ok {
+				// Created unlabelled, it is not source-controller's yet:
+				// as before Flux first looks at a new source.
+				u := createSource(t, nil, ns, kind, name, rs.broken)
+				_, err = Resolve(ctx, env.Client, ns, src)
+				wantKind(t, err, "waiting", "no Ready condition")
 
-			url, digest := tarballServer(t, name, map[string][]byte{
-				"infra/Pulumi.yaml": []byte("name: " + name + "\nruntime: yaml\n"),
-			})
-			publish(t, u, metav1.ConditionFalse, url, digest, "main@sha1:1")
-			_, err = Resolve(ctx, env.Client, ns, src)
-			wantKind(t, err, "waiting", "is not ready")
+				mergePatch(t, u, map[string]any{"metadata": map[string]any{"labels": map[string]any{fluxsc.LabelKey: sc.Label}}})
+				fluxsc.Wait(t, env.Client, u, fluxTimeout, fluxsc.NotReady(rs.failure))
+				_, err = Resolve(ctx, env.Client, ns, src)
+				wantKind(t, err, "waiting", "is not ready")
+				if err != nil && !strings.Contains(err.Error(), rs.failure) {
+					t.Errorf("error %q does not pass on what Flux said (%q)", err, rs.failure)
+				}
 
-			publish(t, u, metav1.ConditionTrue, url, digest, "main@sha1:1")
+				mergePatch(t, u, rs.fix)
+				u = fluxsc.Wait(t, env.Client, u, fluxTimeout, fluxsc.Ready)
+				want = fluxsc.Artifact(u)
+				if err := rs.revision(want.Revision); err != nil {
+					t.Error(err)
+				}
+				if !strings.HasPrefix(want.URL, "http://"+sc.StorageAddr+"/") {
+					t.Errorf("artifact URL %s is not source-controller's", want.URL)
+				}
+			} else {
+				u := createSource(t, nil, ns, kind, name, map[string]any{})
+				_, err = Resolve(ctx, env.Client, ns, src)
+				wantKind(t, err, "waiting", "no Ready condition")
+
+				url, digest := tarballServer(t, name, program(kind))
+				publish(t, u, metav1.ConditionFalse, url, digest, "main@sha1:1")
+				_, err = Resolve(ctx, env.Client, ns, src)
+				wantKind(t, err, "waiting", "is not ready")
+
+				publish(t, u, metav1.ConditionTrue, url, digest, "main@sha1:1")
+				want = fluxsc.ArtifactInfo{URL: url, Digest: digest, Revision: "main@sha1:1"}
+			}
+
 			a, err := Resolve(ctx, env.Client, ns, src)
 			if err != nil {
 				t.Fatalf("Resolve: %v", err)
 			}
-			if a.URL != url || a.Digest != digest || a.Revision != "main@sha1:1" || a.Size == nil || *a.Size != 42 {
-				t.Errorf("artifact = %+v", a)
+			if a.URL != want.URL || a.Digest != want.Digest || a.Revision != want.Revision || a.Size == nil || *a.Size <= 0 {
+				t.Errorf("artifact = %+v, want %+v with a size", a, want)
 			}
 			res, err := source.FetchArtifact(ctx, filepath.Join(t.TempDir(), "src"), source.ArtifactSpec{URL: a.URL, Digest: a.Digest, Dir: src.Dir})
 			if err != nil {
@@ -134,9 +251,18 @@ func TestResolveEachKind(t *testing.T) {
 	}
 }
 
+// toStrings converts file contents for gitserver.Repo.Commit.
+func toStrings(files map[string][]byte) map[string]string {
+	out := make(map[string]string, len(files))
+	for k, v := range files {
+		out[k] = string(v)
+	}
+	return out
+}
+
 func TestResolveUnservedVersion(t *testing.T) {
 	ns := newNamespace(t)
-	createSource(t, ns, "GitRepository", "app")
+	createSource(t, nil, ns, "GitRepository", "app", map[string]any{"url": "https://git.example/app.git", "interval": "5m"})
 	_, err := Resolve(context.Background(), env.Client, ns, &shared.FluxSource{
 		SourceRef: shared.FluxSourceReference{APIVersion: Group + "/v1alpha9", Kind: "GitRepository", Name: "app"},
 	})

@@ -3,12 +3,13 @@ package flux
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/test/fluxsc"
+	"github.com/stackyard/stackyard/test/s3server"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -16,21 +17,19 @@ import (
 // stackyard's CRDs and Flux's real source CRDs.
 var env *testenv.Env
 
-// fluxCRDDir is where `make tools` (mk/flux.mk) copies Flux's source CRDs.
-func fluxCRDDir() string { return filepath.Join(testenv.BinDir(), "crds", "flux") }
-
 func TestMain(m *testing.M) {
 	os.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
 	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	crds, _ := filepath.Glob(filepath.Join(fluxCRDDir(), "source.toolkit.fluxcd.io_*.yaml"))
-	if len(crds) == 0 {
-		fmt.Fprintf(os.Stderr, "no Flux source CRDs in %s: run `make tools` (or `make test`, which copies them)\n", fluxCRDDir())
+	// Flux's source-controller, its CRDs and ClusterRole, and the S3
+	// server a Bucket source reads from, all built by `make tools`.
+	if err := testenv.RequireBinaries(append(fluxsc.Required(), s3server.Binary)...); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		os.Exit(1)
 	}
 	var err error
 	env, err = testenv.Start(testenv.Options{
 		AddToScheme:  []func(*runtime.Scheme) error{pulumiv1.AddToScheme},
-		ExtraCRDDirs: []string{fluxCRDDir()},
+		ExtraCRDDirs: []string{fluxsc.CRDDir()},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

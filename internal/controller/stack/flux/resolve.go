@@ -103,13 +103,15 @@ func artifactOf(obj *unstructured.Unstructured, what string) (*pulumiv1.Artifact
 	if ready == nil {
 		return nil, waiting("%s is not ready: it has no Ready condition yet", what)
 	}
-	// Flux's own kinds record status.observedGeneration; an
-	// ExternalArtifact has only the Ready condition's.
+	// Flux's own kinds record status.observedGeneration, but only for a
+	// generation they reconciled successfully (or stalled on): a source
+	// that fails keeps the last one (-1 while it never succeeded), and its
+	// Ready condition carries the generation it failed on, whose message
+	// is the one to pass on. An ExternalArtifact has only the condition's.
+	gen := obj.GetGeneration()
 	observed, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
-	if !found {
-		observed = ready.ObservedGeneration
-	}
-	if gen := obj.GetGeneration(); observed < gen && (found || ready.ObservedGeneration != 0) {
+	current := ready.ObservedGeneration >= gen || (found && observed >= gen) || (!found && ready.ObservedGeneration == 0)
+	if !current {
 		return nil, waiting("%s has not reconciled its generation %d yet", what, gen)
 	}
 	if ready.Status != metav1.ConditionTrue {

@@ -141,6 +141,21 @@ func TestArtifactOf(t *testing.T) {
 			"artifact":   fullArtifact(),
 		}), outcome: "ok"},
 		{name: "stale generation", obj: fluxObject(3, readyStatus(2, "True", fullArtifact())), outcome: "waiting", want: "generation 3"},
+		// As source-controller leaves a source it has failed to fetch.
+		{name: "failed on the current generation", obj: fluxObject(2, map[string]any{
+			"observedGeneration": int64(-1),
+			"conditions": []any{map[string]any{
+				"type": "Ready", "status": "False", "reason": "GitOperationFailed", "observedGeneration": int64(2),
+				"message": "failed to checkout and determine revision: repository not found",
+			}},
+		}), outcome: "waiting", want: "is not ready: GitOperationFailed: failed to checkout and determine revision: repository not found"},
+		{name: "failed on an older generation", obj: fluxObject(2, map[string]any{
+			"observedGeneration": int64(-1),
+			"conditions": []any{map[string]any{
+				"type": "Ready", "status": "False", "reason": "GitOperationFailed", "observedGeneration": int64(1),
+				"message": "repository not found",
+			}},
+		}), outcome: "waiting", want: "has not reconciled its generation 2 yet"},
 		{name: "not ready", obj: fluxObject(1, readyStatus(1, "False", fullArtifact())), outcome: "waiting", want: "is not ready: Succeeded"},
 		{name: "no ready condition", obj: fluxObject(1, map[string]any{"observedGeneration": int64(1), "artifact": fullArtifact()}), outcome: "waiting", want: "no Ready condition"},
 		{name: "no artifact", obj: fluxObject(1, readyStatus(1, "True", nil)), outcome: "waiting", want: "has no artifact yet"},

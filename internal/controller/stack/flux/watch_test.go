@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,12 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/test/fluxsc"
+	"github.com/stackyard/stackyard/test/gitserver"
 )
 
 // recorder is a reconciler that only remembers which Stacks it was asked
@@ -65,6 +67,12 @@ func stackFor(ns, name, kind, source string) *pulumiv1.Stack {
 	}
 }
 
+// TestWatchEnqueuesReferencingStacks runs the Stack controller's watch of
+// Flux sources (Watches, StacksFor, ArtifactChanged) in a manager of its own
+// with a reconciler that only records, against sources that Flux's real
+// source-controller reconciles: a new artifact enqueues exactly the Stacks
+// that reference the source, by kind and name, and the status writes of a
+// reconcile that finds nothing new enqueue none.
 func TestWatchEnqueuesReferencingStacks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -101,9 +109,26 @@ func TestWatchEnqueuesReferencingStacks(t *testing.T) {
 		}
 	}()
 
-	gitA := createSource(t, ns, "GitRepository", "repo-a")
-	createSource(t, ns, "GitRepository", "repo-b")
-	oci := createSource(t, ns, "OCIRepository", "repo-a") // same name, other kind
+	// The sources, reconciled by Flux's source-controller from a git
+	// server and a registry on loopback; a new artifact is published only
+	// when the test asks for a reconcile.
+	sc := fluxsc.Start(t, env)
+	git := gitserver.New(t)
+	repoA, repoB := git.CreateRepo("repo-a"), git.CreateRepo("repo-b")
+	project := map[string]string{"Pulumi.yaml": "name: app\nruntime: yaml\n"}
+	repoA.Commit("main", project)
+	repoB.Commit("main", project)
+	registryHost := ociRegistry(t)
+	pushProgram(t, registryHost, "app", "latest", map[string][]byte{"Pulumi.yaml": []byte(project["Pulumi.yaml"])})
+	gitSpec := func(url string) map[string]any {
+		return map[string]any{"url": url, "interval": "1h", "ref": map[string]any{"branch": "main"}}
+	}
+	gitA := createSource(t, sc, ns, "GitRepository", "repo-a", gitSpec(repoA.URL))
+	gitB := createSource(t, sc, ns, "GitRepository", "repo-b", gitSpec(repoB.URL))
+	// Same name as gitA, other kind.
+	oci := createSource(t, sc, ns, "OCIRepository", "repo-a", map[string]any{
+		"url": "oci://" + registryHost + "/app", "insecure": true, "interval": "1h", "ref": map[string]any{"tag": "latest"},
+	})
 	for _, st := range []*pulumiv1.Stack{
 		stackFor(ns, "a1", "GitRepository", "repo-a"),
 		stackFor(ns, "a2", "GitRepository", "repo-a"),
@@ -115,8 +140,13 @@ func TestWatchEnqueuesReferencingStacks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The Stacks' own creation events arrive first.
+	// The Stacks' own creation events arrive first; then every source
+	// publishes its first artifact, which enqueues its Stacks again.
 	waitFor(t, rec, ns, []string{"a1", "a2", "b", "oci", barrier}, nil)
+	for _, src := range []*unstructured.Unstructured{gitA, gitB, oci} {
+		fluxsc.Wait(t, env.Client, src, fluxTimeout, fluxsc.Ready)
+	}
+	settle(t, mgr, rec, ns, gitA, gitB, oci)
 
 	// The map function alone, through the manager's cache and index.
 	reqs := StacksFor(mgr.GetClient())(ctx, gitA)
@@ -129,19 +159,92 @@ func TestWatchEnqueuesReferencingStacks(t *testing.T) {
 		t.Errorf("StacksFor(GitRepository repo-a) = %v, want [a1 a2]", names)
 	}
 
-	// A new artifact on repo-a enqueues exactly the Stacks referencing it.
-	publish(t, gitA, metav1.ConditionTrue, "http://source.test/a.tar.gz", "sha256:"+hex64('a'), "main@sha1:1")
+	// A new commit on repo-a, and its new artifact, enqueue exactly the
+	// Stacks referencing it.
+	rev := "main@sha1:" + repoA.Commit("main", map[string]string{"README.md": "a change"})
+	if _, err := fluxsc.RequestReconcile(ctx, env.Client, gitA); err != nil {
+		t.Fatal(err)
+	}
+	fluxsc.Wait(t, env.Client, gitA, fluxTimeout, fluxsc.Revision(rev))
 	waitFor(t, rec, ns, []string{"a1", "a2"}, []string{"b", "oci"})
+	settle(t, mgr, rec, ns, gitA)
 
-	// A status change that leaves the artifact alone enqueues nothing.
-	if err := unstructuredSetMessage(gitA, "reconciled again"); err != nil {
+	// Flux reconciling repo-a again with nothing new writes its status
+	// (the Reconciling condition comes and goes, lastHandledReconcileAt
+	// changes) but leaves the artifact alone: nothing is enqueued.
+	requested, err := fluxsc.RequestReconcile(ctx, env.Client, gitA)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Client.Status().Update(ctx, gitA); err != nil {
+	if got := fluxsc.Artifact(fluxsc.Wait(t, env.Client, gitA, fluxTimeout, fluxsc.Handled(requested))).Revision; got != rev {
+		t.Fatalf("repo-a's artifact changed to %s without a commit", got)
+	}
+	if enqueued := settle(t, mgr, rec, ns, gitA); len(enqueued) > 0 {
+		t.Errorf("Stacks %v were enqueued when repo-a was reconciled with nothing new", enqueued)
+	}
+
+	// A new artifact pushed to the OCIRepository's tag enqueues only the
+	// Stack referencing it, not those referencing the GitRepository of the
+	// same name.
+	digest := pushProgram(t, registryHost, "app", "latest", map[string][]byte{"Pulumi.yaml": []byte(project["Pulumi.yaml"]), "README.md": []byte("new")})
+	if _, err := fluxsc.RequestReconcile(ctx, env.Client, oci); err != nil {
 		t.Fatal(err)
 	}
-	publish(t, oci, metav1.ConditionTrue, "http://source.test/o.tar.gz", "sha256:"+hex64('b'), "latest@sha256:1")
+	fluxsc.Wait(t, env.Client, oci, fluxTimeout, fluxsc.Revision("latest@"+digest))
 	waitFor(t, rec, ns, []string{"oci"}, []string{"a1", "a2", "b"})
+}
+
+// settle waits until the manager's cache holds the sources as the API
+// server has them now, then until the controller has reconciled the barrier
+// Stack touched after that, and returns the other Stacks rec saw since it
+// was last emptied, emptying it. Events of the sources' writes are handed
+// to the controller as the cache takes them in, so once the barrier is
+// through, every Stack those writes enqueued has been reconciled and is in
+// the list.
+func settle(t *testing.T, mgr ctrl.Manager, rec *recorder, ns string, sources ...*unstructured.Unstructured) []string {
+	t.Helper()
+	ctx := context.Background()
+	for _, src := range sources {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			live, cached := &unstructured.Unstructured{}, &unstructured.Unstructured{}
+			live.SetGroupVersionKind(src.GroupVersionKind())
+			cached.SetGroupVersionKind(src.GroupVersionKind())
+			key := client.ObjectKeyFromObject(src)
+			if err := env.Client.Get(ctx, key, live); err != nil {
+				t.Fatal(err)
+			}
+			if err := mgr.GetCache().Get(ctx, key, cached); err == nil && cached.GetResourceVersion() == live.GetResourceVersion() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the manager's cache never caught up with %s %s", src.GetKind(), src.GetName())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// Whatever rec saw before, the barrier included, counts.
+	seen := rec.take()
+	seen = slices.DeleteFunc(seen, func(n string) bool { return n == barrier })
+	touch(t, ns, barrier)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		names := rec.take()
+		done := slices.Contains(names, barrier)
+		for _, n := range names {
+			if n != barrier && !slices.Contains(seen, n) {
+				seen = append(seen, n)
+			}
+		}
+		if done {
+			slices.Sort(seen)
+			return seen
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the barrier Stack was never reconciled (saw %v)", seen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // barrier is a Stack that references no source the tests change; waitFor
@@ -206,17 +309,4 @@ func touch(t *testing.T, ns, name string) {
 	if err := env.Client.Update(ctx, &s); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// hex64 returns 64 copies of c, the hex part of a fake sha256 digest.
-func hex64(c byte) string { return strings.Repeat(string(c), 64) }
-
-// unstructuredSetMessage changes the message of u's first condition.
-func unstructuredSetMessage(u *unstructured.Unstructured, msg string) error {
-	conds, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
-	if err != nil || len(conds) == 0 {
-		return err
-	}
-	conds[0].(map[string]any)["message"] = msg
-	return unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
 }

@@ -1,0 +1,147 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stackyard/stackyard/internal/proc"
+)
+
+// daemonStopGrace is how long a daemon has to exit after SIGTERM before it
+// is killed.
+const daemonStopGrace = 10 * time.Second
+
+// daemonLogLines is how much of a daemon's output a failed test shows.
+const daemonLogLines = 200
+
+// Daemon is a long-running program from BinDir that a test started: a
+// server or a controller the code under test talks to, run as its own
+// process exactly as it runs in production.
+type Daemon struct {
+	// Name is the binary's name in BinDir.
+	Name string
+
+	cmd    *exec.Cmd
+	output SyncBuffer
+	exited chan struct{}
+	err    error // how the process exited; read after exited is closed
+}
+
+// StartDaemon starts BinDir()/name with args, in this process's environment
+// plus env ("NAME=value" entries), and stops it when the test ends: SIGTERM,
+// then SIGKILL after a grace period; the kernel kills it too if the test
+// process dies first. When the test has failed, the end of the daemon's
+// output is logged. The test fails at once when the binary is missing.
+func StartDaemon(t testing.TB, name string, args, env []string) *Daemon {
+	t.Helper()
+	if err := RequireBinaries(name); err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Name: name, exited: make(chan struct{})}
+	d.cmd = exec.Command(filepath.Join(BinDir(), name), args...)
+	d.cmd.Env = append(os.Environ(), env...)
+	d.cmd.Stdout = &d.output
+	d.cmd.Stderr = &d.output
+	d.cmd.SysProcAttr = proc.GroupAttr()
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() {
+		d.err = d.cmd.Wait()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		if err := d.stop(); err != nil {
+			t.Errorf("stopping %s: %v", name, err)
+		}
+		if t.Failed() {
+			t.Logf("--- the last lines of %s's output ---\n%s", name, d.Tail(daemonLogLines))
+		}
+	})
+	return d
+}
+
+// stop ends the process unless it has exited already.
+func (d *Daemon) stop() error {
+	select {
+	case <-d.exited:
+		return fmt.Errorf("%s had exited before the test ended: %v", d.Name, d.err)
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		return nil
+	case <-time.After(daemonStopGrace):
+	}
+	_ = d.cmd.Process.Kill()
+	<-d.exited
+	return fmt.Errorf("%s did not exit within %s of SIGTERM and was killed", d.Name, daemonStopGrace)
+}
+
+// Output returns everything the daemon has written to stdout and stderr.
+func (d *Daemon) Output() string { return d.output.String() }
+
+// Tail returns the last n lines of the daemon's output.
+func (d *Daemon) Tail(n int) string {
+	lines := strings.Split(strings.TrimRight(d.Output(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// WaitHTTP waits until a GET of url answers with a status that ready
+// accepts, failing the test when the daemon exits first or timeout passes.
+func (d *Daemon) WaitHTTP(t testing.TB, url string, ready func(status int) bool, timeout time.Duration) {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		select {
+		case <-d.exited:
+			t.Fatalf("%s exited before serving %s: %v\n%s", d.Name, url, d.err, d.Tail(daemonLogLines))
+		default:
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if ready(resp.StatusCode) {
+				return
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		last = err
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not serve %s after %s: %v\n%s", d.Name, url, timeout, last, d.Tail(daemonLogLines))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// FreeAddr returns a loopback address whose port is free now, for a daemon
+// told where to listen. Another process could take the port before the
+// daemon does; on a test machine that is rare enough to fail the test.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	return addr
+}
