@@ -59,7 +59,7 @@ TEST_DEPS :=
 include $(sort $(wildcard mk/*.mk))
 
 .PHONY: tools
-tools: $(TOOLS) ## Build every pinned tool into bin/ (first time ~15 min on 2 cores).
+tools: $(TOOLS) ## Build every pinned tool into bin/ (first time ~20 min on 2 cores).
 
 $(ETCD): tools/etcd/go.mod tools/etcd/go.sum
 	@$(BUILD_TOOL) tools/etcd $@ go.etcd.io/etcd/server/v3
