@@ -140,7 +140,12 @@ func (x *WhoAmIResult) GetUrl() string {
 }
 
 type InfoRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// SkipStack leaves InfoResult.stack unset. Info then runs no CLI command
+	// (the stack summary costs a `pulumi stack ls`), which suits a caller
+	// that only wants the project, or a first call that waits for the
+	// connection.
+	SkipStack     bool `protobuf:"varint,1,opt,name=skip_stack,json=skipStack,proto3" json:"skip_stack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -173,6 +178,13 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
 	return file_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InfoRequest) GetSkipStack() bool {
+	if x != nil {
+		return x.SkipStack
+	}
+	return false
 }
 
 type InfoResult struct {
@@ -419,8 +431,12 @@ type SelectStackRequest struct {
 	// SecretsProvider is the secrets provider of a stack this call creates
 	// ("passphrase", "awskms://...", ...); empty uses the backend's default.
 	SecretsProvider *string `protobuf:"bytes,3,opt,name=secrets_provider,json=secretsProvider,proto3,oneof" json:"secrets_provider,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// SkipSummary leaves SelectStackResult.summary unset, which saves a
+	// `pulumi stack ls`. Selecting the stack this agent already has selected
+	// with the same request then runs no CLI command at all.
+	SkipSummary   bool `protobuf:"varint,4,opt,name=skip_summary,json=skipSummary,proto3" json:"skip_summary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SelectStackRequest) Reset() {
@@ -474,9 +490,16 @@ func (x *SelectStackRequest) GetSecretsProvider() string {
 	return ""
 }
 
+func (x *SelectStackRequest) GetSkipSummary() bool {
+	if x != nil {
+		return x.SkipSummary
+	}
+	return false
+}
+
 type SelectStackResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Summary describes the selected stack.
+	// Summary describes the selected stack; unset with skip_summary.
 	Summary       *StackSummary `protobuf:"bytes,1,opt,name=summary,proto3" json:"summary,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1676,7 +1699,10 @@ type Result struct {
 	// run; unset when nothing was needed.
 	Recovery *Recovery `protobuf:"bytes,5,opt,name=recovery,proto3" json:"recovery,omitempty"`
 	// PendingOperations lists operations an interrupted run left in the
-	// state. After recovery they were cleared; see Recovery.
+	// state. After recovery they were cleared; see Recovery. An agent that
+	// knew the state to be clean did not look before the operation; then
+	// these are the ones an up or refresh found left after it (another
+	// process's interrupted run), which the next operation clears.
 	PendingOperations []*PendingOperation `protobuf:"bytes,6,rep,name=pending_operations,json=pendingOperations,proto3" json:"pending_operations,omitempty"`
 	// Error describes why the operation failed; unset on success.
 	Error *OperationError `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
@@ -2182,8 +2208,10 @@ const file_agent_proto_rawDesc = "" +
 	"\fWhoAmIResult\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12$\n" +
 	"\rorganizations\x18\x02 \x03(\tR\rorganizations\x12\x10\n" +
-	"\x03url\x18\x03 \x01(\tR\x03url\"\r\n" +
-	"\vInfoRequest\"\x93\x01\n" +
+	"\x03url\x18\x03 \x01(\tR\x03url\",\n" +
+	"\vInfoRequest\x12\x1d\n" +
+	"\n" +
+	"skip_stack\x18\x01 \x01(\bR\tskipStack\"\x93\x01\n" +
 	"\n" +
 	"InfoResult\x12\x18\n" +
 	"\aproject\x18\x01 \x01(\tR\aproject\x12\x18\n" +
@@ -2200,12 +2228,13 @@ const file_agent_proto_rawDesc = "" +
 	"\x0f_resource_count\"\x16\n" +
 	"\x14PulumiVersionRequest\"/\n" +
 	"\x13PulumiVersionResult\x12\x18\n" +
-	"\aversion\x18\x01 \x01(\tR\aversion\"\x90\x01\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\"\xb3\x01\n" +
 	"\x12SelectStackRequest\x12\x1d\n" +
 	"\n" +
 	"stack_name\x18\x01 \x01(\tR\tstackName\x12\x16\n" +
 	"\x06create\x18\x02 \x01(\bR\x06create\x12.\n" +
-	"\x10secrets_provider\x18\x03 \x01(\tH\x00R\x0fsecretsProvider\x88\x01\x01B\x13\n" +
+	"\x10secrets_provider\x18\x03 \x01(\tH\x00R\x0fsecretsProvider\x88\x01\x01\x12!\n" +
+	"\fskip_summary\x18\x04 \x01(\bR\vskipSummaryB\x13\n" +
 	"\x11_secrets_provider\"O\n" +
 	"\x11SelectStackResult\x12:\n" +
 	"\asummary\x18\x01 \x01(\v2 .stackyard.agent.v1.StackSummaryR\asummary\"M\n" +

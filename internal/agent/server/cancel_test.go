@@ -67,10 +67,13 @@ func isStepStart(e *agentpb.EngineEvent, urn string) bool {
 // TestCancelByCaller cancels an Up in the middle of a long resource
 // operation: the agent interrupts the CLI, every process it started ends,
 // the agent refuses a second call while the first runs, and the next Up
-// works.
+// works. The agent is warm and knows the state clean before the cancelled
+// Up; after it, the next Up checks the state for pending operations again.
 func TestCancelByCaller(t *testing.T) {
 	h := newHarness(t, sleepProgram)
 	h.selectStack()
+	h.setConfig(sleepFor(t, 1))
+	h.up(&agentpb.UpRequest{}).mustSucceed(t, "first Up")
 	h.setConfig(sleepFor(t, 900))
 
 	ctx, cancel := context.WithCancel(h.ctx())
@@ -102,9 +105,13 @@ func TestCancelByCaller(t *testing.T) {
 	}) {
 		t.Fatal("the agent stayed busy after the cancelled Up")
 	}
-	r := h.up(&agentpb.UpRequest{}).mustSucceed(t, "Up after cancel")
+	var r opRun
+	cmds := h.commandsOf(func() { r = h.up(&agentpb.UpRequest{}).mustSucceed(t, "Up after cancel") })
 	if got := output(t, r.result, "slept"); got != float64(1) {
 		t.Errorf("output slept = %v; want 1", got)
+	}
+	if len(cmds) == 0 || cmds[0] != "stack export" {
+		t.Errorf("the Up after a cancelled one ran %q; want the state exported first", cmds)
 	}
 }
 

@@ -103,6 +103,14 @@ func (r *cliRunner) Run(ctx context.Context, workdir string, stdin io.Reader,
 	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
 ) (string, string, int, error) {
 	args = withNonInteractive(args)
+	started := time.Now()
+	code := -1
+	defer func() {
+		// Only the command's name: its arguments may carry secret config
+		// values (`config set-all --secret k=v`).
+		r.log.V(1).Info("ran pulumi", "command", commandName(args), "exitCode", code,
+			"elapsed", time.Since(started).Round(time.Millisecond).String())
+	}()
 	tree, err := proc.NewTree()
 	if err != nil {
 		return "", "", -1, err
@@ -146,7 +154,6 @@ func (r *cliRunner) Run(ctx context.Context, workdir string, stdin io.Reader,
 	case <-ctx.Done():
 		err = r.stop(cmd, tree, waited)
 	}
-	code := -1
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
@@ -198,6 +205,20 @@ func (r *cliRunner) reap(tree proc.Tree) {
 		return
 	}
 	r.trees.Forget(tree)
+}
+
+// commandName is the CLI command args run, for the log: its leading words
+// before the first flag, at most two ("up", "stack export", "config
+// set-all"), never a value.
+func commandName(args []string) string {
+	var words []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") || len(words) == 2 {
+			break
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
 }
 
 // withNonInteractive appends --non-interactive unless args has it.

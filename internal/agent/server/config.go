@@ -53,6 +53,10 @@ func (e configEntry) mode() string {
 // structured value (number, boolean) is stored typed, as `pulumi config set
 // --type` would, so programs see a number or a boolean; a secret one is a
 // secret string of its JSON text.
+//
+// A request that resolves to the configuration this agent last applied to
+// the stack, while the stack's settings files are as that left them, is
+// not applied again: it would change nothing.
 func (s *Server) SetAllConfig(ctx context.Context, req *agentpb.SetAllConfigRequest) (*agentpb.SetAllConfigResult, error) {
 	st, err := s.selected()
 	if err != nil {
@@ -81,6 +85,13 @@ func (s *Server) SetAllConfig(ctx context.Context, req *agentpb.SetAllConfigRequ
 		entries = append(entries, e)
 	}
 
+	name := st.Name()
+	digest := configDigest(name, entries)
+	if s.configWarm(name, digest, s.settingsFingerprint(name)) {
+		s.log.V(1).Info("configuration unchanged since this agent applied it; not set again", "stack", name, "items", len(entries))
+		return &agentpb.SetAllConfigResult{}, nil
+	}
+	s.rememberConfig(name, "", "")
 	for start := 0; start < len(entries); {
 		end := start + 1
 		for end < len(entries) && entries[end].mode() == entries[start].mode() {
@@ -91,6 +102,9 @@ func (s *Server) SetAllConfig(ctx context.Context, req *agentpb.SetAllConfigRequ
 		}
 		start = end
 	}
+	files := s.settingsFingerprint(name)
+	s.rememberConfig(name, digest, files)
+	s.settingsWritten(name, files)
 	return &agentpb.SetAllConfigResult{}, nil
 }
 

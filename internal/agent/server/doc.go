@@ -7,9 +7,11 @@
 // information calls; config.go SetAllConfig and config_values.go the
 // reading and validation of its items; operations.go Preview, Up, Refresh
 // and Destroy and the runner they share; events.go the forwarding of engine
-// events; results.go the Result; errors.go the classification of failures
-// into agenterr reasons; recovery.go the repair of interrupted runs;
-// command.go the process handling of the CLI (on internal/proc).
+// events; results.go the Result; state.go what an export of the state
+// shows (outputs, pending operations); warm.go what a warm agent
+// remembers; errors.go the classification of failures into agenterr
+// reasons; recovery.go the repair of interrupted runs; command.go the
+// process handling of the CLI (on internal/proc).
 //
 // # Cancellation
 //
@@ -58,16 +60,67 @@
 // A killed CLI may also leave pending operations in the state: resources it
 // had started to create, update or delete. The engine drops pending updates
 // and deletes on the next update, but keeps pending creates until a human
-// resolves them, warning on every run. Before each operation the agent
-// exports the state and reports any pending operations in
-// Result.PendingOperations. Before a mutating operation (up, refresh,
-// destroy; not previews) it clears them with the engine's own mechanism,
+// resolves them, warning on every run (an update does not fail on them, in
+// non-interactive mode or otherwise). Before an operation the agent
+// exports the state, unless it knows the state to be clean (see Warm
+// agent), and reports any pending operations in Result.PendingOperations.
+// Before a mutating operation (up, refresh, destroy; not previews) it
+// clears them with the engine's own mechanism,
 // `pulumi refresh --clear-pending-creates`, which drops the pending creates,
 // writes a snapshot without the other pending operations, and brings the
 // state in line with the real resources. Recovery lists the cleared
 // operations and the method. A pending create may stand for a resource that
 // was in fact created and is now unmanaged; the Result is where the
 // operator surfaces that to a human.
+//
+// # Warm agent
+//
+// Every CLI command costs a process start and a read of the backend, and
+// the Update and Workspace controllers call SelectStack, SetAllConfig and
+// an operation for every update. An agent process therefore remembers
+// what its own calls established, in memory, and skips the commands
+// whose answer it already has (warm.go); each command the agent runs is
+// logged at verbosity 1 with its name, never its arguments:
+//
+//   - SelectStack with the same request as the selection in place runs no
+//     `pulumi stack select`, as long as the stack's settings files (the
+//     project file and Pulumi.<stack>.yaml, read and digested on each
+//     call) are unchanged. Every other command the agent runs names the
+//     stack, so the CLI's own current stack does not matter. A stack
+//     removed behind the agent's back fails the next call with
+//     StackNotFound, which makes the agent forget all it knew: the
+//     SelectStack after that selects (or creates) the stack with the CLI
+//     again. The summary, a `pulumi stack ls`, is left out on request
+//     (skip_summary), as Info's is (skip_stack).
+//   - SetAllConfig whose resolved items (secret values included, digested,
+//     never logged) are those it last applied to the stack, with the
+//     settings files as that left them, writes nothing: setting them again
+//     would change nothing.
+//   - The export before an operation is skipped while the state is known
+//     to hold no pending operation: the agent exported it, or cleared
+//     what it found, and every operation since ended without error. A
+//     failure or cancellation, a new agent process, or a removed stack
+//     makes the next operation export again, which is what recovers from
+//     an agent killed mid-run. Another process's run interrupted in
+//     between (someone's own `pulumi up` on the same stack) is seen
+//     afterwards: the engine warns about it during the update or destroy,
+//     and the export that reads an up's or refresh's outputs lists what is
+//     left; the Result then reports those pending operations, and the
+//     next operation clears them.
+//   - Outputs are read from `pulumi stack export`, plus `pulumi stack
+//     output --show-secrets` only when some output is secret, instead of
+//     the Automation API's two `pulumi stack output` runs
+//     (stateWorkspace), with the same values and secret marking; that
+//     export is also what tells the agent whether an operation left
+//     pending operations.
+//
+// The agent's own exports leave secrets encrypted: they need no secrets
+// provider, which spares a passphrase's key derivation or a KMS call. So
+// an up on a warm agent runs `pulumi up`, `pulumi stack export` and
+// `pulumi stack history` (the summary the Automation API reads: kind,
+// result, version, message, which the CLI takes from the program's git
+// commit when the request has none), and a configuration change adds one
+// `pulumi config set-all`.
 //
 // # Secrets
 //

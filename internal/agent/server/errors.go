@@ -64,6 +64,11 @@ func (s *Server) fail(ctx context.Context, err error, diags []diagnostic) *agent
 	}
 	head, stdout, stderr := splitAutoError(withholdPlanValues(err.Error()))
 	reason := classify(err, head+"\n"+stdout+"\n"+stderr, diags)
+	if reason == agenterr.StackNotFound {
+		// A stack the agent knew has gone (removed behind its back): what
+		// it knew about its stacks no longer holds.
+		s.forgetWarmth()
+	}
 	msg := s.secrets.Redact(conciseMessage(head, stderr, diags))
 	s.log.V(1).Info("pulumi failed", "reason", string(reason), "stderr", s.secrets.Redact(stripANSI(stderr)))
 	return agenterr.New(reason, "%s", msg)

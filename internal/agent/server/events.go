@@ -34,7 +34,14 @@ type forwarder struct {
 	log      logr.Logger
 	diags    []diagnostic
 	summary  *apitype.SummaryEvent
+	// pendingWarned is set when the engine warned that the stack's state
+	// holds pending operations from an earlier run.
+	pendingWarned bool
 }
+
+// pendingWarning is in the engine's warning about the pending operations
+// an update or destroy starts from.
+const pendingWarning = "pending operations from previous deployment"
 
 // newForwarder starts forwarding to send; pass its channel to the
 // Automation API and call finish once the call has returned.
@@ -108,8 +115,8 @@ func (f *forwarder) finish() {
 	<-f.done
 }
 
-// observe records error diagnostics, what plugins wrote to stderr, and the
-// summary.
+// observe records error diagnostics, what plugins wrote to stderr, the
+// engine's warning about pending operations, and the summary.
 func (f *forwarder) observe(e apitype.EngineEvent) {
 	if d := e.DiagnosticEvent; d != nil {
 		switch d.Severity {
@@ -117,6 +124,10 @@ func (f *forwarder) observe(e apitype.EngineEvent) {
 			f.diags = append(f.diags, diagnostic{urn: d.URN, message: withholdPlanValues(f.secrets.Redact(d.Message))})
 		case "info#err":
 			f.diags = append(f.diags, diagnostic{urn: d.URN, message: withholdPlanValues(f.secrets.Redact(d.Message)), stderr: true})
+		case "warning":
+			if strings.Contains(d.Message, pendingWarning) {
+				f.pendingWarned = true
+			}
 		}
 	}
 	if e.SummaryEvent != nil {

@@ -281,13 +281,15 @@ func (s *Server) Destroy(req *agentpb.DestroyRequest, stream grpc.ServerStreamin
 			s.mu.Lock()
 			s.stack = nil
 			s.mu.Unlock()
+			s.forgetWarmth()
 		}
 	}
 	return s.operate(stream, op)
 }
 
 // operate runs op on the selected stack: it reports (and, for a mutating
-// operation, clears) pending operations an interrupted run left, runs the
+// operation, clears) pending operations an interrupted run left, unless
+// it knows the state to hold none (see observeState), runs the
 // operation with lock recovery while streaming its events, and ends the
 // stream with a Result. A failure once the engine was involved still sends
 // the Result (with its error) before the stream ends with the error status.
@@ -310,11 +312,18 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	var out outcome
 	var fw *forwarder
 	var pending []*agentpb.PendingOperation
+	// The export costs a CLI run; a warm agent that knows the state holds
+	// no pending operation skips it.
+	check := !s.stateClean(st.Name())
+	viewOf(st) // drop what an earlier call saw
 	err = func() error {
-		var err error
-		pending, err = s.pendingOperations(ctx, st)
-		if err != nil {
-			return err
+		if check {
+			var err error
+			if pending, err = s.pendingOperations(ctx, st); err != nil {
+				return err
+			}
+		} else {
+			s.log.V(1).Info("the state is known to hold no pending operations; not exported", "stack", st.Name())
 		}
 		if len(pending) > 0 {
 			s.log.Info("stack has pending operations", "stack", st.Name(), "count", len(pending))
@@ -334,6 +343,10 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	}()
 
 	res := s.result(op, out, fw, start, rec, pending)
+	left := s.observeState(st, op, err, fw, pending)
+	if len(left) > 0 && len(pending) == 0 {
+		res.PendingOperations = left
+	}
 	if err != nil {
 		var diags []diagnostic
 		if fw != nil {
@@ -354,6 +367,29 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	}
 	s.log.Info("operation succeeded", "kind", op.kind, "stack", st.Name())
 	return stream.Send(&agentpb.OperationStream{Response: &agentpb.OperationStream_Result{Result: res}})
+}
+
+// observeState records whether the stack's state is known to hold no
+// pending operation once op has run (see "Warm agent" in the package
+// doc), from what the run showed: err, its events, the pending operations
+// found before it, and the export that read its outputs, if any. It
+// returns the pending operations that export found: another process's
+// interrupted run, from before op, whose pending creates the engine keeps.
+func (s *Server) observeState(st auto.Stack, op operation, err error, fw *forwarder, pending []*agentpb.PendingOperation) []*agentpb.PendingOperation {
+	view := viewOf(st)
+	// The state was clean before a mutating operation (pending operations
+	// are cleared first), and one that succeeds leaves none of its own.
+	clean := err == nil && (op.mutating || len(pending) == 0)
+	if fw != nil && fw.pendingWarned {
+		clean = false
+	}
+	var left []*agentpb.PendingOperation
+	if view != nil && len(view.pending) > 0 {
+		clean, left = false, view.pending
+		s.log.Info("the stack's state holds pending operations after the operation", "stack", st.Name(), "count", len(left))
+	}
+	s.setStateClean(st.Name(), clean)
+	return left
 }
 
 // permalinkOf keeps a permalink only when the backend has one.

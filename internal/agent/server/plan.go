@@ -131,7 +131,7 @@ func (s *Server) adoptStateSecretsKey(ctx context.Context, ws auto.Workspace, st
 	if settings.EncryptionSalt != "" || settings.EncryptedKey != "" {
 		return nil
 	}
-	dep, err := st.Export(ctx)
+	dep, err := exportState(ctx, ws, st.Name())
 	if err != nil {
 		return err
 	}

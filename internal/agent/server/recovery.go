@@ -160,36 +160,15 @@ func (s *Server) withLockRecovery(ctx context.Context, st auto.Stack, rec *agent
 	return attempt()
 }
 
-// deploymentPending is the part of an exported deployment that lists
-// pending operations.
-type deploymentPending struct {
-	PendingOperations []struct {
-		Resource struct {
-			URN string `json:"urn"`
-		} `json:"resource"`
-		Type string `json:"type"`
-	} `json:"pending_operations"`
-}
-
 // pendingOperations lists the operations an interrupted run left in the
-// stack's state, read with `pulumi stack export` (which takes no lock).
+// stack's state, read with `pulumi stack export` (which takes no lock, and
+// needs no secrets provider without --show-secrets).
 func (s *Server) pendingOperations(ctx context.Context, st auto.Stack) ([]*agentpb.PendingOperation, error) {
-	dep, err := st.Export(ctx)
+	dep, err := exportState(ctx, st.Workspace(), st.Name())
 	if err != nil {
 		return nil, err
 	}
-	if len(dep.Deployment) == 0 {
-		return nil, nil
-	}
-	var d deploymentPending
-	if err := json.Unmarshal(dep.Deployment, &d); err != nil {
-		return nil, fmt.Errorf("read exported deployment: %w", err)
-	}
-	out := make([]*agentpb.PendingOperation, 0, len(d.PendingOperations))
-	for _, op := range d.PendingOperations {
-		out = append(out, &agentpb.PendingOperation{Urn: op.Resource.URN, Type: op.Type})
-	}
-	return out, nil
+	return pendingOf(dep)
 }
 
 // clearPending removes pending operations with the engine's own mechanism,

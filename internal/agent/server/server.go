@@ -62,6 +62,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	stack *auto.Stack
+	warm  warmth
 
 	// shutdown is cancelled by Shutdown; every operation's context hangs
 	// off it, so that stopping the agent cancels the running CLI.
@@ -184,8 +185,9 @@ func (s *Server) begin(parent context.Context, what string) (context.Context, fu
 }
 
 // workspace returns a LocalWorkspace over the project directory that runs
-// the CLI through s.cli. Creating one runs no command, so it is done per
-// call; extra adds options such as a secrets provider.
+// the CLI through s.cli, wrapped in a stateWorkspace. Creating one runs no
+// command, so it is done per call; extra adds options such as a secrets
+// provider.
 func (s *Server) workspace(ctx context.Context, extra ...auto.LocalWorkspaceOption) (auto.Workspace, error) {
 	opts := []auto.LocalWorkspaceOption{auto.WorkDir(s.opts.WorkDir), auto.Pulumi(s.cli)}
 	if s.opts.PulumiHome != "" {
@@ -198,7 +200,7 @@ func (s *Server) workspace(ctx context.Context, extra ...auto.LocalWorkspaceOpti
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	return ws, nil
+	return &stateWorkspace{Workspace: ws}, nil
 }
 
 // projectFiles are the names the CLI accepts for the project file.

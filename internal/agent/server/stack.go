@@ -31,8 +31,9 @@ func (s *Server) PulumiVersion(context.Context, *agentpb.PulumiVersionRequest) (
 }
 
 // Info describes the project and the selected stack (or, before
-// SelectStack, the stack the CLI has selected in the workspace, if any).
-func (s *Server) Info(ctx context.Context, _ *agentpb.InfoRequest) (*agentpb.InfoResult, error) {
+// SelectStack, the stack the CLI has selected in the workspace, if any);
+// with skip_stack only the project, without running the CLI.
+func (s *Server) Info(ctx context.Context, req *agentpb.InfoRequest) (*agentpb.InfoResult, error) {
 	if err := s.requireProject(); err != nil {
 		return nil, err
 	}
@@ -49,6 +50,9 @@ func (s *Server) Info(ctx context.Context, _ *agentpb.InfoRequest) (*agentpb.Inf
 		Runtime: proj.Runtime.Name(),
 		WorkDir: s.opts.WorkDir,
 	}
+	if req.GetSkipStack() {
+		return res, nil
+	}
 	var name string
 	if st, err := s.selected(); err == nil {
 		name = st.Name()
@@ -64,7 +68,9 @@ func (s *Server) Info(ctx context.Context, _ *agentpb.InfoRequest) (*agentpb.Inf
 // SelectStack selects the stack the following calls work on, creating it
 // first when req.Create is set (with req.SecretsProvider, if given). A
 // workspace without key material for the stack's secrets adopts the one
-// its state records (adoptStateSecretsKey).
+// its state records (adoptStateSecretsKey). Selecting again what this
+// agent has selected, with the same request, while the stack's settings
+// files are unchanged runs no CLI command but the summary's.
 func (s *Server) SelectStack(ctx context.Context, req *agentpb.SelectStackRequest) (*agentpb.SelectStackResult, error) {
 	name := strings.TrimSpace(req.GetStackName())
 	if name == "" {
@@ -79,34 +85,59 @@ func (s *Server) SelectStack(ctx context.Context, req *agentpb.SelectStackReques
 	}
 	defer done()
 
-	var extra []auto.LocalWorkspaceOption
-	if sp := req.GetSecretsProvider(); sp != "" {
-		extra = append(extra, auto.SecretsProvider(sp))
-	}
-	ws, err := s.workspace(ctx, extra...)
-	if err != nil {
-		return nil, s.fail(ctx, err, nil)
-	}
-	var st auto.Stack
-	if req.GetCreate() {
-		st, err = auto.UpsertStack(ctx, name, ws)
+	sel := selection{name: name, create: req.GetCreate(), secretsProvider: req.GetSecretsProvider()}
+	var ws auto.Workspace
+	if s.selectionWarm(sel, s.settingsFingerprint(name)) {
+		st, err := s.selected()
+		if err != nil {
+			return nil, err
+		}
+		ws = st.Workspace()
+		s.log.V(1).Info("stack already selected", "stack", name)
 	} else {
-		st, err = auto.SelectStack(ctx, name, ws)
+		s.forgetSelection()
+		if ws, err = s.selectStack(ctx, sel); err != nil {
+			return nil, s.fail(ctx, err, nil)
+		}
+		s.rememberSelection(sel, s.settingsFingerprint(name))
+		s.log.Info("selected stack", "stack", name, "created", req.GetCreate())
 	}
-	if err != nil {
-		return nil, s.fail(ctx, err, nil)
+	if req.GetSkipSummary() {
+		return &agentpb.SelectStackResult{}, nil
 	}
-	if err := s.adoptStateSecretsKey(ctx, ws, st); err != nil {
-		return nil, s.fail(ctx, err, nil)
-	}
-	s.setSelected(st)
-	s.log.Info("selected stack", "stack", name, "created", req.GetCreate())
-
 	summary, err := s.stackSummary(ctx, ws, name)
 	if err != nil {
 		return nil, s.fail(ctx, err, nil)
 	}
 	return &agentpb.SelectStackResult{Summary: summary}, nil
+}
+
+// selectStack selects (or creates) the stack sel names with the CLI,
+// adopts its state's secrets key material, and makes it the selected
+// stack; it returns the stack's workspace.
+func (s *Server) selectStack(ctx context.Context, sel selection) (auto.Workspace, error) {
+	var extra []auto.LocalWorkspaceOption
+	if sel.secretsProvider != "" {
+		extra = append(extra, auto.SecretsProvider(sel.secretsProvider))
+	}
+	ws, err := s.workspace(ctx, extra...)
+	if err != nil {
+		return nil, err
+	}
+	var st auto.Stack
+	if sel.create {
+		st, err = auto.UpsertStack(ctx, sel.name, ws)
+	} else {
+		st, err = auto.SelectStack(ctx, sel.name, ws)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.adoptStateSecretsKey(ctx, ws, st); err != nil {
+		return nil, err
+	}
+	s.setSelected(st)
+	return ws, nil
 }
 
 // AddEnvironments adds ESC environments to the selected stack's
@@ -127,6 +158,7 @@ func (s *Server) AddEnvironments(ctx context.Context, req *agentpb.AddEnvironmen
 	if err := st.AddEnvironments(ctx, req.GetEnvironment()...); err != nil {
 		return nil, s.fail(ctx, err, nil)
 	}
+	s.settingsWritten(st.Name(), s.settingsFingerprint(st.Name()))
 	return &agentpb.AddEnvironmentsResult{}, nil
 }
 

@@ -59,7 +59,7 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 	// The first call waits for the connection, for at most ConnectTimeout;
 	// later calls fail fast if the agent goes away.
 	connectCtx, cancel := context.WithTimeout(ctx, r.opts.ConnectTimeout)
-	info, err := agent.Info(connectCtx, &agentpb.InfoRequest{}, grpc.WaitForReady(true))
+	info, err := agent.Info(connectCtx, &agentpb.InfoRequest{SkipStack: true}, grpc.WaitForReady(true))
 	timedOut := connectCtx.Err() != nil && ctx.Err() == nil
 	cancel()
 	if err != nil && timedOut {
@@ -237,9 +237,11 @@ func waitWhileBusy(ctx context.Context, call func() error) error {
 // selectStack is how an operation selects its stack: as the Workspace
 // declares it (create, secrets provider), so that an Update never creates a
 // stack the Workspace was told not to (useLocalStackOnly). A stack the
-// Workspace does not list is selected without creating it.
+// Workspace does not list is selected without creating it. The summary is
+// not asked for: on an agent that has the stack selected already, with the
+// same request, the call then runs no CLI command.
 func selectStack(ws *autov1alpha1.Workspace, name string) *agentpb.SelectStackRequest {
-	req := &agentpb.SelectStackRequest{StackName: name}
+	req := &agentpb.SelectStackRequest{StackName: name, SkipSummary: true}
 	for _, st := range ws.Spec.Stacks {
 		if st.Name == name {
 			req.Create = ptr.Deref(st.Create, false)

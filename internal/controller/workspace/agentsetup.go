@@ -134,7 +134,8 @@ func readyMessage(ws *autov1alpha1.Workspace, s *session) string {
 // and environments.
 func setUpStack(ctx context.Context, agent agentpb.AutomationServiceClient, i int, stack *autov1alpha1.WorkspaceStack) error {
 	field := fmt.Sprintf("spec.stacks[%d]", i)
-	req := &agentpb.SelectStackRequest{StackName: stack.Name, Create: stack.Create != nil && *stack.Create, SecretsProvider: stack.SecretsProvider}
+	req := &agentpb.SelectStackRequest{StackName: stack.Name, Create: stack.Create != nil && *stack.Create,
+		SecretsProvider: stack.SecretsProvider, SkipSummary: true}
 	if _, err := agent.SelectStack(ctx, req); err != nil {
 		what := fmt.Sprintf("%s: selecting stack %q", field, stack.Name)
 		if agenterr.ReasonOf(err) == agenterr.StackNotFound {

@@ -1,0 +1,275 @@
+package server_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stackyard/stackyard/internal/agent/agenterr"
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/test/testenv"
+)
+
+// warmProgram is the program of the latency benchmark (test/bench): a file
+// whose content is a config value, and a random suffix.
+const warmProgram = `name: warm
+runtime: yaml
+config:
+  path:
+    type: string
+  message:
+    type: string
+resources:
+  greeting:
+    type: stackyardtest:index:File
+    properties:
+      path: ${path}
+      content: ${message}
+  suffix:
+    type: stackyardtest:index:Random
+    properties:
+      length: 6
+outputs:
+  sha256: ${greeting.sha256}
+  suffix: ${suffix.result}
+`
+
+// commandLine matches the agent's log line for one CLI command it ran.
+var commandLine = regexp.MustCompile(`"msg"="ran pulumi" "command"="([^"]*)"`)
+
+// commands returns the CLI commands the agent has run so far, in order.
+func (h *harness) commands() []string {
+	var out []string
+	for _, m := range commandLine.FindAllStringSubmatch(h.logs.String(), -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// commandsOf runs f and returns the CLI commands the agent ran meanwhile.
+func (h *harness) commandsOf(f func()) []string {
+	before := len(h.commands())
+	f()
+	return h.commands()[before:]
+}
+
+// setUp does what the Workspace controller's setup does for one stack:
+// select it, creating it, and set its configuration.
+func (h *harness) setUp(stack string, items ...*agentpb.ConfigItem) {
+	h.t.Helper()
+	if _, err := h.client.SelectStack(h.ctx(), &agentpb.SelectStackRequest{StackName: stack, Create: true, SkipSummary: true}); err != nil {
+		h.t.Fatalf("SelectStack %s: %v", stack, err)
+	}
+	h.setConfig(items...)
+}
+
+// update does what the Update controller does for an up: Info, SelectStack
+// as the Workspace declares the stack, Up with secrets shown.
+func (h *harness) update(stack string) opRun {
+	h.t.Helper()
+	info, err := h.client.Info(h.ctx(), &agentpb.InfoRequest{SkipStack: true})
+	if err != nil {
+		h.t.Fatalf("Info: %v", err)
+	}
+	if info.GetProject() == "" || info.GetStack() != nil {
+		h.t.Errorf("Info with skip_stack = %v; want the project only", info)
+	}
+	if _, err := h.client.SelectStack(h.ctx(), &agentpb.SelectStackRequest{StackName: stack, Create: true, SkipSummary: true}); err != nil {
+		h.t.Fatalf("SelectStack %s: %v", stack, err)
+	}
+	return h.up(&agentpb.UpRequest{ShowSecrets: true})
+}
+
+// warmConfig is the configuration of warmProgram.
+func warmConfig(path, message string) []*agentpb.ConfigItem {
+	return []*agentpb.ConfigItem{literal("path", path, false), literal("message", message, false)}
+}
+
+// checkCommands fails the test unless got is want.
+func checkCommands(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s ran the CLI commands %q; want %q", what, got, want)
+	}
+}
+
+// checkGreeting fails the test unless the update wrote message to path and
+// reported its digest.
+func checkGreeting(t *testing.T, what string, r opRun, path, message string) {
+	t.Helper()
+	if b, err := os.ReadFile(path); err != nil || string(b) != message {
+		t.Errorf("%s: the file holds %q (%v); want %q", what, b, err, message)
+	}
+	if got := output(t, r.result, "sha256"); got != sha256Hex(message) {
+		t.Errorf("%s: output sha256 = %v; want the digest of %q", what, got, message)
+	}
+}
+
+// TestCommandsPerUpdate records the CLI commands the agent runs for the
+// calls the Workspace and Update controllers make (setup: SelectStack and
+// SetAllConfig; update: Info, SelectStack and Up), for a first update on a
+// fresh agent and for later ones on the same, warm, agent. Each command
+// costs a CLI start and a read of the backend, so a command added back
+// makes this fail.
+func TestCommandsPerUpdate(t *testing.T) {
+	h := newHarness(t, warmProgram)
+	path := filepath.Join(t.TempDir(), "greeting.txt")
+
+	// A fresh agent, a new stack: select it (creating it), set its
+	// configuration; the update checks the state for pending operations
+	// an interrupted run might have left, then runs up and reads outputs
+	// and summary.
+	checkCommands(t, "the first setup", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v1")...) }),
+		[]string{"stack select", "stack init", "config set-all"})
+	var r opRun
+	checkCommands(t, "the first update", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "first update") }),
+		[]string{"stack export", "up", "stack export", "stack history"})
+	checkGreeting(t, "the first update", r, path, "v1")
+	if sum := r.result.GetSummary(); sum.GetKind() != "update" || sum.GetResult() != "succeeded" || r.result.GetChanges()["create"] != 3 {
+		t.Errorf("first update: summary %v, changes %v; want a succeeded update, 3 creates", sum, r.result.GetChanges())
+	}
+
+	// A config change on the warm agent: only the new value is set.
+	checkCommands(t, "a setup with new configuration", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v2")...) }),
+		[]string{"config set-all"})
+	checkCommands(t, "an update on a warm agent", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "second update") }),
+		[]string{"up", "stack export", "stack history"})
+	checkGreeting(t, "the second update", r, path, "v2")
+	if r.result.GetChanges()["update"] != 1 {
+		t.Errorf("second update: changes %v; want 1 update", r.result.GetChanges())
+	}
+
+	// The same setup again changes nothing, so it runs nothing.
+	checkCommands(t, "a setup without changes", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v2")...) }), nil)
+	checkCommands(t, "an update without changes", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "third update") }),
+		[]string{"up", "stack export", "stack history"})
+	if r.result.GetChanges()["same"] != 3 {
+		t.Errorf("third update: changes %v; want 3 same", r.result.GetChanges())
+	}
+}
+
+// TestWarmAgentRunsWhatIsNeeded checks each command a warm agent skips
+// where it is still needed: selecting another stack, settings edited on
+// disk behind the agent's back, an operation that failed, and pending
+// operations another process's interrupted run left in the state.
+func TestWarmAgentRunsWhatIsNeeded(t *testing.T) {
+	h := newHarness(t, warmProgram)
+	path := filepath.Join(t.TempDir(), "greeting.txt")
+	h.setUp("dev", warmConfig(path, "v1")...)
+	h.update("dev").mustSucceed(t, "first update")
+
+	// Another stack: selected and set up with the CLI; back on dev, the
+	// stack is selected again, but its configuration, which the other
+	// stack's did not touch, is not set again.
+	otherPath := filepath.Join(t.TempDir(), "other.txt")
+	checkCommands(t, "setting up another stack", h.commandsOf(func() { h.setUp("other", warmConfig(otherPath, "o1")...) }),
+		[]string{"stack select", "stack init", "config set-all"})
+	checkGreeting(t, "the other stack's update", h.update("other").mustSucceed(t, "update of the other stack"), otherPath, "o1")
+	var r opRun
+	checkCommands(t, "going back to dev", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v1")...) }),
+		[]string{"stack select"})
+	checkCommands(t, "an update of dev", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update of dev") }),
+		[]string{"up", "stack export", "stack history"})
+	checkGreeting(t, "dev's update", r, path, "v1")
+
+	// Someone edits the stack settings on disk: the configuration the
+	// agent last set is set again, and the stack selected again.
+	settings := filepath.Join(h.dir, "Pulumi.dev.yaml")
+	b, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), "warm:message: v1", "warm:message: edited", 1)
+	if edited == string(b) {
+		t.Fatalf("no message v1 in the stack settings:\n%s", b)
+	}
+	writeFile(t, settings, edited)
+	checkCommands(t, "a setup after an edit on disk", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v1")...) }),
+		[]string{"stack select", "config set-all"})
+	checkGreeting(t, "the update after the edit", h.update("dev").mustSucceed(t, "update after the edit"), path, "v1")
+
+	// An update that fails leaves the state in doubt: the next one
+	// exports it first.
+	h.setUp("dev", warmConfig(filepath.Join(path, "not-a-directory", "greeting.txt"), "v2")...)
+	h.update("dev").mustFail(t, "update writing below a file", agenterr.ResourceFailed)
+	h.setUp("dev", warmConfig(path, "v2")...)
+	checkCommands(t, "the update after a failed one", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after the failure") }),
+		[]string{"stack export", "up", "stack export", "stack history"})
+	checkGreeting(t, "the update after the failure", r, path, "v2")
+
+	// Another process leaves a pending create in the state. The warm
+	// agent does not look before its update, which the engine runs
+	// anyway, keeping the pending create; the export after it finds it
+	// and the Result reports it. The next update clears it.
+	pendingURN := "urn:pulumi:dev::warm::stackyardtest:index:File::elsewhere"
+	h.addPendingCreate(t, "warm", "dev", pendingURN)
+	checkCommands(t, "an update over another's pending create", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update over a pending create") }),
+		[]string{"up", "stack export", "stack history"})
+	want := []string{pendingURN + " creating"}
+	if got := pendingStrings(r.result.GetPendingOperations()); !slices.Equal(got, want) || r.result.GetRecovery() != nil {
+		t.Errorf("update over a pending create reported pending %v, recovery %v; want %v, no recovery", got, r.result.GetRecovery(), want)
+	}
+	checkCommands(t, "the next update", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update clearing the pending create") }),
+		[]string{"stack export", "refresh", "stack history", "up", "stack export", "stack history"})
+	if got := pendingStrings(r.result.GetRecovery().GetClearedPendingOperations()); !slices.Equal(got, want) {
+		t.Errorf("the next update cleared %v; want %v", got, want)
+	}
+	checkCommands(t, "an update on a clean state", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update on a clean state") }),
+		[]string{"up", "stack export", "stack history"})
+	if r.result.GetRecovery() != nil || len(r.result.GetPendingOperations()) != 0 {
+		t.Errorf("an update on a clean state reported recovery %v, pending %v", r.result.GetRecovery(), r.result.GetPendingOperations())
+	}
+
+	// Someone removes the stack, keeping its settings file: the warm
+	// agent's next update fails for it, and the one after selects the
+	// stack with the CLI again, which creates it.
+	rm := exec.Command("pulumi", "stack", "rm", "--yes", "--force", "--preserve-config", "--non-interactive", "--stack", "dev")
+	rm.Dir = h.dir
+	rm.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
+	if out, err := rm.CombinedOutput(); err != nil {
+		t.Fatalf("pulumi stack rm: %v\n%s", err, out)
+	}
+	h.update("dev").mustFail(t, "update of a removed stack", agenterr.StackNotFound)
+	checkCommands(t, "the update after the stack was removed", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after the removal") }),
+		[]string{"stack select", "stack init", "stack export", "up", "stack export", "stack history"})
+	checkGreeting(t, "the update after the removal", r, path, "v2")
+}
+
+// addPendingCreate writes a pending create of urn into stack's state in
+// the file backend, as another process's CLI killed in the middle of
+// creating that resource leaves it.
+func (h *harness) addPendingCreate(t *testing.T, project, stack, urn string) {
+	t.Helper()
+	path := filepath.Join(h.backend, ".pulumi", "stacks", project, stack+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file map[string]any
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	latest, ok := file["checkpoint"].(map[string]any)["latest"].(map[string]any)
+	if !ok {
+		t.Fatalf("no latest deployment in %s", path)
+	}
+	latest["pending_operations"] = []any{map[string]any{
+		"type": "creating",
+		"resource": map[string]any{
+			"urn": urn, "custom": true, "type": "stackyardtest:index:File",
+			"inputs": map[string]any{"path": "/nonexistent/elsewhere", "content": "x"},
+		},
+	}}
+	if b, err = json.Marshal(file); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(b))
+	if got := testenv.PendingOperations(h.backend, project, stack); !slices.Equal(got, []string{urn + " creating"}) {
+		t.Fatalf("pending operations written = %v", got)
+	}
+}

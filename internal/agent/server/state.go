@@ -1,0 +1,236 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/sig"
+
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+)
+
+// maskedSecret is what `pulumi stack output --json` shows in place of a
+// secret; the Automation API calls an output secret when its JSON holds it.
+const maskedSecret = "[secret]"
+
+// stateWorkspace is the agent's Automation API workspace: a LocalWorkspace
+// whose StackOutputs reads the outputs from `pulumi stack export` without
+// --show-secrets, which needs no secrets provider, and runs `pulumi stack
+// output --show-secrets` only when some output is secret; the
+// LocalWorkspace runs `pulumi stack output` twice, with and without
+// --show-secrets. auto.Stack.Up and the agent's Refresh read the outputs
+// once the operation has run, so the same export also tells the agent
+// whether the state the operation left holds pending operations (see
+// view).
+type stateWorkspace struct {
+	auto.Workspace
+
+	mu   sync.Mutex
+	seen *stateView
+}
+
+// stateView is what an export after an operation showed.
+type stateView struct {
+	pending []*agentpb.PendingOperation
+}
+
+// StackOutputs returns the stack's outputs as the Automation API's
+// LocalWorkspace does: every value in clear, marked secret when `pulumi
+// stack output --json` shows "[secret]" in it.
+func (w *stateWorkspace) StackOutputs(ctx context.Context, stack string) (auto.OutputMap, error) {
+	dep, err := exportState(ctx, w, stack)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := storedOutputs(dep)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := pendingOf(dep)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.seen = &stateView{pending: pending}
+	w.mu.Unlock()
+
+	encrypted := false
+	for _, o := range stored {
+		encrypted = encrypted || o.encrypted
+	}
+	var revealed map[string]any
+	if encrypted {
+		// A secret's value is only in the state's ciphertext.
+		text, err := runCLI(ctx, w, "could not get secret outputs", "stack", "output", "--json", "--show-secrets", "--stack", stack)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(text), &revealed); err != nil {
+			return nil, fmt.Errorf("read the stack's secret outputs: %w", err)
+		}
+	}
+	out := make(auto.OutputMap, len(stored))
+	for k, o := range stored {
+		v := o.value
+		if revealed != nil {
+			v = revealed[k]
+		}
+		out[k] = auto.OutputValue{Value: v, Secret: o.secret}
+	}
+	return out, nil
+}
+
+// view returns what the last StackOutputs showed of the state, nil if it
+// has not run since the last call, and forgets it.
+func (w *stateWorkspace) view() *stateView {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v := w.seen
+	w.seen = nil
+	return v
+}
+
+// viewOf returns st's last state view (see stateWorkspace.view); nil when
+// st is not over a stateWorkspace.
+func viewOf(st auto.Stack) *stateView {
+	if w, ok := st.Workspace().(*stateWorkspace); ok {
+		return w.view()
+	}
+	return nil
+}
+
+// exportState returns the stack's state as stored, secrets encrypted:
+// `pulumi stack export` without --show-secrets, which needs no secrets
+// provider (no passphrase key derivation, no KMS or service call), where
+// the Automation API's Export always reveals them.
+func exportState(ctx context.Context, ws auto.Workspace, stack string) (apitype.UntypedDeployment, error) {
+	var dep apitype.UntypedDeployment
+	text, err := runCLI(ctx, ws, "could not export stack", "stack", "export", "--stack", stack)
+	if err != nil {
+		return dep, err
+	}
+	if err := json.Unmarshal([]byte(text), &dep); err != nil {
+		return dep, fmt.Errorf("read exported deployment: %w", err)
+	}
+	return dep, nil
+}
+
+// runCLI runs a CLI command in ws's project directory with ws's
+// environment, as the Automation API runs its own, and returns its
+// stdout. A failure reads like the Automation API's ("<what>: <error>",
+// then the code and stderr) so that fail classifies it alike; stdout is
+// left out of it, as it may hold secrets.
+func runCLI(ctx context.Context, ws auto.Workspace, what string, args ...string) (string, error) {
+	var env []string
+	if home := ws.PulumiHome(); home != "" {
+		env = append(env, "PULUMI_HOME="+home)
+	}
+	for k, v := range ws.GetEnvVars() {
+		env = append(env, k+"="+v)
+	}
+	stdout, stderr, code, err := ws.PulumiCommand().Run(ctx, ws.WorkDir(), nil, nil, nil, env, args...)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w\ncode: %d\nstdout: \nstderr: %s", what, err, code, stderr)
+	}
+	return stdout, nil
+}
+
+// storedOutput is a stack output as the stored state holds it.
+type storedOutput struct {
+	// value is the output's value; incomplete when encrypted is set.
+	value any
+	// secret is what the Automation API marks secret: "[secret]" is in the
+	// output's JSON once its secrets are masked.
+	secret bool
+	// encrypted is set when the value holds a secret, whose value only
+	// the secrets provider can read.
+	encrypted bool
+}
+
+// storedOutputs reads the stack outputs, the outputs of the root stack
+// resource, from an exported deployment.
+func storedOutputs(dep apitype.UntypedDeployment) (map[string]storedOutput, error) {
+	out := map[string]storedOutput{}
+	if len(dep.Deployment) == 0 {
+		return out, nil
+	}
+	var d struct {
+		Resources []struct {
+			Type    string         `json:"type"`
+			Parent  string         `json:"parent"`
+			Outputs map[string]any `json:"outputs"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(dep.Deployment, &d); err != nil {
+		return nil, fmt.Errorf("read exported deployment: %w", err)
+	}
+	for _, r := range d.Resources {
+		if r.Type != stackResourceType || r.Parent != "" {
+			continue
+		}
+		for k, v := range r.Outputs {
+			masked, encrypted := maskSecrets(v)
+			text, err := json.Marshal(masked)
+			if err != nil {
+				return nil, fmt.Errorf("read stack output %q: %w", k, err)
+			}
+			out[k] = storedOutput{value: v, secret: strings.Contains(string(text), maskedSecret), encrypted: encrypted}
+		}
+		break
+	}
+	return out, nil
+}
+
+// maskSecrets returns v, a property value as the state stores it, with
+// each secret replaced by "[secret]", and whether it held one.
+func maskSecrets(v any) (any, bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		if t[sig.Key] == sig.Secret {
+			return maskedSecret, true
+		}
+		m, held := make(map[string]any, len(t)), false
+		for k, e := range t {
+			masked, found := maskSecrets(e)
+			m[k], held = masked, held || found
+		}
+		return m, held
+	case []any:
+		m, held := make([]any, len(t)), false
+		for i, e := range t {
+			masked, found := maskSecrets(e)
+			m[i], held = masked, held || found
+		}
+		return m, held
+	default:
+		return v, false
+	}
+}
+
+// pendingOf lists the pending operations of an exported deployment.
+func pendingOf(dep apitype.UntypedDeployment) ([]*agentpb.PendingOperation, error) {
+	if len(dep.Deployment) == 0 {
+		return nil, nil
+	}
+	var d struct {
+		PendingOperations []struct {
+			Resource struct {
+				URN string `json:"urn"`
+			} `json:"resource"`
+			Type string `json:"type"`
+		} `json:"pending_operations"`
+	}
+	if err := json.Unmarshal(dep.Deployment, &d); err != nil {
+		return nil, fmt.Errorf("read exported deployment: %w", err)
+	}
+	out := make([]*agentpb.PendingOperation, 0, len(d.PendingOperations))
+	for _, op := range d.PendingOperations {
+		out = append(out, &agentpb.PendingOperation{Urn: op.Resource.URN, Type: op.Type})
+	}
+	return out, nil
+}
