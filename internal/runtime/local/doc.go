@@ -26,6 +26,15 @@
 // source instance) change. Idle stops the process and keeps the directory;
 // Delete stops it and removes the directory.
 //
+// # Source cache
+//
+// An immutable source (a git commit given by its SHA, a Flux artifact by
+// its digest) is also kept under <root>/.source-cache/, per namespace, the
+// oldest dropped past Options.SourceCacheEntries. Another Workspace of the
+// namespace that deploys the same one copies the tree from there instead
+// of fetching it: a burst of Stacks on one branch, or the stages of a
+// pipeline, fetch each commit once.
+//
 // # Processes
 //
 // Agents run in their own process group with a parent-death signal

@@ -75,8 +75,9 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// prepareSource makes sure the state directory holds src, fetching it with
-// `stackyard agent init` when it does not, and returns the marker. The
+// prepareSource makes sure the state directory holds src, copying it from
+// the source cache or else fetching it with `stackyard agent init` when it
+// does not, and returns the marker. The
 // fetch replaces source/ only on success; home/ is never touched.
 func (r *Runtime) prepareSource(ctx context.Context, ws *autov1alpha1.Workspace, src runtime.Source, dir string, env []string) (*marker, error) {
 	fp := src.Fingerprint()
@@ -90,9 +91,20 @@ func (r *Runtime) prepareSource(ctx context.Context, ws *autov1alpha1.Workspace,
 	}
 	m := &marker{Fingerprint: fp, Instance: randomID()}
 	if src.NeedsInit() {
-		rev, err := r.fetch(ctx, ws, src, dir, env)
-		if err != nil {
-			return nil, err
+		target := filepath.Join(dir, sourceDir)
+		key, cacheable := r.sources.key(ws.Namespace, src)
+		rev, cached := "", false
+		if cacheable {
+			rev, cached = r.sources.restore(key, target)
+		}
+		if !cached {
+			var err error
+			if rev, err = r.fetch(ctx, ws, src, dir, env); err != nil {
+				return nil, err
+			}
+			if cacheable {
+				r.sources.store(key, target, rev)
+			}
 		}
 		m.Revision = rev
 	} else if fi, err := os.Stat(src.Dir); err != nil || !fi.IsDir() {

@@ -89,6 +89,11 @@ type Options struct {
 	// first served. Zero means unbounded; the operator's default is
 	// DefaultMaxAgents.
 	MaxAgents int
+	// SourceCacheEntries bounds the immutable sources (a commit, an
+	// artifact digest) kept for reuse by the Workspaces of a namespace
+	// that deploy the same one; zero means DefaultSourceCacheEntries, a
+	// negative number turns the cache off.
+	SourceCacheEntries int
 	// Log receives the runtime's log lines and, at verbosity 1, the
 	// agents' output.
 	Log logr.Logger
@@ -104,7 +109,8 @@ type Runtime struct {
 	slots  map[types.NamespacedName]*slot
 	closed bool
 
-	admit *admission
+	admit   *admission
+	sources *sourceCache
 }
 
 // slot is the runtime's record of one Workspace.
@@ -156,7 +162,11 @@ func New(opts Options) (*Runtime, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	return &Runtime{opts: opts, slots: map[types.NamespacedName]*slot{}, admit: newAdmission(opts.MaxAgents, opts.OnExit)}, nil
+	if opts.SourceCacheEntries == 0 {
+		opts.SourceCacheEntries = DefaultSourceCacheEntries
+	}
+	return &Runtime{opts: opts, slots: map[types.NamespacedName]*slot{}, admit: newAdmission(opts.MaxAgents, opts.OnExit),
+		sources: &sourceCache{dir: filepath.Join(root, sourceCacheDir), max: opts.SourceCacheEntries}}, nil
 }
 
 // Collector reports how many agents run and how many wait for a place
