@@ -228,7 +228,9 @@ func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, im
 	step("second update (commit %s) Ready through a new pod %s (uid %s)", commit2, pod2.Name, pod2.UID)
 
 	// ---- idle: the pod goes, the StatefulSet stays at zero ----------------
-	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Two updates in a row keep the agent warm for half as long again as
+	// the gap between them (workspace.warmFor), then it goes.
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 6*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "auto.pulumi.com/workspace-name=stack-e2e"})
 		if err != nil {
 			return false, err

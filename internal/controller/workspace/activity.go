@@ -26,6 +26,7 @@ type usage struct {
 	pending  []string // incomplete Updates
 	running  string   // an Update whose operation runs, if any
 	lastUsed time.Time
+	prevUsed time.Time // when the Update before the last one completed
 }
 
 // usageOf lists ws's Updates.
@@ -47,13 +48,39 @@ func (r *Reconciler) usageOf(ctx context.Context, ws *autov1alpha1.Workspace) (u
 			}
 			continue
 		}
-		for _, t := range []time.Time{up.Status.EndTime.Time, completedAt(up)} {
-			if t.After(u.lastUsed) {
-				u.lastUsed = t
-			}
+		done := up.Status.EndTime.Time
+		if t := completedAt(up); t.After(done) {
+			done = t
+		}
+		switch {
+		case done.After(u.lastUsed):
+			u.prevUsed, u.lastUsed = u.lastUsed, done
+		case done.After(u.prevUsed):
+			u.prevUsed = done
 		}
 	}
 	return u, nil
+}
+
+// maxWarmFactor bounds how long a rhythm keeps an agent up: at most this
+// many times IdleAfter.
+const maxWarmFactor = 10
+
+// warmFor is how long an agent stays up after its last use: IdleAfter, or
+// longer when the Workspace's Updates come in a rhythm, as a Stack under
+// frequent changes or a pipeline stage's successive promotions do: half
+// as long again as the gap between its last two Updates, so the next one
+// finds the agent warm. A rhythm slower than maxWarmFactor times IdleAfter
+// is not worth an agent kept up meanwhile.
+func warmFor(idleAfter time.Duration, u usage) time.Duration {
+	if u.prevUsed.IsZero() || u.lastUsed.IsZero() {
+		return idleAfter
+	}
+	gap := u.lastUsed.Sub(u.prevUsed)
+	if warm := gap + gap/2; warm > idleAfter && warm <= maxWarmFactor*idleAfter {
+		return warm
+	}
+	return idleAfter
 }
 
 // completedAt is when the Update's Complete condition turned True.
@@ -66,7 +93,8 @@ func completedAt(up *autov1alpha1.Update) time.Time {
 
 // reconcileActivity decides whether the agent should run: while Updates
 // are pending, while the current generation is not set up, and for
-// IdleAfter after the last use. Otherwise it idles the agent and ends the
+// warmFor after the last use (IdleAfter, longer for a rhythm of Updates),
+// unless other Workspaces wait for a place to run. Otherwise it idles the agent and ends the
 // reconcile. A new generation waits for a running Update first, since
 // applying it may restart the agent under the operation.
 func (r *Reconciler) reconcileActivity(ctx context.Context, s *session) (sreconcile.Result, error) {
@@ -93,7 +121,8 @@ func (r *Reconciler) reconcileActivity(ctx context.Context, s *session) (sreconc
 		c.LastTransitionTime.After(lastUsed) {
 		lastUsed = c.LastTransitionTime.Time
 	}
-	idleAfter, why := r.opts.IdleAfter, fmt.Sprintf("no pending Updates for %s", r.opts.IdleAfter)
+	idleAfter := warmFor(r.opts.IdleAfter, u)
+	why := fmt.Sprintf("no pending Updates for %s", idleAfter)
 	if c, ok := r.runtime.(runtime.Contention); ok && c.Queued() > 0 {
 		// Others wait for a place to run their agent: this one gives its
 		// place up as soon as it has nothing to do.

@@ -49,8 +49,11 @@
 // The agent is kept active while any Update naming the Workspace in
 // spec.workspaceName is not complete, while the current generation is not
 // set up yet, and for Options.IdleAfter (default one minute) after the
-// later of the agent becoming active and the last Update completing. Then
-// it is idled. The decision is recomputed from the Updates and the
+// later of the agent becoming active and the last Update completing, or
+// longer when Updates come in a rhythm: half as long again as the gap
+// between the last two, when that is at most ten times IdleAfter, so a
+// Stack under frequent changes finds its agent warm. Then it is idled
+// (at once when other Workspaces wait for a place to run). The decision is recomputed from the Updates and the
 // conditions on every reconcile, so an operator restart changes nothing.
 // While an Update is in progress, a new generation of the Workspace waits
 // for it to finish before the agent is restarted with it.
