@@ -72,14 +72,22 @@ func (s *session) observeUpdate(ctx context.Context) (sreconcile.Result, error) 
 }
 
 // running is the wait while the Stack's Update runs: upstream's message,
-// or what keeps a pending Update from starting when its status says.
+// or what keeps a pending Update from starting: what the Workspace says
+// keeps it from being ready (a failure setting the stack up, such as a
+// full disk), else what the Update's status says.
 func (s *session) running(ctx context.Context, upd *autov1alpha1.Update) error {
 	msg := pulumiv1.ReconcilingProcessingUpdateMessage
-	if !workspaceReady(ctx, s.r.Client, s.stack) {
+	ready, why := workspaceReady(ctx, s.r.Client, s.stack)
+	if !ready {
 		msg = pulumiv1.ReconcilingProcessingWorkspaceMessage
 	}
-	if c := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing); updatePending(upd) && c != nil && c.Message != "" {
-		msg += ": " + c.Message
+	if c := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing); updatePending(upd) {
+		switch {
+		case why != "":
+			msg += ": " + why
+		case c != nil && c.Message != "":
+			msg += ": " + c.Message
+		}
 	}
 	return sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason, errors.New(msg), ResyncInterval(&s.stack.Spec, s.r.MinResync))
 }
@@ -242,11 +250,20 @@ func updatePending(upd *autov1alpha1.Update) bool {
 	return c == nil || c.Reason == autov1alpha1.UpdateReasonPending
 }
 
-// workspaceReady reports whether the Stack's Workspace says it can serve.
-func workspaceReady(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) bool {
+// workspaceReady reports whether the Stack's Workspace says it can serve
+// and, when it cannot, what its Reconciling condition says it is doing or
+// failing at for its current generation ("" when it says nothing).
+func workspaceReady(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) (bool, string) {
 	var ws autov1alpha1.Workspace
 	if err := c.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: WorkspaceName(stack)}, &ws); err != nil {
-		return false
+		return false, ""
 	}
-	return sreconcile.IsReady(ws.Status.Conditions) && ws.Status.ObservedGeneration == ws.Generation
+	if sreconcile.IsReady(ws.Status.Conditions) && ws.Status.ObservedGeneration == ws.Generation {
+		return true, ""
+	}
+	r := apimeta.FindStatusCondition(ws.Status.Conditions, sreconcile.ReconcilingCondition)
+	if r == nil || r.Status != metav1.ConditionTrue || r.ObservedGeneration != ws.Generation || r.Message == "" {
+		return false, ""
+	}
+	return false, fmt.Sprintf("workspace %s: %s: %s", ws.Name, r.Reason, r.Message)
 }
