@@ -3,19 +3,14 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,8 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -81,10 +74,8 @@ type harness struct {
 	progDir string // a checkout of the program for the bare CLI
 	rec     *recorder
 
-	op        *exec.Cmd
-	opLog     string
+	op        *testenv.Operator
 	opArgs    []string
-	metrics   string // the operator's metrics URL
 	idleAfter time.Duration
 }
 
@@ -142,64 +133,17 @@ func (h *harness) startOperator(t *testing.T, tmp string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(tmp, "kubeconfig")
-	if err := writeKubeconfig(h.env, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	h.opArgs = []string{"operator", "--runtime", "local",
-		"--state-dir", filepath.Join(tmp, "operator"),
-		"--tool-dirs", testenv.BinDir(),
-		"--artifact-listen", "127.0.0.1:0",
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port),
-		"--health-probe-bind-address", "0",
-		"--idle-after", h.idleAfter.String(),
-	}
-	h.opLog = filepath.Join(tmp, "operator.log")
-	logFile, err := os.Create(h.opLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.op = exec.Command(bin, h.opArgs...)
-	h.op.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	h.op.Stdout, h.op.Stderr = logFile, logFile
-	if err := h.op.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = h.op.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = h.op.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = h.op.Process.Kill()
-			<-done
-		}
-		_ = logFile.Close()
-		if t.Failed() {
-			t.Logf("operator log (tail):\n%s", tail(h.opLog, 60))
-		}
+	h.op = testenv.StartOperator(t, testenv.OperatorOptions{
+		Bin:    bin,
+		Dir:    tmp,
+		Config: h.env.Config,
+		Args:   []string{"--idle-after", h.idleAfter.String()},
 	})
-	// The metrics endpoint answers once the manager runs.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := h.requestCount(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the operator did not serve metrics within a minute:\n%s", tail(h.opLog, 40))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	h.opArgs = h.op.Args
 }
 
 // pid is the operator's process id.
-func (h *harness) pid() int { return h.op.Process.Pid }
+func (h *harness) pid() int { return h.op.Pid() }
 
 // stack returns the benchmark Stack namespace/name for Pulumi stack
 // stackName, with the message config value.
@@ -256,62 +200,7 @@ func (h *harness) bareUp(stackName string) (time.Duration, error) {
 
 // requestCount sums the operator's rest_client_requests_total.
 func (h *harness) requestCount() (float64, error) {
-	resp, err := http.Get(h.metrics)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", h.metrics, resp.Status)
-	}
-	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum += v
-		}
-	}
-	return sum, sc.Err()
-}
-
-// writeKubeconfig writes an administrator kubeconfig for env's API server.
-func writeKubeconfig(env *testenv.Env, path string) error {
-	cfg := env.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "admin"}
-	kc.CurrentContext = "bench"
-	return clientcmd.WriteToFile(*kc, path)
-}
-
-// freePort returns a loopback port nothing listens on right now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(f)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	return h.op.Metric("rest_client_requests_total")
 }
 
 // readyMark is a Stack seen Ready with a given observed generation and

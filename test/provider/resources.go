@@ -226,8 +226,8 @@ func (sleepResource) read(_ context.Context, id string, state, inputs resource.P
 func (sleepResource) delete(context.Context, string, resource.PropertyMap) error { return nil }
 
 // sleep waits for seconds, or returns an error as soon as ctx is done (the
-// engine cancelled the operation, or went away) unless the provider is
-// stubborn (StubbornEnv).
+// engine cancelled the operation or went away, or the resource's custom
+// timeout passed) unless the provider is stubborn (StubbornEnv).
 func sleep(ctx context.Context, seconds float64) error {
 	d := time.Duration(seconds * float64(time.Second))
 	ctx = sleepContext(ctx)
@@ -238,6 +238,9 @@ func sleep(ctx context.Context, seconds float64) error {
 	case <-timer.C:
 		return nil
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("sleep of %v timed out after %v (the resource's customTimeouts)", d, time.Since(start).Round(time.Millisecond))
+		}
 		return fmt.Errorf("sleep of %v cancelled after %v", d, time.Since(start).Round(time.Millisecond))
 	}
 }

@@ -8,8 +8,12 @@
 //     editing the file by hand is drift.
 //   - Random generates a string once and keeps it until an input changes;
 //     it also returns a secret output.
-//   - Sleep waits on Create and Update, and stops early when cancelled.
+//   - Sleep waits on Create and Update, and stops early when cancelled or
+//     when the resource's customTimeouts passes.
 //   - Fail makes Create and Update fail with a chosen message.
+//
+// With JournalEnv set, every write the provider makes is appended to a
+// file, so a test can count how often a change reached a resource.
 //
 // The binary pulumi-resource-stackyardtest (see cmd/) runs Main; make tools
 // puts it in bin/, where the engine finds it on PATH.

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
@@ -38,10 +39,19 @@ func New() *Provider {
 func (p *Provider) Stop() { p.stop() }
 
 // opContext returns a context for one lifecycle call: done when the call's
-// own context is (the engine went away or gave up) or the provider is
-// stopped. The returned function must be called when the call ends.
-func (p *Provider) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// own context is (the engine went away or gave up), when the provider is
+// stopped, or after timeout seconds when timeout is positive. The engine
+// sends a resource's customTimeouts option as the call's timeout and
+// leaves enforcing it to the provider, as real providers do. The returned
+// function must be called when the call ends.
+func (p *Provider) opContext(ctx context.Context, timeout float64) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeout(ctx, time.Duration(timeout*float64(time.Second)))
+		parent := cancel
+		cancel = func() { cancelTimeout(); parent() }
+	}
 	unhook := context.AfterFunc(p.stopped, cancel)
 	return ctx, func() { unhook(); cancel() }
 }
@@ -183,11 +193,16 @@ func (p *Provider) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*p
 	if err != nil {
 		return nil, err
 	}
-	ctx, done := p.opContext(ctx)
+	ctx, done := p.opContext(ctx, req.GetTimeout())
 	defer done()
 	id, out, err := ops.create(ctx, in, req.GetPreview())
 	if err != nil {
 		return nil, err
+	}
+	if !req.GetPreview() {
+		if err := journal(journalCreate, req.GetUrn(), id, in); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
 	}
 	props, err := marshal(out)
 	if err != nil {
@@ -211,7 +226,7 @@ func (p *Provider) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*pulum
 	if err != nil {
 		return nil, err
 	}
-	ctx, done := p.opContext(ctx)
+	ctx, done := p.opContext(ctx, 0)
 	defer done()
 	id, out, ins, err := ops.read(ctx, req.GetId(), state, inputs)
 	if err != nil {
@@ -245,11 +260,16 @@ func (p *Provider) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*p
 	if err != nil {
 		return nil, err
 	}
-	ctx, done := p.opContext(ctx)
+	ctx, done := p.opContext(ctx, req.GetTimeout())
 	defer done()
 	out, err := ops.update(ctx, req.GetId(), olds, news, req.GetPreview())
 	if err != nil {
 		return nil, err
+	}
+	if !req.GetPreview() {
+		if err := journal(journalUpdate, req.GetUrn(), req.GetId(), news); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
 	}
 	props, err := marshal(out)
 	if err != nil {
@@ -268,10 +288,13 @@ func (p *Provider) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*e
 	if err != nil {
 		return nil, err
 	}
-	ctx, done := p.opContext(ctx)
+	ctx, done := p.opContext(ctx, req.GetTimeout())
 	defer done()
 	if err := ops.delete(ctx, req.GetId(), state); err != nil {
 		return nil, err
+	}
+	if err := journal(journalDelete, req.GetUrn(), req.GetId(), state); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return &emptypb.Empty{}, nil
 }

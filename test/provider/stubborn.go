@@ -8,7 +8,8 @@ import (
 // StubbornEnv, set to "1" in the provider's environment, makes it behave
 // like a real provider caught in a long cloud call: it keeps running when
 // the engine that started it dies (it does not watch its parent), and a
-// Sleep runs to its end even when the engine cancels it or goes away.
+// Sleep runs to its end even when the engine cancels it or goes away, or
+// its custom timeout passes.
 // Tests of stackyard's process cleanup set it, so that a provider
 // outlives its engine unless stackyard ends it.
 const StubbornEnv = "STACKYARD_TEST_PROVIDER_STUBBORN"

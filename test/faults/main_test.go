@@ -1,0 +1,177 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
+)
+
+// Environment knobs.
+const (
+	// envSeed replays a run's random choices.
+	envSeed = "FAULTS_SEED"
+	// envN is the number of operator kills (scenario 1).
+	envN = "FAULTS_N"
+)
+
+// params are the counts of one run of the scenarios.
+type params struct {
+	// OperatorKills is how many times the operator is killed (FAULTS_N).
+	OperatorKills int
+	// Stacks is how many Stacks change while the operator is killed.
+	Stacks int
+	// AgentKills is how many updates lose their agent.
+	AgentKills int
+	// GitOutages is how many times the git host goes away.
+	GitOutages int
+	// DiskFills is how many times the workspaces' disk fills up.
+	DiskFills int
+	// APIServerRestarts is how many times kube-apiserver is stopped and
+	// started again during updates.
+	APIServerRestarts int
+	// PromotionLeaderKills is how many promotions lose their leader.
+	PromotionLeaderKills int
+	// StubbornHang adds the hang of a provider that ignores its timeout
+	// and cancellation, which costs the agent's 30 s grace period.
+	StubbornHang bool
+}
+
+// passphrase encrypts the stacks' secrets in the file backend.
+const passphrase = "faults-passphrase-5d0c"
+
+// project is the Pulumi project name of every program here.
+const project = "faults"
+
+// suite is what the scenarios share: one control plane, one git server,
+// one file backend and one operator process. The scenarios run one after
+// the other, since some of them kill the operator.
+type suite struct {
+	env     *testenv.Env
+	client  client.Client
+	op      *testenv.Operator
+	git     *gitserver.Server
+	tmp     string
+	backend string // the file:// backend's directory
+	outDir  string // where the programs' File resources write
+	params  params
+
+	bin      string       // the stackyard binary
+	opConfig *rest.Config // the operator's identity: its ServiceAccount
+}
+
+// operatorNamespace holds the operator's ServiceAccount and its
+// leader-election Lease.
+const operatorNamespace = "stackyard-system"
+
+// TestFaults starts the shared components and runs every scenario as a
+// subtest: `-run TestFaults/operator-killed` runs one.
+func TestFaults(t *testing.T) {
+	s := startSuite(t)
+	t.Logf("counts: %+v", s.params)
+	t.Run("operator-killed", s.testOperatorKilled)
+	t.Run("agent-killed", s.testAgentKilled)
+	t.Run("hang", s.testHang)
+	t.Run("git-unreachable", s.testGitUnreachable)
+	t.Run("disk-full", s.testDiskFull)
+	t.Run("apiserver-restart", s.testAPIServerRestart)
+	t.Run("promotion-leader-killed", s.testPromotionLeaderKilled)
+}
+
+// startSuite starts the control plane, the git server and the operator.
+func startSuite(t *testing.T) *suite {
+	t.Helper()
+	if err := testenv.RequireBinaries(append([]string{"etcd", "kube-apiserver"}, testenv.PulumiBinaries...)...); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	if err := testenv.IsolatePulumi(tmp, passphrase); err != nil {
+		t.Fatal(err)
+	}
+	s := &suite{tmp: tmp, backend: filepath.Join(tmp, "backend"), outDir: filepath.Join(tmp, "out"), params: defaults}
+	s.params.OperatorKills = intEnv(t, envN, s.params.OperatorKills)
+	for _, dir := range []string{s.backend, s.outDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.git = gitserver.New(t)
+
+	env, err := testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{
+		pulumiv1.AddToScheme, autov1alpha1.AddToScheme, promotionv1alpha1.AddToScheme,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	s.env, s.client = env, env.Client
+
+	bin, err := testenv.BuildStackyard(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The operator acts as its ServiceAccount with the packaged roles
+	// only, as in a cluster.
+	cfg, err := env.ServiceAccountConfig(context.Background(), operatorNamespace, "stackyard", testenv.OperatorRoles()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.bin, s.opConfig = bin, cfg
+	s.op = testenv.StartOperator(t, testenv.OperatorOptions{Bin: bin, Dir: tmp, Config: cfg})
+	return s
+}
+
+// seeded returns the random source of one scenario, from FAULTS_SEED or
+// the clock, and logs the seed and how to replay it.
+func seeded(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := strings.TrimSpace(os.Getenv(envSeed)); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want an unsigned integer", envSeed, v)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (replay: %s=%d go test [-tags faults] -run '^%s$' ./test/faults/)", seed, envSeed, seed, t.Name())
+	return rand.New(rand.NewPCG(seed, seed^0x5eed))
+}
+
+// intEnv reads a positive integer knob.
+func intEnv(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// workspaceDir is the local runtime's state directory of the Workspace of
+// Stack ns/name (the Workspace is named after the Stack): the agent runs
+// there.
+func (s *suite) workspaceDir(ns, name string) string {
+	return filepath.Join(s.op.StateDir, "workspaces", ns, name)
+}
+
+// fmtDuration rounds d for a log line.
+func fmtDuration(d time.Duration) string { return fmt.Sprint(d.Round(100 * time.Millisecond)) }
