@@ -35,7 +35,7 @@ func resultsFile() string {
 func docFile() string { return filepath.Join(testenv.RepoRoot(), "docs", "benchmarks.md") }
 
 // TestBench runs every figure on one control plane and one operator, in
-// order: latency (one Stack), bursts (each N in its own namespace), idle
+// order: latency (one Stack), promotion (a dev → prod pipeline), bursts (each N in its own namespace), idle
 // (the largest burst's Stacks, the others deleted). It writes
 // results/latest.json and docs/benchmarks.md.
 func TestBench(t *testing.T) {
@@ -72,6 +72,9 @@ func TestBench(t *testing.T) {
 	defer save()
 
 	if !t.Run("latency", func(t *testing.T) { res.Latency = benchLatency(t, h, settings.Repeat) }) {
+		return
+	}
+	if !t.Run("promotion", func(t *testing.T) { res.Promotion = benchPromotion(t, h, settings.Repeat) }) {
 		return
 	}
 	largest := ""

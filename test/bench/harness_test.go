@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
@@ -104,7 +104,7 @@ func startHarness(t *testing.T, idleAfter time.Duration) *harness {
 	h.repo = h.git.CreateRepo(project)
 	h.repo.Commit("main", map[string]string{"Pulumi.yaml": program(outDir)})
 
-	env, err := testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{pulumiv1.AddToScheme, autov1alpha1.AddToScheme}})
+	env, err := testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{pulumiv1.AddToScheme, autov1alpha1.AddToScheme, promotionv1alpha1.AddToScheme}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,16 +176,7 @@ func (h *harness) createNamespace(t *testing.T, name string) {
 // pulumi runs the pinned CLI on the program checkout against the shared
 // backend and returns how long it took.
 func (h *harness) pulumi(args ...string) (time.Duration, error) {
-	cmd := exec.Command(filepath.Join(testenv.BinDir(), "pulumi"), append(args, "--non-interactive")...)
-	cmd.Dir = h.progDir
-	cmd.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	took := time.Since(start)
-	if err != nil {
-		return took, fmt.Errorf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return took, nil
+	return h.pulumiIn(h.progDir, args...)
 }
 
 // bareUp is the floor: what a person runs by hand for a new stack.

@@ -24,6 +24,8 @@ type Results struct {
 	Latency  []LatencyResult `json:"latency,omitempty"`
 	Burst    []BurstResult   `json:"burst,omitempty"`
 	Idle     *IdleResult     `json:"idle,omitempty"`
+	// Promotion is the release's way through a dev → prod pipeline.
+	Promotion *PromotionResult `json:"promotion,omitempty"`
 	// Took is the wall time of the whole run.
 	Took Seconds `json:"took"`
 }

@@ -1,0 +1,194 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/test/testenv"
+)
+
+// PromotionResult is a release's way through a dev → prod pipeline with
+// auto-promotion, against the same two updates run by hand.
+type PromotionResult struct {
+	// Dev is commit pushed (and the Pipeline asked to look) → the dev
+	// Stack Ready at the commit, per repetition.
+	Dev Spread `json:"dev"`
+	// Total is commit pushed → the prod Stack Ready at the commit.
+	Total Spread `json:"total"`
+	// Bare is the same change by hand: `pulumi up` of a dev stack, then of
+	// a prod stack, one after the other.
+	Bare Spread `json:"bare"`
+	// Added is Total minus Bare.
+	Added Spread `json:"added"`
+	// Ratio is Total over Bare.
+	Ratio Spread `json:"ratio"`
+}
+
+// promoRepo is the pipeline's repository, apart from the one the other
+// figures' Stacks track, so its commits wake nothing else.
+const promoRepo = "promo"
+
+// promoProgram is the benchmark program whose message defaults to release:
+// each release changes the file the program writes.
+func promoProgram(outDir, release string) string {
+	return strings.Replace(program(outDir), "default: hello", "default: "+release, 1)
+}
+
+// benchPromotion measures repeat releases through a Pipeline "promo":
+// Stage dev (fed by the branch) and Stage prod (fed by dev), both promoted
+// automatically, each with one Stack pinned to a commit. A repetition
+// pushes a commit, asks the Pipeline to look at once (as the dashboard's
+// "Check now" and a git webhook do), and times until the prod Stack is
+// Ready at it; then the same program change is deployed by hand to two
+// stacks of the bare CLI, one after the other.
+func benchPromotion(t *testing.T, h *harness, repeat int) *PromotionResult {
+	const ns = "promotion"
+	h.createNamespace(t, ns)
+	ctx := context.Background()
+	outDir, bareDir := t.TempDir(), t.TempDir()
+	repo := h.git.CreateRepo(promoRepo)
+	head := repo.Commit("main", map[string]string{"Pulumi.yaml": promoProgram(outDir, "release-0")})
+
+	pinned := func(name string) *pulumiv1.Stack {
+		s := h.stack(ns, name, name, "")
+		s.Spec.GitSource = &shared.GitSource{ProjectRepo: repo.URL, Commit: head}
+		delete(s.Spec.Config, project+":message")
+		return s
+	}
+	objs := []client.Object{
+		pinned("promo-dev"), pinned("promo-prod"),
+		&promotionv1alpha1.Pipeline{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo"},
+			Spec:       promotionv1alpha1.PipelineSpec{Git: promotionv1alpha1.GitSubscription{RepoURL: repo.URL, Branch: "main"}},
+		},
+		&promotionv1alpha1.Stage{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
+			Spec: promotionv1alpha1.StageSpec{
+				Pipeline: "promo", Stacks: []promotionv1alpha1.StackBinding{{Name: "promo-dev"}},
+				Sources:              promotionv1alpha1.ReleaseSources{Direct: true},
+				AutoPromotionOptions: &promotionv1alpha1.AutoPromotionOptions{Enabled: true},
+			},
+		},
+		&promotionv1alpha1.Stage{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
+			Spec: promotionv1alpha1.StageSpec{
+				Pipeline: "promo", Stacks: []promotionv1alpha1.StackBinding{{Name: "promo-prod"}},
+				Sources:              promotionv1alpha1.ReleaseSources{Stages: []string{"dev"}},
+				AutoPromotionOptions: &promotionv1alpha1.AutoPromotionOptions{Enabled: true},
+			},
+		},
+	}
+	for _, obj := range objs {
+		if err := h.client.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %s: %v", obj.GetName(), err)
+		}
+	}
+	for _, name := range []string{"promo-dev", "promo-prod"} {
+		if _, err := waitCommit(ctx, h, ns, name, head, 5*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The bare CLI's two stacks, at the same release.
+	if err := os.WriteFile(filepath.Join(bareDir, "Pulumi.yaml"), []byte(promoProgram(outDir, "release-0")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bare := func(args ...string) (time.Duration, error) { return h.pulumiIn(bareDir, args...) }
+	for _, s := range []string{"promo-bare-dev", "promo-bare-prod"} {
+		if _, err := bare("stack", "init", "--no-select", "--stack", s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bare("up", "--stack", s, "--yes", "--skip-preview"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var devs, totals, bares, added, ratios []float64
+	for i := 1; i <= repeat; i++ {
+		release := fmt.Sprintf("release-%d", i)
+		sha := repo.Commit("main", map[string]string{"Pulumi.yaml": promoProgram(outDir, release)})
+		start := time.Now()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, shared.ReconcileRequestAnnotation, start.UTC().Format(time.RFC3339Nano))
+		p := &promotionv1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo"}}
+		if err := h.client.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+		devAt, err := waitCommit(ctx, h, ns, "promo-dev", sha, 5*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prodAt, err := waitCommit(ctx, h, ns, "promo-prod", sha, 5*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bareDir, "Pulumi.yaml"), []byte(promoProgram(outDir, release)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var b time.Duration
+		for _, s := range []string{"promo-bare-dev", "promo-bare-prod"} {
+			d, err := bare("up", "--stack", s, "--yes", "--skip-preview")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b += d
+		}
+		total := prodAt.Sub(start)
+		devs = append(devs, devAt.Sub(start).Seconds())
+		totals = append(totals, total.Seconds())
+		bares = append(bares, b.Seconds())
+		added = append(added, (total - b).Seconds())
+		ratios = append(ratios, total.Seconds()/b.Seconds())
+		t.Logf("release %d: dev Ready after %.2fs, prod after %.2fs; by hand %.2fs", i, devAt.Sub(start).Seconds(), total.Seconds(), b.Seconds())
+	}
+	return &PromotionResult{Dev: spreadOf(devs), Total: spreadOf(totals), Bare: spreadOf(bares), Added: spreadOf(added), Ratio: spreadOf(ratios)}
+}
+
+// waitCommit polls the Stack every 20 ms until it is Ready with commit as
+// its last successful one, and returns when that was first seen.
+func waitCommit(ctx context.Context, h *harness, ns, name, commit string, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	var s pulumiv1.Stack
+	for {
+		err := h.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
+		now := time.Now()
+		if err == nil && sreconcile.IsReady(s.Status.Conditions) && s.Status.LastUpdate != nil &&
+			s.Status.LastUpdate.LastSuccessfulCommit == commit {
+			return now, nil
+		}
+		if now.After(deadline) {
+			return now, fmt.Errorf("Stack %s/%s not Ready at commit %s after %s: %v; last update %+v",
+				ns, name, commit, timeout, err, s.Status.LastUpdate)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pulumiIn runs the pinned CLI in dir against the shared backend and
+// returns how long it took.
+func (h *harness) pulumiIn(dir string, args ...string) (time.Duration, error) {
+	cmd := exec.Command(filepath.Join(testenv.BinDir(), "pulumi"), append(args, "--non-interactive")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	if err != nil {
+		return took, fmt.Errorf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return took, nil
+}
