@@ -48,6 +48,12 @@ func NewPatcher(c client.Client, obj client.Object) *Patcher {
 // updated from the API server's answer, and becomes the snapshot for a later
 // Patch, so Patch may be called more than once.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
+	// Most reconciles change nothing. Comparing the typed objects is a
+	// fraction of the cost of converting both to compute an empty diff,
+	// and never finds equal what the conversion would find different.
+	if reflect.DeepEqual(p.before, obj) {
+		return nil
+	}
 	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p.before)
 	if err != nil {
 		return fmt.Errorf("converting the snapshot of %s: %w", client.ObjectKeyFromObject(obj), err)

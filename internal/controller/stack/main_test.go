@@ -51,9 +51,10 @@ const passphrase = "passphrase-of-the-stack-suite-9c1e"
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
-	if fuzzWorker() {
+	if fuzzWorker() || benchmarksOnly() {
 		// `go test -fuzz` runs TestMain again in every fuzzing worker,
-		// which runs only the (pure) fuzz target: no control plane.
+		// which runs only the (pure) fuzz target, and the benchmarks
+		// (stack_bench_test.go) are pure too: no control plane.
 		return m.Run()
 	}
 	required := append([]string{"etcd", "kube-apiserver", "crds/flux/.version"}, testenv.PulumiBinaries...)
@@ -118,6 +119,14 @@ func fuzzWorker() bool {
 	flag.Parse()
 	f := flag.Lookup("test.fuzzworker")
 	return f != nil && f.Value.String() == "true"
+}
+
+// benchmarksOnly reports whether this run selects no test and some
+// benchmarks (`go test -run '^$' -bench ...`, as `make bench-go` runs).
+func benchmarksOnly() bool {
+	flag.Parse()
+	run, bench := flag.Lookup("test.run"), flag.Lookup("test.bench")
+	return run != nil && run.Value.String() == "^$" && bench != nil && bench.Value.String() != ""
 }
 
 // startOperator assembles and starts the operator with the local runtime.

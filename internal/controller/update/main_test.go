@@ -1,6 +1,7 @@
 package update
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,11 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	if benchmarksOnly() {
+		// The benchmarks (outcome_bench_test.go) are pure: no control
+		// plane.
+		return m.Run()
+	}
 	if err := testenv.RequireBinaries(requiredBinaries...); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
@@ -62,4 +68,12 @@ func runTests(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	return m.Run()
+}
+
+// benchmarksOnly reports whether this run selects no test and some
+// benchmarks (`go test -run '^$' -bench ...`, as `make bench-go` runs).
+func benchmarksOnly() bool {
+	flag.Parse()
+	run, bench := flag.Lookup("test.run"), flag.Lookup("test.bench")
+	return run != nil && run.Value.String() == "^$" && bench != nil && bench.Value.String() != ""
 }
