@@ -124,6 +124,9 @@ type Options struct {
 	WatchNamespaces []string
 	// IdleAfter is how long an agent stays up without pending work.
 	IdleAfter time.Duration
+	// OperationTimeout bounds one Pulumi operation; zero means no bound
+	// beyond the program's own customTimeouts.
+	OperationTimeout time.Duration
 	// MaxAgents bounds the local runtime's agents running at once, and so
 	// its concurrent operations; a Workspace past it waits its turn. Zero
 	// means unbounded (the flag's default is local.DefaultMaxAgents).
@@ -253,7 +256,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
 	if err := update.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("update-controller"), update.Options{
-		Metrics: updates, DashboardURL: opts.DashboardURL,
+		Metrics: updates, DashboardURL: opts.DashboardURL, OperationTimeout: opts.OperationTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("update controller: %w", err)
 	}

@@ -99,6 +99,11 @@ func (o *outcome) failure(err error, res *agentpb.Result, cause error) {
 		o.reason, o.message = ReasonCancelled, cancelledMessage
 		return
 	}
+	var late timedOut
+	if errors.As(cause, &late) {
+		o.reason, o.message = autov1alpha1.UpdateReasonFailed, late.Error()
+		return
+	}
 	o.agentReason = agenterr.ReasonOf(err)
 	if e := res.GetError(); e != nil && e.GetReason() != "" {
 		o.agentReason = agenterr.Reason(e.GetReason())

@@ -3,6 +3,7 @@ package update
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,6 +18,13 @@ var (
 	// errDeleted cancels the operation of an Update being deleted.
 	errDeleted = errors.New("the Update is being deleted")
 )
+
+// timedOut cancels an operation that ran past Options.OperationTimeout.
+type timedOut struct{ after time.Duration }
+
+func (e timedOut) Error() string {
+	return fmt.Sprintf("the operation ran longer than the operation timeout (%s) and was cancelled", e.after)
+}
 
 // run is one Update's operation running in its own goroutine. Its outcome
 // is set once, before done is closed, and read by the reconcile that writes

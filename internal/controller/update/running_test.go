@@ -69,6 +69,37 @@ func TestDeleteCancelsOperation(t *testing.T) {
 	}
 }
 
+// TestOperationTimeout: an operation that runs past OperationTimeout (a
+// 60 second resource operation under a 15 second bound, the program itself
+// setting no timeout) is
+// cancelled, the Update fails saying why, and the stack takes the next up.
+func TestOperationTimeout(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	// Long enough for the next, quick up on a busy machine.
+	f.startManager(Options{OperationTimeout: 15 * time.Second})
+	a := f.workspace("ws", map[string]any{"sleep": 60})
+
+	f.createUpdate("up", "ws", autov1alpha1.UpType)
+	f.waitRunning("up", opTimeout)
+	// Sooner than the 60 seconds the sleep would take.
+	u := f.waitComplete("up", 50*time.Second)
+	if !u.Status.IsFailed() || failedReason(u) != autov1alpha1.UpdateReasonFailed ||
+		!strings.Contains(u.Status.Message, "operation timeout (15s)") {
+		t.Fatalf("want a failure naming the operation timeout: %s", statusJSON(u))
+	}
+	if !f.metrics.observed("up", ResultFailed, 1) {
+		t.Errorf("metrics: %+v", f.metrics.obs)
+	}
+
+	// The operation has really stopped: the stack takes another up.
+	f.setConfigWhenFree(a, map[string]any{"sleep": 0})
+	f.createUpdate("again", "ws", autov1alpha1.UpType)
+	if u := f.waitComplete("again", opTimeout); u.Status.IsFailed() {
+		t.Fatalf("the next up failed: %s: %s", failedReason(u), u.Status.Message)
+	}
+}
+
 // TestRestartInterruptsOperation stops the operator in the middle of a long
 // up and starts a new one: the Update, left Progressing by the stopped
 // operator, is completed as Failed with reason Interrupted, as is an Update

@@ -151,7 +151,13 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *session) (sreconcile
 	obj, ws := s.obj.DeepCopy(), s.ws.DeepCopy()
 	opLog := r.log.WithValues("namespace", obj.Namespace, "name", obj.Name, "workspace", ws.Name,
 		"stack", spec.StackName, "type", spec.Type)
+	timeout := r.opts.OperationTimeout
 	r.runs.start(run, func(ctx context.Context) *outcome {
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, timeout, timedOut{after: timeout})
+			defer cancel()
+		}
 		return r.operate(ctx, opLog, obj, ws)
 	})
 	log.FromContext(ctx).Info("operation started", "workspace", ws.Name, "stack", spec.StackName, "type", spec.Type)

@@ -81,6 +81,12 @@ type Options struct {
 	// WaitInterval is how often a pending Update is looked at again; zero
 	// means DefaultWaitInterval.
 	WaitInterval time.Duration
+	// OperationTimeout bounds one operation: past it, the operation is
+	// cancelled (the agent interrupts the Pulumi CLI, then kills what is
+	// left of it) and the Update fails saying so, which the Stack counts
+	// as a failed update. Zero means no bound beyond the program's own
+	// (customTimeouts).
+	OperationTimeout time.Duration
 	// DashboardURL is the dashboard's external base URL; when set, an
 	// Update whose backend gives no permalink (every self-managed backend)
 	// gets the address of its dashboard page (DashboardPermalink) instead.
