@@ -207,10 +207,14 @@ func TestVerificationPasses(t *testing.T) {
 	g.Expect(job.OwnerReferences).To(ConsistOf(SatisfyAll(HaveField("Kind", "Promotion"), HaveField("Name", "staging-r1"), HaveField("Controller", HaveValue(BeTrue())))))
 	g.Expect(job.Annotations).To(HaveKeyWithValue(promotion.CheckAnnotation, "smoke"))
 	g.Expect(job.Spec.Template.Spec.Containers).To(ConsistOf(HaveField("Image", "busybox")))
+	// The Job is created during the reconcile whose status patch, at its
+	// end, says so: the Promotion may be read in between.
 	running := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "staging-r1"}}
-	get(g, running)
-	g.Expect(running.Status.Phase).To(Equal(promotionv1alpha1.PromotionRunning))
-	g.Expect(running.Status.Message).To(SatisfyAll(HavePrefix("verifying: "), ContainSubstring("check smoke: measurement 1 of 1: Job "+job.Name+" running")))
+	NewWithT(t).Eventually(func(g Gomega) {
+		get(g, running)
+		g.Expect(running.Status.Phase).To(Equal(promotionv1alpha1.PromotionRunning))
+		g.Expect(running.Status.Message).To(SatisfyAll(HavePrefix("verifying: "), ContainSubstring("check smoke: measurement 1 of 1: Job "+job.Name+" running")))
+	}, opTimeout, 100*time.Millisecond).Should(Succeed())
 
 	// No kubelet runs in this test environment, so the Job's pod never
 	// runs: the test writes the status the Job controller would.
