@@ -11,6 +11,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -37,8 +38,9 @@ const (
 // Observe says where stack is in its promotion to commit, with a message:
 // deployed once it is Ready, its generation handled, and its last
 // successful update at commit; failed when it is Stalled for its
-// generation, or its update of commit for its generation failed. What
-// happened before the pin (another generation) does not count.
+// generation, or its update of commit for its generation failed for a
+// reason the Stack counts (an interrupted update is run again, and waited
+// for). What happened before the pin (another generation) does not count.
 func Observe(stack *pulumiv1.Stack, commit string) (StackState, string) {
 	st := &stack.Status
 	if stack.Spec.Commit != commit {
@@ -48,6 +50,11 @@ func Observe(stack *pulumiv1.Stack, commit string) (StackState, string) {
 		return StackFailed, "stalled: " + c.Message
 	}
 	if lu := st.LastUpdate; lu != nil && lu.State == shared.FailedStackStateMessage && lu.LastAttemptedCommit == commit && lu.Generation == stack.Generation {
+		if reason := historyReason(stack, lu.Name); stackctl.NotCounted(stack, reason) {
+			// The operator stopped under it, or it met a conflict the
+			// Stack retries: not the release's failure.
+			return StackDeploying, fmt.Sprintf("update %s ended %s; the Stack runs it again", lu.Name, reason)
+		}
 		return StackFailed, fmt.Sprintf("update %s failed: %s", lu.Name, lu.Message)
 	}
 	if sreconcile.IsReady(st.Conditions) && st.ObservedGeneration == stack.Generation && st.LastUpdate != nil && st.LastUpdate.LastSuccessfulCommit == commit {
@@ -57,6 +64,17 @@ func Observe(stack *pulumiv1.Stack, commit string) (StackState, string) {
 		return StackDeploying, c.Message
 	}
 	return StackDeploying, fmt.Sprintf("waiting for the operator to handle generation %d", stack.Generation)
+}
+
+// historyReason is the reason the Stack's history records for its Update
+// name, or "" when the history does not hold it.
+func historyReason(stack *pulumiv1.Stack, name string) string {
+	for _, h := range stack.Status.History {
+		if h.Name == name {
+			return h.Reason
+		}
+	}
+	return ""
 }
 
 // observeStacks follows the Stacks of a Running promotion: it records each

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -102,6 +103,10 @@ func TestObserve(t *testing.T) {
 		s.Status.ObservedGeneration, s.Status.LastUpdate, s.Status.Conditions = observed, lu, conds
 		return s
 	}
+	withHistory := func(s *pulumiv1.Stack, name, reason string) *pulumiv1.Stack {
+		s.Status.History = []shared.UpdateRecord{{Name: name, Reason: reason}}
+		return s
+	}
 	succeeded := &shared.StackUpdateState{Name: "web-up-2", Generation: 2, State: shared.SucceededStackStateMessage, LastAttemptedCommit: sha, LastSuccessfulCommit: sha, Message: "ok"}
 	failedHere := &shared.StackUpdateState{Name: "web-up-2", Generation: 2, State: shared.FailedStackStateMessage, LastAttemptedCommit: sha, LastSuccessfulCommit: old, Message: "boom"}
 	failedBefore := &shared.StackUpdateState{Name: "web-up-1", Generation: 1, State: shared.FailedStackStateMessage, LastAttemptedCommit: old, Message: "old"}
@@ -116,6 +121,12 @@ func TestObserve(t *testing.T) {
 		{name: "ready, but for the previous generation", stack: stack(sha, 2, 1, failedBefore, cond("Ready", "ok", 1)), want: StackDeploying, msg: "generation 2"},
 		{name: "updating", stack: stack(sha, 2, 1, failedBefore, cond("Reconciling", "running web-up-2", 2)), want: StackDeploying, msg: "running web-up-2"},
 		{name: "the update of the commit failed", stack: stack(sha, 2, 1, failedHere, cond("Reconciling", "retrying", 2)), want: StackFailed, msg: "update web-up-2 failed: boom"},
+		{name: "the update of the commit was interrupted", stack: withHistory(stack(sha, 2, 1, failedHere, cond("Reconciling", "retrying", 2)), "web-up-2", autov1alpha1.UpdateReasonInterrupted),
+			want: StackDeploying, msg: "web-up-2 ended Interrupted; the Stack runs it again"},
+		{name: "the update of the commit failed, as history says", stack: withHistory(stack(sha, 2, 1, failedHere, cond("Reconciling", "retrying", 2)), "web-up-2", autov1alpha1.UpdateReasonFailed),
+			want: StackFailed, msg: "update web-up-2 failed: boom"},
+		{name: "an update conflict, not retried", stack: withHistory(stack(sha, 2, 1, failedHere, cond("Reconciling", "retrying", 2)), "web-up-2", autov1alpha1.UpdateReasonConflict),
+			want: StackFailed, msg: "update web-up-2 failed: boom"},
 		{name: "stalled before the pin does not count", stack: stack(sha, 2, 1, failedBefore, cond("Stalled", "3 updates failed", 1)), want: StackDeploying},
 		{name: "stalled for this generation", stack: stack(sha, 2, 2, failedBefore, cond("Stalled", "no source", 2)), want: StackFailed, msg: "stalled: no source"},
 	}

@@ -116,7 +116,7 @@ func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, fa
 		if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
 			last.Failures = prev.Failures + 1
 		}
-		if notCounted(s.stack, reason) {
+		if NotCounted(s.stack, reason) {
 			// An interruption (operator restart, lost agent), or a
 			// conflict the spec says to retry, is not the program's fault:
 			// it adds nothing to the failures in a row, also when it is
@@ -144,11 +144,12 @@ func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, fa
 	return nil
 }
 
-// notCounted reports whether an update that failed for reason is left out
-// of the failures in a row that stall the Stack: an interruption, and an
-// update conflict while spec.retryOnUpdateConflict asks to retry those
-// (without it a conflict stalls at once, see conflictStalled).
-func notCounted(stack *pulumiv1.Stack, reason string) bool {
+// NotCounted reports whether an update that failed for reason is left out
+// of the failures in a row that stall the Stack, and run again: an
+// interruption, and an update conflict while spec.retryOnUpdateConflict
+// asks to retry those (without it a conflict stalls at once, see
+// conflictStalled). A promotion waits through such a failure.
+func NotCounted(stack *pulumiv1.Stack, reason string) bool {
 	return reason == autov1alpha1.UpdateReasonInterrupted ||
 		(reason == autov1alpha1.UpdateReasonConflict && stack.Spec.RetryOnUpdateConflict)
 }
