@@ -61,18 +61,13 @@ func TestDeleteCancelsOperation(t *testing.T) {
 		t.Errorf("metrics: %+v", f.metrics.obs)
 	}
 
-	// The operation has really stopped: the stack takes another up.
-	f.setConfigWhenFree(a, map[string]any{"sleep": 0})
-	f.createUpdate("again", "ws", autov1alpha1.UpType)
-	if u := f.waitComplete("again", opTimeout); u.Status.IsFailed() {
-		t.Fatalf("the next up failed: %s: %s", failedReason(u), u.Status.Message)
-	}
+	f.nextUpSucceeds(a, "ws")
 }
 
 // TestOperationTimeout: an operation that runs past OperationTimeout (a
 // 60 second resource operation under a 15 second bound, the program itself
-// setting no timeout) is
-// cancelled, the Update fails saying why, and the stack takes the next up.
+// setting no timeout) is cancelled, the Update fails saying why, and the
+// stack takes the next up.
 func TestOperationTimeout(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -92,11 +87,18 @@ func TestOperationTimeout(t *testing.T) {
 		t.Errorf("metrics: %+v", f.metrics.obs)
 	}
 
-	// The operation has really stopped: the stack takes another up.
+	f.nextUpSucceeds(a, "ws")
+}
+
+// nextUpSucceeds shows that a cancelled operation has really stopped: with
+// the sleep taken out of agent a's config, the stack of Workspace ws takes
+// another up.
+func (f *fixture) nextUpSucceeds(a *testAgent, ws string) {
+	f.t.Helper()
 	f.setConfigWhenFree(a, map[string]any{"sleep": 0})
-	f.createUpdate("again", "ws", autov1alpha1.UpType)
+	f.createUpdate("again", ws, autov1alpha1.UpType)
 	if u := f.waitComplete("again", opTimeout); u.Status.IsFailed() {
-		t.Fatalf("the next up failed: %s: %s", failedReason(u), u.Status.Message)
+		f.t.Fatalf("the next up failed: %s: %s", failedReason(u), u.Status.Message)
 	}
 }
 
