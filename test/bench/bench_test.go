@@ -42,7 +42,7 @@ func TestBench(t *testing.T) {
 	began := time.Now()
 	settings := Settings{
 		N:         intsEnv(t, envN, []int{10, 100}),
-		Repeat:    intEnv(t, envRepeat, 10),
+		Repeat:    testenv.PositiveIntEnv(t, envRepeat, 10),
 		IdleAfter: Sec(durationEnv(t, envIdleAfter, 10*time.Second)),
 		IdleFor:   Sec(durationEnv(t, envIdleFor, 2*time.Minute)),
 	}
@@ -109,19 +109,6 @@ func TestBenchRender(t *testing.T) {
 	if err := os.WriteFile(docFile(), []byte(render(res)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// intEnv reads a positive integer knob.
-func intEnv(t *testing.T, name string, def int) int {
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }
 
 // intsEnv reads a knob listing positive integers.

@@ -104,7 +104,7 @@ func startSuite(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	s := &suite{tmp: tmp, backend: filepath.Join(tmp, "backend"), outDir: filepath.Join(tmp, "out"), params: defaults}
-	s.params.OperatorKills = intEnv(t, envN, s.params.OperatorKills)
+	s.params.OperatorKills = testenv.PositiveIntEnv(t, envN, s.params.OperatorKills)
 	for _, dir := range []string{s.backend, s.outDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -150,20 +150,6 @@ func seeded(t *testing.T) *rand.Rand {
 	}
 	t.Logf("seed %d (replay: %s=%d go test [-tags faults] -run '^%s$' ./test/faults/)", seed, envSeed, seed, t.Name())
 	return rand.New(rand.NewPCG(seed, seed^0x5eed))
-}
-
-// intEnv reads a positive integer knob.
-func intEnv(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }
 
 // workspaceDir is the local runtime's state directory of the Workspace of
