@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +64,9 @@ type cliRunner struct {
 	log     logr.Logger
 	// trees records the running commands' trees; nil records none.
 	trees *proc.Registry
+	// ahead holds the commands started ahead of the call that will ask
+	// for them (ahead.go).
+	ahead aheadRuns
 }
 
 var _ auto.PulumiCommand = (*cliRunner)(nil)
@@ -79,18 +84,75 @@ func newCLIRunner(path string, grace time.Duration, log logr.Logger) (*cliRunner
 	if abs, err = filepath.Abs(abs); err != nil {
 		return nil, err
 	}
-	out, err := exec.Command(abs, "version").Output()
+	v, err := cliVersion(abs)
 	if err != nil {
-		return nil, fmt.Errorf("run `pulumi version`: %w", err)
-	}
-	v, err := semver.ParseTolerant(strings.TrimSpace(string(out)))
-	if err != nil {
-		return nil, fmt.Errorf("parse pulumi version %q: %w", strings.TrimSpace(string(out)), err)
+		return nil, err
 	}
 	if grace <= 0 {
 		grace = DefaultGracePeriod
 	}
 	return &cliRunner{path: abs, version: v, grace: grace, log: log}, nil
+}
+
+// cliVersion returns the version of the pulumi binary at abs. Asking it
+// (`pulumi version`) costs a process start on every agent start, so the
+// answer is kept in the user's cache directory, keyed by the binary's path,
+// inode, size and modification and change times: any replacement or edit
+// of the binary asks it again. Without a usable cache directory it asks
+// every time.
+func cliVersion(abs string) (semver.Version, error) {
+	cache := versionCacheFile(abs)
+	if cache != "" {
+		if b, err := os.ReadFile(cache); err == nil {
+			if v, err := semver.ParseTolerant(strings.TrimSpace(string(b))); err == nil {
+				return v, nil
+			}
+		}
+	}
+	out, err := exec.Command(abs, "version").Output()
+	if err != nil {
+		return semver.Version{}, fmt.Errorf("run `pulumi version`: %w", err)
+	}
+	text := strings.TrimSpace(string(out))
+	v, err := semver.ParseTolerant(text)
+	if err != nil {
+		return semver.Version{}, fmt.Errorf("parse pulumi version %q: %w", text, err)
+	}
+	if cache != "" {
+		// Best effort, written whole or not at all: a cache that cannot
+		// be written only costs the next agent the same question.
+		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err == nil {
+			if f, err := os.CreateTemp(filepath.Dir(cache), ".version-*"); err == nil {
+				_, werr := f.WriteString(text + "\n")
+				if cerr := f.Close(); werr == nil && cerr == nil {
+					_ = os.Rename(f.Name(), cache)
+				}
+				_ = os.Remove(f.Name())
+			}
+		}
+	}
+	return v, nil
+}
+
+// versionCacheFile is where cliVersion keeps the version of the binary at
+// abs, named by a digest of what identifies the binary's content; empty
+// when there is no cache directory or the binary cannot be examined.
+func versionCacheFile(abs string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%d\x00%d",
+		abs, st.Ino, fi.Size(), fi.ModTime().UnixNano(), time.Unix(st.Ctim.Unix()).UnixNano()))
+	return filepath.Join(dir, "stackyard", "pulumi-version", hex.EncodeToString(sum[:16]))
 }
 
 // Version returns the CLI's version.
@@ -99,18 +161,36 @@ func (r *cliRunner) Version() semver.Version { return r.version }
 // Run runs the CLI with args in workdir and returns its stdout, stderr and
 // exit code. It always adds --non-interactive, as the Automation API's own
 // runner does, so that the CLI fails instead of prompting.
+// A command started ahead with the same working directory and arguments
+// (ahead.go) is not run again: Run waits for it and returns its outcome.
 func (r *cliRunner) Run(ctx context.Context, workdir string, stdin io.Reader,
+	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
+) (stdout, stderr string, code int, err error) {
+	started, ahead := time.Now(), false
+	if run := r.takeAhead(workdir, args); run != nil && stdin == nil && len(additionalOutput) == 0 && len(additionalErrorOutput) == 0 {
+		<-run.done
+		started, ahead = run.started, true
+		stdout, stderr, code, err = run.stdout, run.stderr, run.code, run.err
+	} else {
+		if run != nil {
+			run.cancel()
+			<-run.done
+		}
+		stdout, stderr, code, err = r.run(ctx, workdir, stdin, additionalOutput, additionalErrorOutput, additionalEnv, args...)
+	}
+	// Only the command's name: its arguments may carry secret config
+	// values (`config set-all --secret k=v`).
+	r.log.V(1).Info("ran pulumi", "command", commandName(args), "exitCode", code,
+		"elapsed", time.Since(started).Round(time.Millisecond).String(), "startedAhead", ahead)
+	return stdout, stderr, code, err
+}
+
+// run runs one CLI command as Run describes, as a process tree of its own.
+func (r *cliRunner) run(ctx context.Context, workdir string, stdin io.Reader,
 	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
 ) (string, string, int, error) {
 	args = withNonInteractive(args)
-	started := time.Now()
 	code := -1
-	defer func() {
-		// Only the command's name: its arguments may carry secret config
-		// values (`config set-all --secret k=v`).
-		r.log.V(1).Info("ran pulumi", "command", commandName(args), "exitCode", code,
-			"elapsed", time.Since(started).Round(time.Millisecond).String())
-	}()
 	tree, err := proc.NewTree()
 	if err != nil {
 		return "", "", -1, err

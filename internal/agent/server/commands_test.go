@@ -98,6 +98,17 @@ func checkCommands(t *testing.T, what string, got, want []string) {
 	}
 }
 
+// checkHistoryAhead fails the test unless the last `pulumi stack history`
+// the agent ran, the update's summary, was started ahead, beside the
+// export that read the outputs.
+func checkHistoryAhead(t *testing.T, h *harness) {
+	t.Helper()
+	lines := regexp.MustCompile(`"msg"="ran pulumi" "command"="stack history".*"startedAhead"=(true|false)`).FindAllStringSubmatch(h.logs.String(), -1)
+	if len(lines) == 0 || lines[len(lines)-1][1] != "true" {
+		t.Errorf("the update's `stack history` was not started ahead of its outputs' export (log lines %q)", lines)
+	}
+}
+
 // checkGreeting fails the test unless the update wrote message to path and
 // reported its digest.
 func checkGreeting(t *testing.T, what string, r opRun, path, message string) {
@@ -120,23 +131,26 @@ func TestCommandsPerUpdate(t *testing.T) {
 	h := newHarness(t, warmProgram)
 	path := filepath.Join(t.TempDir(), "greeting.txt")
 
-	// A fresh agent, a new stack: select it (creating it), set its
-	// configuration; the update checks the state for pending operations
-	// an interrupted run might have left, then runs up and reads outputs
-	// and summary.
+	// A fresh agent, a new stack: select it, creating it, with one
+	// command; its configuration, none of it secret, is written into the
+	// stack settings without the CLI. The stack was just created, so its
+	// state holds no pending operation to look for: the update runs up
+	// and reads outputs and summary.
 	checkCommands(t, "the first setup", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v1")...) }),
-		[]string{"stack select", "stack init", "config set-all"})
+		[]string{"stack select"})
 	var r opRun
 	checkCommands(t, "the first update", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "first update") }),
-		[]string{"stack export", "up", "stack export", "stack history"})
+		[]string{"up", "stack export", "stack history"})
+	checkHistoryAhead(t, h)
 	checkGreeting(t, "the first update", r, path, "v1")
 	if sum := r.result.GetSummary(); sum.GetKind() != "update" || sum.GetResult() != "succeeded" || r.result.GetChanges()["create"] != 3 {
 		t.Errorf("first update: summary %v, changes %v; want a succeeded update, 3 creates", sum, r.result.GetChanges())
 	}
 
-	// A config change on the warm agent: only the new value is set.
+	// A config change on the warm agent: the new value is written, with
+	// no CLI command.
 	checkCommands(t, "a setup with new configuration", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v2")...) }),
-		[]string{"config set-all"})
+		nil)
 	checkCommands(t, "an update on a warm agent", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "second update") }),
 		[]string{"up", "stack export", "stack history"})
 	checkGreeting(t, "the second update", r, path, "v2")
@@ -168,7 +182,7 @@ func TestWarmAgentRunsWhatIsNeeded(t *testing.T) {
 	// stack's did not touch, is not set again.
 	otherPath := filepath.Join(t.TempDir(), "other.txt")
 	checkCommands(t, "setting up another stack", h.commandsOf(func() { h.setUp("other", warmConfig(otherPath, "o1")...) }),
-		[]string{"stack select", "stack init", "config set-all"})
+		[]string{"stack select"})
 	checkGreeting(t, "the other stack's update", h.update("other").mustSucceed(t, "update of the other stack"), otherPath, "o1")
 	var r opRun
 	checkCommands(t, "going back to dev", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v1")...) }),
@@ -190,7 +204,7 @@ func TestWarmAgentRunsWhatIsNeeded(t *testing.T) {
 	}
 	writeFile(t, settings, edited)
 	checkCommands(t, "a setup after an edit on disk", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v1")...) }),
-		[]string{"stack select", "config set-all"})
+		[]string{"stack select"})
 	checkGreeting(t, "the update after the edit", h.update("dev").mustSucceed(t, "update after the edit"), path, "v1")
 
 	// An update that fails leaves the state in doubt: the next one
@@ -227,7 +241,8 @@ func TestWarmAgentRunsWhatIsNeeded(t *testing.T) {
 
 	// Someone removes the stack, keeping its settings file: the warm
 	// agent's next update fails for it, and the one after selects the
-	// stack with the CLI again, which creates it.
+	// stack with the CLI again, which creates it: a new stack, whose
+	// empty state needs no export.
 	rm := exec.Command("pulumi", "stack", "rm", "--yes", "--force", "--preserve-config", "--non-interactive", "--stack", "dev")
 	rm.Dir = h.dir
 	rm.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
@@ -236,7 +251,7 @@ func TestWarmAgentRunsWhatIsNeeded(t *testing.T) {
 	}
 	h.update("dev").mustFail(t, "update of a removed stack", agenterr.StackNotFound)
 	checkCommands(t, "the update after the stack was removed", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after the removal") }),
-		[]string{"stack select", "stack init", "stack export", "up", "stack export", "stack history"})
+		[]string{"stack select", "up", "stack export", "stack history"})
 	checkGreeting(t, "the update after the removal", r, path, "v2")
 }
 

@@ -2,10 +2,14 @@ package server
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
@@ -23,20 +27,24 @@ type configEntry struct {
 	typ config.Type
 }
 
-// mode groups entries that are set by the same call: the CLI's set-all
-// takes one --path flag for all its values, and structured values are
-// written into the stack settings file directly (their secret leaves then
-// through the CLI, which encrypts them).
+// mode groups entries that are set by the same call. A value that is not
+// secret is written into the stack settings file directly (see
+// settingsFile), one write for a run of them, whatever its shape: that is
+// what the CLI's set-all would write, without starting the CLI. A secret
+// needs the secrets provider, so secrets go through the CLI: strings with
+// one set-all each run (which takes one --path flag for all its values),
+// and structured secrets as their shape written directly, then their
+// leaves through the CLI, which encrypts them.
 func (e configEntry) mode() string {
 	switch {
 	case e.object && e.secret:
 		return "secretObject"
-	case e.object, e.typ != config.TypeUnknown:
-		return "object"
+	case !e.secret:
+		return "file"
 	case e.path:
-		return "path"
+		return "secretPath"
 	default:
-		return "plain"
+		return "secret"
 	}
 }
 
@@ -111,10 +119,33 @@ func (s *Server) SetAllConfig(ctx context.Context, req *agentpb.SetAllConfigRequ
 // applyConfig writes a run of entries that share one mode.
 func (s *Server) applyConfig(ctx context.Context, st auto.Stack, entries []configEntry) error {
 	switch entries[0].mode() {
-	case "object":
-		return s.setObjects(ctx, st, entries, false)
+	case "file":
+		if s.settingsFile(st.Name()) {
+			return s.setInFile(ctx, st, entries, false)
+		}
+		// Settings elsewhere (stackConfigDir, a .json or .yml file): the
+		// CLI knows where; plain strings go through it, and structured
+		// values, which it cannot set, into Pulumi.<stack>.yaml as before.
+		for start := 0; start < len(entries); {
+			end := start + 1
+			for end < len(entries) && entries[end].object == entries[start].object && entries[end].typ == entries[start].typ && entries[end].path == entries[start].path {
+				end++
+			}
+			run := entries[start:end]
+			var err error
+			if run[0].object || run[0].typ != config.TypeUnknown {
+				err = s.setInFile(ctx, st, run, false)
+			} else {
+				err = s.setStrings(ctx, st, run, run[0].path)
+			}
+			if err != nil {
+				return err
+			}
+			start = end
+		}
+		return nil
 	case "secretObject":
-		if err := s.setObjects(ctx, st, entries, true); err != nil {
+		if err := s.setInFile(ctx, st, entries, true); err != nil {
 			return err
 		}
 		var leaves []configEntry
@@ -149,14 +180,20 @@ func (s *Server) setStrings(ctx context.Context, st auto.Stack, entries []config
 	return nil
 }
 
-// setObjects stores structured values as structured configuration by
-// editing the stack settings; the CLI's set-all only takes strings. With
-// skeleton set, only the shape is written, every leaf an empty string, so
-// no secret touches the file before the CLI encrypts the leaves.
-func (s *Server) setObjects(ctx context.Context, st auto.Stack, entries []configEntry, skeleton bool) error {
+// setInFile writes values into the stack settings file directly: strings
+// as plain config, numbers and booleans typed, objects and lists as
+// structured configuration (the CLI's set-all only takes strings, and
+// costs a process start). With skeleton set, only the shape of each value
+// is written, every leaf an empty string, so no secret touches the file
+// before the CLI encrypts the leaves. A stack whose settings file does not
+// exist yet (a backend whose stacks need none) gets one.
+func (s *Server) setInFile(ctx context.Context, st auto.Stack, entries []configEntry, skeleton bool) error {
 	ws := st.Workspace()
 	ps, err := ws.StackSettings(ctx, st.Name())
-	if err != nil {
+	switch {
+	case err != nil && strings.Contains(err.Error(), "unable to find stack settings"):
+		ps = &workspace.ProjectStack{}
+	case err != nil:
 		return s.fail(ctx, err, nil)
 	}
 	if ps.Config == nil {
@@ -167,16 +204,20 @@ func (s *Server) setObjects(ctx context.Context, st auto.Stack, entries []config
 		if err != nil {
 			return badKey(e.key, err)
 		}
-		value := config.NewObjectValue(e.value)
-		if e.typ != config.TypeUnknown {
-			value = config.NewTypedValue(e.value, e.typ)
-		}
-		if skeleton {
+		var value config.Value
+		switch {
+		case skeleton:
 			text, err := skeletonOf(e.value)
 			if err != nil {
 				return badKey(e.key, err)
 			}
 			value = config.NewObjectValue(text)
+		case e.object:
+			value = config.NewObjectValue(e.value)
+		case e.typ != config.TypeUnknown:
+			value = config.NewTypedValue(e.value, e.typ)
+		default:
+			value = config.NewValue(e.value)
 		}
 		if err := ps.Config.Set(key, value, e.path); err != nil {
 			return badKey(e.key, err)
@@ -186,6 +227,33 @@ func (s *Server) setObjects(ctx context.Context, st auto.Stack, entries []config
 		return s.fail(ctx, err, nil)
 	}
 	return nil
+}
+
+// settingsFile reports whether stack's settings are where the Automation
+// API's StackSettings and SaveStackSettings read and write them:
+// Pulumi.<stack>.yaml in the project directory, or no settings file at
+// all, and no stackConfigDir in the project that would put it elsewhere.
+func (s *Server) settingsFile(stack string) bool {
+	for _, name := range projectFiles {
+		b, err := os.ReadFile(filepath.Join(s.opts.WorkDir, name))
+		if err != nil {
+			continue
+		}
+		var p struct {
+			StackConfigDir string `yaml:"stackConfigDir"`
+		}
+		if yaml.Unmarshal(b, &p) != nil || p.StackConfigDir != "" {
+			return false
+		}
+		break
+	}
+	short := stack[strings.LastIndex(stack, "/")+1:]
+	for _, ext := range []string{".yml", ".json"} {
+		if _, err := os.Stat(filepath.Join(s.opts.WorkDir, "Pulumi."+short+ext)); err == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // badKey is the InvalidConfig error for a key the CLI would reject.

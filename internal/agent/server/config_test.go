@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -229,5 +230,34 @@ func TestConfigErrors(t *testing.T) {
 	r := h.up(&agentpb.UpRequest{}).mustSucceed(t, "Up")
 	if strings.Contains(r.wireText(), "must-not-be-set") {
 		t.Error("a rejected SetAllConfig wrote part of its items")
+	}
+}
+
+// TestConfigWhereTheCLIKeepsIt checks that values the agent would write
+// into the stack settings itself still reach a stack whose settings the
+// Automation API cannot place (the project's stackConfigDir): they go
+// through the CLI's set-all, which knows where they belong.
+func TestConfigWhereTheCLIKeepsIt(t *testing.T) {
+	h := newHarness(t, "name: cfgdir\nruntime: yaml\nstackConfigDir: settings\noutputs:\n  lit: ${lit}\n  nested: ${nested}\n")
+	if err := os.MkdirAll(filepath.Join(h.dir, "settings"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.selectStack()
+	got := h.commandsOf(func() { h.setConfig(literal("lit", "hello", false), pathItem("nested.inner[0]", "p0")) })
+	checkCommands(t, "setting plain values in a stackConfigDir", got, []string{"config set-all", "config set-all"})
+	up := h.up(&agentpb.UpRequest{}).mustSucceed(t, "Up")
+	if got := output(t, up.result, "lit"); got != "hello" {
+		t.Errorf("output lit = %v; want hello", got)
+	}
+	if got := output(t, up.result, "nested"); !reflect.DeepEqual(got, map[string]any{"inner": []any{"p0"}}) {
+		t.Errorf("output nested = %v; want the path value", got)
+	}
+	b, err := os.ReadFile(filepath.Join(h.dir, "settings", "Pulumi.dev.yaml"))
+	if err != nil || !strings.Contains(string(b), "cfgdir:lit: hello") {
+		t.Errorf("settings/Pulumi.dev.yaml = %q (%v); want the value there", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "Pulumi.dev.yaml")); err == nil {
+		b, _ := os.ReadFile(filepath.Join(h.dir, "Pulumi.dev.yaml"))
+		t.Errorf("a Pulumi.dev.yaml was written beside the project, where the CLI does not read it: %s", b)
 	}
 }

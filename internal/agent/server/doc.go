@@ -9,7 +9,7 @@
 // and Destroy and the runner they share; events.go the forwarding of engine
 // events; results.go the Result; state.go what an export of the state
 // shows (outputs, pending operations); warm.go what a warm agent
-// remembers; errors.go the classification of failures into agenterr
+// remembers; ahead.go the commands started before they are asked for; errors.go the classification of failures into agenterr
 // reasons; recovery.go the repair of interrupted runs; command.go the
 // process handling of the CLI (on internal/proc).
 //
@@ -82,6 +82,12 @@
 // whose answer it already has (warm.go); each command the agent runs is
 // logged at verbosity 1 with its name, never its arguments:
 //
+//   - SelectStack with create set runs `pulumi stack select --create`,
+//     one command where the Automation API's UpsertStack runs two for a
+//     new stack (a select that fails, then `stack init`). A stack it has
+//     just created has an empty state, known to hold no pending
+//     operation.
+//
 //   - SelectStack with the same request as the selection in place runs no
 //     `pulumi stack select`, as long as the stack's settings files (the
 //     project file and Pulumi.<stack>.yaml, read and digested on each
@@ -92,10 +98,15 @@
 //     SelectStack after that selects (or creates) the stack with the CLI
 //     again. The summary, a `pulumi stack ls`, is left out on request
 //     (skip_summary), as Info's is (skip_stack).
+//
 //   - SetAllConfig whose resolved items (secret values included, digested,
 //     never logged) are those it last applied to the stack, with the
 //     settings files as that left them, writes nothing: setting them again
-//     would change nothing.
+//     would change nothing. Otherwise values that are not secret are
+//     written into Pulumi.<stack>.yaml directly, as set-all would write
+//     them; only secrets, which need the secrets provider, and settings
+//     kept elsewhere (stackConfigDir) go through `pulumi config set-all`.
+//
 //   - The export before an operation is skipped while the state is known
 //     to hold no pending operation: the agent exported it, or cleared
 //     what it found, and every operation since ended without error. A
@@ -107,6 +118,7 @@
 //     and the export that reads an up's or refresh's outputs lists what is
 //     left; the Result then reports those pending operations, and the
 //     next operation clears them.
+//
 //   - Outputs are read from `pulumi stack export`, plus `pulumi stack
 //     output --show-secrets` only when some output is secret, instead of
 //     the Automation API's two `pulumi stack output` runs
@@ -114,13 +126,20 @@
 //     export is also what tells the agent whether an operation left
 //     pending operations.
 //
+//   - The summary the Automation API reads after the outputs, `pulumi stack
+//     history` (kind, result, version, message, which the CLI takes from
+//     the program's git commit when the request has none), is started
+//     beside the export of an up's outputs rather than after it (ahead.go).
+//
+//   - The CLI's version, which the Automation API needs, is read once per
+//     binary and kept in the user's cache directory (cliVersion), not asked
+//     with `pulumi version` at every agent start.
+//
 // The agent's own exports leave secrets encrypted: they need no secrets
 // provider, which spares a passphrase's key derivation or a KMS call. So
-// an up on a warm agent runs `pulumi up`, `pulumi stack export` and
-// `pulumi stack history` (the summary the Automation API reads: kind,
-// result, version, message, which the CLI takes from the program's git
-// commit when the request has none), and a configuration change adds one
-// `pulumi config set-all`.
+// an up on a warm agent runs `pulumi up`, then `pulumi stack export` and
+// `pulumi stack history` at once, whether or not its configuration
+// changed; a new stack adds one `pulumi stack select --create`.
 //
 // # Secrets
 //

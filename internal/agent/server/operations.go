@@ -161,6 +161,10 @@ func (s *Server) Up(req *agentpb.UpRequest, stream grpc.ServerStreamingServer[ag
 				}
 			}
 			opts := append(opts, optup.EventStreams(ch))
+			if w, ok := st.Workspace().(*stateWorkspace); ok {
+				w.historyAhead = true
+				defer func() { w.historyAhead = false }()
+			}
 			if len(planData) > 0 {
 				plan, err := newPlanFile(planData)
 				if err != nil {
@@ -337,6 +341,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 			fw = newForwarder(stream, s.secrets, s.log)
 			var err error
 			out, err = op.run(ctx, st, fw.events)
+			s.cli.dropAhead()
 			fw.finish()
 			return err
 		})

@@ -116,8 +116,12 @@ type secretsProviderState struct {
 // (encryptionsalt); for a cloud KMS provider, its URL and the data key
 // encrypted by it (encryptedkey); the service provider (Pulumi Cloud) is
 // keyed by the stack itself and needs nothing. A stack whose state records
-// no provider yet (never updated) is left alone.
+// no provider yet (never updated) is left alone, and so is a stack whose
+// settings live where the Automation API cannot write them (settingsFile).
 func (s *Server) adoptStateSecretsKey(ctx context.Context, ws auto.Workspace, st auto.Stack) error {
+	if !s.settingsFile(st.Name()) {
+		return nil
+	}
 	settings, err := ws.StackSettings(ctx, st.Name())
 	switch {
 	case err != nil && strings.Contains(err.Error(), "unable to find stack settings"):

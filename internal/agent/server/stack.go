@@ -114,7 +114,9 @@ func (s *Server) SelectStack(ctx context.Context, req *agentpb.SelectStackReques
 
 // selectStack selects (or creates) the stack sel names with the CLI,
 // adopts its state's secrets key material, and makes it the selected
-// stack; it returns the stack's workspace.
+// stack; it returns the stack's workspace. A stack it has just created has
+// an empty state, so the first operation need not export it to look for
+// pending operations.
 func (s *Server) selectStack(ctx context.Context, sel selection) (auto.Workspace, error) {
 	var extra []auto.LocalWorkspaceOption
 	if sel.secretsProvider != "" {
@@ -124,12 +126,13 @@ func (s *Server) selectStack(ctx context.Context, sel selection) (auto.Workspace
 	if err != nil {
 		return nil, err
 	}
-	var st auto.Stack
+	sw := ws.(*stateWorkspace)
 	if sel.create {
-		st, err = auto.UpsertStack(ctx, sel.name, ws)
-	} else {
-		st, err = auto.SelectStack(ctx, sel.name, ws)
+		sw.creating = &sel
 	}
+	st, err := auto.SelectStack(ctx, sel.name, ws)
+	created := sw.creating != nil && sw.created
+	sw.creating = nil
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +140,9 @@ func (s *Server) selectStack(ctx context.Context, sel selection) (auto.Workspace
 		return nil, err
 	}
 	s.setSelected(st)
+	if created {
+		s.setStateClean(st.Name(), true)
+	}
 	return ws, nil
 }
 

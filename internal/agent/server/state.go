@@ -30,8 +30,43 @@ const maskedSecret = "[secret]"
 type stateWorkspace struct {
 	auto.Workspace
 
+	// historyAhead, while set, makes the next StackOutputs start the
+	// summary's `pulumi stack history` ahead, beside its export (see
+	// ahead.go); auto.Stack.Up asks for it right after the outputs.
+	historyAhead bool
+
+	// creating, while set, makes SelectStack create the stack it selects
+	// when there is none, and created records whether it did.
+	creating *selection
+	created  bool
+
 	mu   sync.Mutex
 	seen *stateView
+}
+
+// createdStack is how `pulumi stack select --create` starts its output when
+// it created the stack. Not seeing it only costs the export a stack that
+// already existed needs anyway.
+const createdStack = "Created stack "
+
+// SelectStack selects stackName as the LocalWorkspace does or, while
+// creating is set, runs `pulumi stack select --create`: one CLI command
+// for a new stack, where the Automation API's UpsertStack runs two (a
+// select that fails, then `stack init`).
+func (w *stateWorkspace) SelectStack(ctx context.Context, stackName string) error {
+	if w.creating == nil {
+		return w.Workspace.SelectStack(ctx, stackName)
+	}
+	args := []string{"stack", "select", "--create", "--stack", stackName}
+	if p := w.creating.secretsProvider; p != "" {
+		args = append(args, "--secrets-provider", p)
+	}
+	out, err := runCLI(ctx, w, "failed to select stack", args...)
+	if err != nil {
+		return err
+	}
+	w.created = strings.HasPrefix(strings.TrimSpace(out), createdStack)
+	return nil
 }
 
 // stateView is what an export after an operation showed.
@@ -43,6 +78,12 @@ type stateView struct {
 // LocalWorkspace does: every value in clear, marked secret when `pulumi
 // stack output --json` shows "[secret]" in it.
 func (w *stateWorkspace) StackOutputs(ctx context.Context, stack string) (auto.OutputMap, error) {
+	if w.historyAhead {
+		w.historyAhead = false
+		if cli, ok := w.PulumiCommand().(*cliRunner); ok {
+			cli.startAhead(ctx, w.WorkDir(), cliEnv(w), historyArgs(stack)...)
+		}
+	}
 	dep, err := exportState(ctx, w, stack)
 	if err != nil {
 		return nil, err
@@ -126,6 +167,16 @@ func exportState(ctx context.Context, ws auto.Workspace, stack string) (apitype.
 // then the code and stderr) so that fail classifies it alike; stdout is
 // left out of it, as it may hold secrets.
 func runCLI(ctx context.Context, ws auto.Workspace, what string, args ...string) (string, error) {
+	stdout, stderr, code, err := ws.PulumiCommand().Run(ctx, ws.WorkDir(), nil, nil, nil, cliEnv(ws), args...)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w\ncode: %d\nstdout: \nstderr: %s", what, err, code, stderr)
+	}
+	return stdout, nil
+}
+
+// cliEnv is the environment the Automation API gives the CLI commands of
+// ws: its PULUMI_HOME and environment variables.
+func cliEnv(ws auto.Workspace) []string {
 	var env []string
 	if home := ws.PulumiHome(); home != "" {
 		env = append(env, "PULUMI_HOME="+home)
@@ -133,11 +184,7 @@ func runCLI(ctx context.Context, ws auto.Workspace, what string, args ...string)
 	for k, v := range ws.GetEnvVars() {
 		env = append(env, k+"="+v)
 	}
-	stdout, stderr, code, err := ws.PulumiCommand().Run(ctx, ws.WorkDir(), nil, nil, nil, env, args...)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w\ncode: %d\nstdout: \nstderr: %s", what, err, code, stderr)
-	}
-	return stdout, nil
+	return env
 }
 
 // storedOutput is a stack output as the stored state holds it.
