@@ -69,6 +69,11 @@ type Status struct {
 	Instance string
 	// Message says, for a person, why the agent is not ready yet.
 	Message string
+	// Queued is set while the agent waits for a place to run (a runtime
+	// that bounds how many run at once, see Contention). The runtime
+	// itself asks for the Workspace to be reconciled when its turn comes,
+	// so the caller need not poll meanwhile.
+	Queued bool
 }
 
 // Contention is implemented by runtimes that bound how many agents run at

@@ -54,7 +54,14 @@ func (r *Reconciler) reconcileAgent(ctx context.Context, s *session) (sreconcile
 	if !st.Ready {
 		msg := cmp.Or(st.Message, "waiting for the agent to start")
 		setActive(ws, false, ReasonStarting, msg)
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.WorkspaceReasonPending, errors.New(msg), r.opts.StartInterval)
+		// A queued Workspace is woken by the runtime when its turn comes;
+		// the longer wait is only a safety net, so that a thousand in
+		// line do not reconcile every few seconds each.
+		after := r.opts.StartInterval
+		if st.Queued {
+			after = r.opts.QueuedInterval
+		}
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.WorkspaceReasonPending, errors.New(msg), after)
 	}
 	s.agent = st
 	return sreconcile.ResultEmpty, nil

@@ -33,6 +33,9 @@ const (
 	DefaultResync = 30 * time.Second
 	// DefaultStartInterval is how soon a starting agent is looked at again.
 	DefaultStartInterval = 2 * time.Second
+	// DefaultQueuedInterval is how soon a Workspace queued for a place to
+	// run its agent is looked at again if the runtime has not woken it.
+	DefaultQueuedInterval = 30 * time.Second
 	// DefaultSetupTimeout bounds the agent calls of one setup, `pulumi
 	// install` included.
 	DefaultSetupTimeout = 15 * time.Minute
@@ -56,6 +59,10 @@ type Options struct {
 	// StartInterval is how soon a starting agent is looked at again; zero
 	// means DefaultStartInterval.
 	StartInterval time.Duration
+	// QueuedInterval is how soon a Workspace queued for a place to run
+	// its agent is looked at again without the runtime waking it; zero
+	// means DefaultQueuedInterval.
+	QueuedInterval time.Duration
 	// SetupTimeout bounds the agent calls of one setup (install included);
 	// zero means DefaultSetupTimeout.
 	SetupTimeout time.Duration
@@ -95,6 +102,9 @@ func New(c client.Client, scheme *k8sruntime.Scheme, rt runtime.Runtime, recorde
 	}
 	if opts.StartInterval <= 0 {
 		opts.StartInterval = DefaultStartInterval
+	}
+	if opts.QueuedInterval <= 0 {
+		opts.QueuedInterval = DefaultQueuedInterval
 	}
 	if opts.SetupTimeout <= 0 {
 		opts.SetupTimeout = DefaultSetupTimeout

@@ -102,8 +102,11 @@ func newAdmission(max int, notify func(types.NamespacedName)) *admission {
 
 // acquire gives key a place, or queues it. It returns whether key holds a
 // place, and otherwise how many wait ahead of it. A key that already holds
-// one keeps it. When key joins the queue, the holders are woken: an idle
-// agent gives its place up at once while others wait.
+// one keeps it. When the line starts (key is the first to wait), the
+// holders are woken: an idle agent gives its place up at once while others
+// wait, and a busy one looks at the line again when its work ends. Waking
+// them for every later arrival would cost a reconcile of each holder per
+// Workspace of a burst, and tell them nothing new.
 func (a *admission) acquire(key types.NamespacedName) (bool, int) {
 	if a.max <= 0 {
 		return true, 0
@@ -130,8 +133,10 @@ func (a *admission) acquire(key types.NamespacedName) (bool, int) {
 	var wake []types.NamespacedName
 	if pos < 0 {
 		a.queue = append(a.queue, key)
-		for h := range a.holders {
-			wake = append(wake, h)
+		if len(a.queue) == 1 {
+			for h := range a.holders {
+				wake = append(wake, h)
+			}
 		}
 	}
 	a.mu.Unlock()

@@ -251,9 +251,13 @@ func (r *Runtime) ensure(ctx context.Context, ws *autov1alpha1.Workspace, key ty
 	if err != nil {
 		return runtime.Status{}, err
 	}
-	if ok, ahead := r.admit.acquire(key); !ok {
-		return runtime.Status{Message: fmt.Sprintf("queued: %d agents run, the most at once (--max-agents); %d Workspaces wait ahead of this one",
-			r.opts.MaxAgents, ahead)}, nil
+	if ok, _ := r.admit.acquire(key); !ok {
+		// The same words for the whole wait: a position in line would
+		// change for every waiting Workspace each time one gets a place,
+		// a status write for each (the metric stackyard_local_agents
+		// counts the line).
+		return runtime.Status{Queued: true, Message: fmt.Sprintf("queued: %d agents run, the most at once (--max-agents); first come, first served",
+			r.opts.MaxAgents)}, nil
 	}
 	dir := r.StateDir(ws.Namespace, ws.Name)
 	if err := os.MkdirAll(filepath.Join(dir, homeDir), 0o700); err != nil {
