@@ -72,25 +72,46 @@ func (r *Reconciler) reconcileSpec(ctx context.Context, s *session) (sreconcile.
 // controller because this Update is not complete. The Workspace is read
 // live, not from the cache, so that a spec change the Stack controller has
 // just made to it is seen before an operation starts on the previous
-// program.
+// program; but only once the cache shows it serving: until then the cache
+// is enough to say "wait" (the watch on Workspaces wakes the Update when
+// that changes), which spares the API server a read for every look at
+// every waiting Update of a burst.
 func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (sreconcile.Result, error) {
 	name := s.obj.Spec.WorkspaceName
+	key := types.NamespacedName{Namespace: s.obj.Namespace, Name: name}
+	cached := &autov1alpha1.Workspace{}
+	if err := r.client.Get(ctx, key, cached); err == nil {
+		if msg := r.notServing(cached); msg != "" {
+			return r.pending(s, msg)
+		}
+	}
 	ws := &autov1alpha1.Workspace{}
-	err := r.reader.Get(ctx, types.NamespacedName{Namespace: s.obj.Namespace, Name: name}, ws)
+	err := r.reader.Get(ctx, key, ws)
 	switch {
 	case apierrors.IsNotFound(err):
 		return r.pending(s, fmt.Sprintf("waiting for workspace %s to exist", name))
 	case err != nil:
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("reading workspace %s: %w", name, err))
-	case !ws.DeletionTimestamp.IsZero():
-		return r.pending(s, fmt.Sprintf("workspace %s is being deleted", name))
-	case !readyAtGeneration(ws):
-		return r.pending(s, fmt.Sprintf("waiting for workspace %s to be ready", name))
-	case !workspace.Serving(ws), !r.agentRunning(ws):
-		return r.pending(s, fmt.Sprintf("waiting for the agent of workspace %s to start", name))
+	}
+	if msg := r.notServing(ws); msg != "" {
+		return r.pending(s, msg)
 	}
 	s.ws = ws
 	return sreconcile.ResultEmpty, nil
+}
+
+// notServing says what an Update waits for while ws does not serve it;
+// empty when it does.
+func (r *Reconciler) notServing(ws *autov1alpha1.Workspace) string {
+	switch {
+	case !ws.DeletionTimestamp.IsZero():
+		return fmt.Sprintf("workspace %s is being deleted", ws.Name)
+	case !readyAtGeneration(ws):
+		return fmt.Sprintf("waiting for workspace %s to be ready", ws.Name)
+	case !workspace.Serving(ws), !r.agentRunning(ws):
+		return fmt.Sprintf("waiting for the agent of workspace %s to start", ws.Name)
+	}
+	return ""
 }
 
 // agentRunning asks runtimes whose agents die with the operator whether the

@@ -66,9 +66,10 @@ const runningPoll = time.Minute
 
 // Options tune the Update reconciler. The zero value is usable.
 type Options struct {
-	// MaxConcurrentReconciles is the number of reconcile workers; zero uses
-	// the manager's default (one). Operations do not hold a worker, so one
-	// is enough for many concurrent operations.
+	// MaxConcurrentReconciles is the number of reconcile workers; zero
+	// means 4. Operations do not hold a worker, but each look at an Update
+	// that starts one reads it and its Workspace from the API server, and
+	// a burst of Stacks makes many of them at once.
 	MaxConcurrentReconciles int
 	// Metrics receives one observation per finished Update; nil discards.
 	Metrics Metrics
@@ -134,6 +135,9 @@ func New(c client.Client, scheme *runtime.Scheme, rt stackruntime.Runtime, recor
 	}
 	if opts.WaitInterval <= 0 {
 		opts.WaitInterval = DefaultWaitInterval
+	}
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 4
 	}
 	r := &Reconciler{
 		client:   c,
