@@ -97,8 +97,7 @@ func newCLIRunner(path string, grace time.Duration, log logr.Logger) (*cliRunner
 // cliVersion returns the version of the pulumi binary at abs. Asking it
 // (`pulumi version`) costs a process start on every agent start, so the
 // answer is kept in the user's cache directory, keyed by the binary's path,
-// inode, size and modification and change times: any replacement or edit
-// of the binary asks it again. Without a usable cache directory it asks
+// size and modification time: a replaced or rebuilt binary is asked again. Without a usable cache directory it asks
 // every time.
 func cliVersion(abs string) (semver.Version, error) {
 	cache := versionCacheFile(abs)
@@ -135,8 +134,10 @@ func cliVersion(abs string) (semver.Version, error) {
 }
 
 // versionCacheFile is where cliVersion keeps the version of the binary at
-// abs, named by a digest of what identifies the binary's content; empty
-// when there is no cache directory or the binary cannot be examined.
+// abs, named by a digest of what identifies the binary's content (path,
+// size, modification time); empty when there is no cache directory, the
+// binary cannot be examined, or it is a script (a version manager's shim,
+// which stays the same while the version behind it changes).
 func versionCacheFile(abs string) string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
@@ -146,12 +147,17 @@ func versionCacheFile(abs string) string {
 	if err != nil {
 		return ""
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+	f, err := os.Open(abs)
+	if err != nil {
 		return ""
 	}
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%d\x00%d",
-		abs, st.Ino, fi.Size(), fi.ModTime().UnixNano(), time.Unix(st.Ctim.Unix()).UnixNano()))
+	head := make([]byte, 2)
+	_, err = io.ReadFull(f, head)
+	_ = f.Close()
+	if err != nil || string(head) == "#!" {
+		return ""
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", abs, fi.Size(), fi.ModTime().UnixNano()))
 	return filepath.Join(dir, "stackyard", "pulumi-version", hex.EncodeToString(sum[:16]))
 }
 

@@ -2,14 +2,10 @@ package server
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
@@ -28,8 +24,8 @@ type configEntry struct {
 }
 
 // mode groups entries that are set by the same call. A value that is not
-// secret is written into the stack settings file directly (see
-// settingsFile), one write for a run of them, whatever its shape: that is
+// secret is written into the stack settings file directly (setInFile),
+// one write for a run of them, whatever its shape: that is
 // what the CLI's set-all would write, without starting the CLI. A secret
 // needs the secrets provider, so secrets go through the CLI: strings with
 // one set-all each run (which takes one --path flag for all its values),
@@ -120,30 +116,7 @@ func (s *Server) SetAllConfig(ctx context.Context, req *agentpb.SetAllConfigRequ
 func (s *Server) applyConfig(ctx context.Context, st auto.Stack, entries []configEntry) error {
 	switch entries[0].mode() {
 	case "file":
-		if s.settingsFile(st.Name()) {
-			return s.setInFile(ctx, st, entries, false)
-		}
-		// Settings elsewhere (stackConfigDir, a .json or .yml file): the
-		// CLI knows where; plain strings go through it, and structured
-		// values, which it cannot set, into Pulumi.<stack>.yaml as before.
-		for start := 0; start < len(entries); {
-			end := start + 1
-			for end < len(entries) && entries[end].object == entries[start].object && entries[end].typ == entries[start].typ && entries[end].path == entries[start].path {
-				end++
-			}
-			run := entries[start:end]
-			var err error
-			if run[0].object || run[0].typ != config.TypeUnknown {
-				err = s.setInFile(ctx, st, run, false)
-			} else {
-				err = s.setStrings(ctx, st, run, run[0].path)
-			}
-			if err != nil {
-				return err
-			}
-			start = end
-		}
-		return nil
+		return s.setInFile(ctx, st, entries, false)
 	case "secretObject":
 		if err := s.setInFile(ctx, st, entries, true); err != nil {
 			return err
@@ -180,20 +153,17 @@ func (s *Server) setStrings(ctx context.Context, st auto.Stack, entries []config
 	return nil
 }
 
-// setInFile writes values into the stack settings file directly: strings
-// as plain config, numbers and booleans typed, objects and lists as
-// structured configuration (the CLI's set-all only takes strings, and
-// costs a process start). With skeleton set, only the shape of each value
-// is written, every leaf an empty string, so no secret touches the file
-// before the CLI encrypts the leaves. A stack whose settings file does not
-// exist yet (a backend whose stacks need none) gets one.
+// setInFile writes values into the stack settings file directly, where
+// the CLI keeps it (stackSettingsPath): strings as plain config, numbers
+// and booleans typed, objects and lists as structured configuration (the
+// CLI's set-all only takes strings, and costs a process start). With
+// skeleton set, only the shape of each value is written, every leaf an
+// empty string, so no secret touches the file before the CLI encrypts the
+// leaves. A stack whose settings file does not exist yet (a backend whose
+// stacks need none) gets one.
 func (s *Server) setInFile(ctx context.Context, st auto.Stack, entries []configEntry, skeleton bool) error {
-	ws := st.Workspace()
-	ps, err := ws.StackSettings(ctx, st.Name())
-	switch {
-	case err != nil && strings.Contains(err.Error(), "unable to find stack settings"):
-		ps = &workspace.ProjectStack{}
-	case err != nil:
+	ps, path, err := s.loadStackSettings(ctx, st.Workspace(), st.Name())
+	if err != nil {
 		return s.fail(ctx, err, nil)
 	}
 	if ps.Config == nil {
@@ -223,37 +193,10 @@ func (s *Server) setInFile(ctx context.Context, st auto.Stack, entries []configE
 			return badKey(e.key, err)
 		}
 	}
-	if err := ws.SaveStackSettings(ctx, st.Name(), ps); err != nil {
+	if err := ps.Save(path); err != nil {
 		return s.fail(ctx, err, nil)
 	}
 	return nil
-}
-
-// settingsFile reports whether stack's settings are where the Automation
-// API's StackSettings and SaveStackSettings read and write them:
-// Pulumi.<stack>.yaml in the project directory, or no settings file at
-// all, and no stackConfigDir in the project that would put it elsewhere.
-func (s *Server) settingsFile(stack string) bool {
-	for _, name := range projectFiles {
-		b, err := os.ReadFile(filepath.Join(s.opts.WorkDir, name))
-		if err != nil {
-			continue
-		}
-		var p struct {
-			StackConfigDir string `yaml:"stackConfigDir"`
-		}
-		if yaml.Unmarshal(b, &p) != nil || p.StackConfigDir != "" {
-			return false
-		}
-		break
-	}
-	short := stack[strings.LastIndex(stack, "/")+1:]
-	for _, ext := range []string{".yml", ".json"} {
-		if _, err := os.Stat(filepath.Join(s.opts.WorkDir, "Pulumi."+short+ext)); err == nil {
-			return false
-		}
-	}
-	return true
 }
 
 // badKey is the InvalidConfig error for a key the CLI would reject.

@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -233,31 +236,75 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestConfigWhereTheCLIKeepsIt checks that values the agent would write
-// into the stack settings itself still reach a stack whose settings the
-// Automation API cannot place (the project's stackConfigDir): they go
-// through the CLI's set-all, which knows where they belong.
-func TestConfigWhereTheCLIKeepsIt(t *testing.T) {
-	h := newHarness(t, "name: cfgdir\nruntime: yaml\nstackConfigDir: settings\noutputs:\n  lit: ${lit}\n  nested: ${nested}\n")
+// TestConfigInStackConfigDir checks that values the agent writes into the
+// stack settings itself land where the CLI reads them: in the project's
+// stackConfigDir. Strings, paths with a ":" in a sub-key, numbers and
+// objects are written without the CLI; a secret goes through it.
+func TestConfigInStackConfigDir(t *testing.T) {
+	h := newHarness(t, "name: cfgdir\nruntime: yaml\nstackConfigDir: settings\n"+
+		"outputs:\n  lit: ${lit}\n  nested: ${nested}\n  num: ${num}\n  obj: ${obj}\n  sec: ${sec}\n")
 	if err := os.MkdirAll(filepath.Join(h.dir, "settings"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	h.selectStack()
-	got := h.commandsOf(func() { h.setConfig(literal("lit", "hello", false), pathItem("nested.inner[0]", "p0")) })
-	checkCommands(t, "setting plain values in a stackConfigDir", got, []string{"config set-all", "config set-all"})
-	up := h.up(&agentpb.UpRequest{}).mustSucceed(t, "Up")
-	if got := output(t, up.result, "lit"); got != "hello" {
-		t.Errorf("output lit = %v; want hello", got)
+	got := h.commandsOf(func() {
+		h.setConfig(literal("lit", "hello", false), pathItem("nested.inner[0]", "p0"), pathItem("nested.a:b", "colon"),
+			structured(t, "num", 3, false), structured(t, "obj", map[string]any{"k": "v"}, false))
+	})
+	checkCommands(t, "setting values that are not secret", got, nil)
+	got = h.commandsOf(func() { h.setConfig(literal("sec", secretLiteral, true)) })
+	checkCommands(t, "setting a secret", got, []string{"config set-all"})
+	up := h.up(&agentpb.UpRequest{ShowSecrets: true}).mustSucceed(t, "Up")
+	for name, want := range map[string]any{
+		"lit":    "hello",
+		"nested": map[string]any{"inner": []any{"p0"}, "a:b": "colon"},
+		"num":    float64(3),
+		"obj":    map[string]any{"k": "v"},
+	} {
+		if got := output(t, up.result, name); !reflect.DeepEqual(got, want) {
+			t.Errorf("output %s = %#v; want %#v", name, got, want)
+		}
 	}
-	if got := output(t, up.result, "nested"); !reflect.DeepEqual(got, map[string]any{"inner": []any{"p0"}}) {
-		t.Errorf("output nested = %v; want the path value", got)
+	if o := up.result.GetOutputs()["sec"]; o.GetValue().GetStringValue() != secretLiteral {
+		t.Errorf("output sec = %v; want the secret", o)
 	}
 	b, err := os.ReadFile(filepath.Join(h.dir, "settings", "Pulumi.dev.yaml"))
-	if err != nil || !strings.Contains(string(b), "cfgdir:lit: hello") {
-		t.Errorf("settings/Pulumi.dev.yaml = %q (%v); want the value there", b, err)
+	if err != nil || !strings.Contains(string(b), "cfgdir:lit: hello") || strings.Contains(string(b), secretLiteral) {
+		t.Errorf("settings/Pulumi.dev.yaml = %q (%v); want the plain values there, the secret encrypted", b, err)
 	}
+	if b, err := os.ReadFile(filepath.Join(h.dir, "Pulumi.dev.yaml")); err == nil {
+		t.Errorf("Pulumi.dev.yaml was written beside the project, where the CLI does not read it: %s", b)
+	}
+}
+
+// TestConfigBesideAJSONProject checks that the stack settings of a project
+// whose file is Pulumi.json are written as Pulumi.<stack>.json, the file
+// the CLI reads (`pulumi config` shows the values), not as YAML beside it.
+func TestConfigBesideAJSONProject(t *testing.T) {
+	h := newHarness(t, "")
+	writeFile(t, filepath.Join(h.dir, "Pulumi.json"), `{"name": "cfgjson", "runtime": "nodejs"}`)
+	h.selectStack()
+	checkCommands(t, "setting values that are not secret", h.commandsOf(func() {
+		h.setConfig(literal("lit", "hello", false), structured(t, "num", 3, false))
+	}), nil)
 	if _, err := os.Stat(filepath.Join(h.dir, "Pulumi.dev.yaml")); err == nil {
-		b, _ := os.ReadFile(filepath.Join(h.dir, "Pulumi.dev.yaml"))
-		t.Errorf("a Pulumi.dev.yaml was written beside the project, where the CLI does not read it: %s", b)
+		t.Error("Pulumi.dev.yaml was written beside a Pulumi.json project")
+	}
+	cmd := exec.Command("pulumi", "config", "--json", "--stack", "dev", "--non-interactive")
+	cmd.Dir = h.dir
+	cmd.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pulumi config: %v", err)
+	}
+	var cfg map[string]struct {
+		Value any `json:"value"`
+	}
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatalf("pulumi config --json: %v\n%s", err, out)
+	}
+	// The CLI shows every scalar as its text.
+	if cfg["cfgjson:lit"].Value != "hello" || fmt.Sprint(cfg["cfgjson:num"].Value) != "3" {
+		t.Errorf("the CLI sees %q; want lit hello and num 3", out)
 	}
 }

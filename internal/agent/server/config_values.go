@@ -24,7 +24,7 @@ func (s *Server) resolveConfigItem(item *agentpb.ConfigItem, project string) (co
 	if e.key == "" {
 		return e, agenterr.New(agenterr.InvalidConfig, "config item without a key")
 	}
-	if !strings.Contains(e.key, ":") {
+	if !strings.Contains(topSegment(e.key, e.path), ":") {
 		e.key = project + ":" + e.key
 	}
 
@@ -119,18 +119,31 @@ func (e *configEntry) readFrom(from *agentpb.ConfigValueFrom) error {
 	return e.setStructured(&v)
 }
 
+// topSegment is the part of key that names the config key: all of it, or
+// with path set what comes before the first "." or "[", as the CLI reads
+// it (a ":" further along a path belongs to a sub-key's name).
+func topSegment(key string, path bool) string {
+	if i := strings.IndexAny(key, ".["); path && i > 0 {
+		return key[:i]
+	}
+	return key
+}
+
 // configKey parses a key the way the CLI does: "namespace:name", where
 // with path set the name is a property path whose first element is the
 // key's name. It returns the key and the path (a one-element path when
 // path is not set).
 func configKey(key string, path bool) (config.Key, resource.PropertyPath, error) {
-	k, err := config.ParseKey(key)
+	top := topSegment(key, path)
+	k, err := config.ParseKey(top)
 	if err != nil {
 		return config.Key{}, nil, err
 	}
 	if !path {
 		return k, resource.PropertyPath{k.Name()}, nil
 	}
+	// The rest of a path belongs to the key's name, ":" and all.
+	k = config.MustMakeKey(k.Namespace(), k.Name()+key[len(top):])
 	p, err := resource.ParsePropertyPathStrict(k.Name())
 	if err != nil {
 		return config.Key{}, nil, err

@@ -138,8 +138,9 @@
 // The agent's own exports leave secrets encrypted: they need no secrets
 // provider, which spares a passphrase's key derivation or a KMS call. So
 // an up on a warm agent runs `pulumi up`, then `pulumi stack export` and
-// `pulumi stack history` at once, whether or not its configuration
-// changed; a new stack adds one `pulumi stack select --create`.
+// `pulumi stack history` at once, plus one `pulumi config set-all` when a
+// secret value changed; a new stack adds one `pulumi stack select
+// --create`.
 //
 // # Secrets
 //

@@ -74,6 +74,8 @@ func run(m *testing.M) int {
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 		"PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK":    "true",
 		"PULUMI_ACCESS_TOKEN":                         "",
+		// The agent keeps the CLI's version there (cliVersion).
+		"XDG_CACHE_HOME": filepath.Join(tmp, "cache"),
 	} {
 		_ = os.Setenv(k, v)
 	}

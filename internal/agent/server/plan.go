@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 )
 
 // Update plans (`pulumi preview --save-plan`, `pulumi up --plan`) travel
@@ -116,18 +115,11 @@ type secretsProviderState struct {
 // (encryptionsalt); for a cloud KMS provider, its URL and the data key
 // encrypted by it (encryptedkey); the service provider (Pulumi Cloud) is
 // keyed by the stack itself and needs nothing. A stack whose state records
-// no provider yet (never updated) is left alone, and so is a stack whose
-// settings live where the Automation API cannot write them (settingsFile).
+// no provider yet (never updated) is left alone. The settings are read
+// and written where the CLI keeps them (stackSettingsPath).
 func (s *Server) adoptStateSecretsKey(ctx context.Context, ws auto.Workspace, st auto.Stack) error {
-	if !s.settingsFile(st.Name()) {
-		return nil
-	}
-	settings, err := ws.StackSettings(ctx, st.Name())
-	switch {
-	case err != nil && strings.Contains(err.Error(), "unable to find stack settings"):
-		// No Pulumi.<stack>.yaml yet.
-		settings = &workspace.ProjectStack{}
-	case err != nil:
+	settings, path, err := s.loadStackSettings(ctx, ws, st.Name())
+	if err != nil {
 		// A file the CLI will complain about itself; never overwrite it.
 		s.log.Info("stack settings unreadable; secrets key material left alone", "stack", st.Name(), "error", s.secrets.Redact(err.Error()))
 		return nil
@@ -157,7 +149,7 @@ func (s *Server) adoptStateSecretsKey(ctx context.Context, ws auto.Workspace, st
 	default:
 		return nil
 	}
-	if err := ws.SaveStackSettings(ctx, st.Name(), settings); err != nil {
+	if err := settings.Save(path); err != nil {
 		return err
 	}
 	s.log.Info("adopted the secrets key material of the stack's state", "stack", st.Name(), "provider", sp.Type)

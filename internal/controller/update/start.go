@@ -166,6 +166,8 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *session) (sreconcile
 	st.Message = ""
 	if err := s.patcher.Patch(ctx, s.obj); err != nil {
 		r.runs.remove(run)
+		// Another Update of the Workspace may have found it taken meanwhile.
+		r.wakeWorkspace(ctx, wsKey, key)
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("recording the start: %w", err))
 	}
 
