@@ -119,6 +119,31 @@ func treeCPU(pids []int) int64 {
 	return ticks
 }
 
+// controlPlaneCPU is the CPU time, in ticks, of this process's
+// kube-apiserver and etcd (envtest's control plane).
+func controlPlaneCPU() int64 {
+	var ticks int64
+	for _, pid := range tree(os.Getpid()) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+		if err != nil {
+			continue
+		}
+		if name := strings.TrimSpace(string(b)); name == "kube-apiserver" || name == "etcd" {
+			if st, ok := readStat(pid); ok {
+				ticks += st.cpu
+			}
+		}
+	}
+	return ticks
+}
+
+// childCPU is the CPU time, in ticks, of the children this process has
+// waited for (the floor's bare CLI runs, with what they waited for).
+func childCPU() int64 {
+	st, _ := readStat(os.Getpid())
+	return st.childCPU
+}
+
 // machineBusyTicks is the machine's total non-idle CPU time from /proc/stat.
 func machineBusyTicks() int64 {
 	b, err := os.ReadFile("/proc/stat")

@@ -280,6 +280,13 @@ func renderBurst(b *strings.Builder, r *Results) {
 		p("  whose best parallelism was %d. The phase split shows where it goes: the median Stack's Update waits\n", bu.FloorParallelism)
 		p("  %.1f s between being created and starting (its Workspace waiting for an agent place), while the\n", float64(bu.Phases[burstPhases[1]]))
 		p("  operation itself takes %.1f s.\n", float64(bu.Phases[burstPhases[2]]))
+		if c := bu.CPU; c != nil && c.Floor > 0 {
+			p("  The processor time says where the rest goes: the operator's tree (operator, agents, CLI,\n")
+			p("  language hosts, providers) used %.0f s of CPU, %.2f× the floor's %.0f s, and kube-apiserver\n",
+				float64(c.Operator), float64(c.Operator)/float64(c.Floor), float64(c.Floor))
+			p("  with etcd another %.0f s on the same 2 cores, which the floor does not pay and a real cluster\n", float64(c.ControlPlane))
+			p("  runs on other machines; together %.2f× the floor's.\n", float64(c.Operator+c.ControlPlane)/float64(c.Floor))
+		}
 	}
 	p("\n")
 	measured1000 := false
