@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,5 +93,5 @@ func (r *cliRunner) dropAhead() {
 // differ, the run started ahead is not taken but dropped, and the summary
 // is read after the outputs as before: slower, never wrong.
 func historyArgs(stack string) []string {
-	return []string{"stack", "history", "--json", "--page-size", strconv.Itoa(1), "--page", strconv.Itoa(1), "--stack", stack}
+	return []string{"stack", "history", "--json", "--page-size", "1", "--page", "1", "--stack", stack}
 }

@@ -97,8 +97,8 @@ func newCLIRunner(path string, grace time.Duration, log logr.Logger) (*cliRunner
 // cliVersion returns the version of the pulumi binary at abs. Asking it
 // (`pulumi version`) costs a process start on every agent start, so the
 // answer is kept in the user's cache directory, keyed by the binary's path,
-// size and modification time: a replaced or rebuilt binary is asked again. Without a usable cache directory it asks
-// every time.
+// size and modification time: a replaced or rebuilt binary is asked again.
+// Without a usable cache directory it asks every time.
 func cliVersion(abs string) (semver.Version, error) {
 	cache := versionCacheFile(abs)
 	if cache != "" {

@@ -9,9 +9,11 @@
 // and Destroy and the runner they share; events.go the forwarding of engine
 // events; results.go the Result; state.go what an export of the state
 // shows (outputs, pending operations); warm.go what a warm agent
-// remembers; ahead.go the commands started before they are asked for; errors.go the classification of failures into agenterr
-// reasons; recovery.go the repair of interrupted runs; command.go the
-// process handling of the CLI (on internal/proc).
+// remembers; ahead.go the commands started before they are asked for;
+// settings.go where the stack settings file is; errors.go the
+// classification of failures into agenterr reasons; recovery.go the
+// repair of interrupted runs; command.go the process handling of the CLI
+// (on internal/proc).
 //
 // # Cancellation
 //
@@ -103,9 +105,10 @@
 //     never logged) are those it last applied to the stack, with the
 //     settings files as that left them, writes nothing: setting them again
 //     would change nothing. Otherwise values that are not secret are
-//     written into Pulumi.<stack>.yaml directly, as set-all would write
-//     them; only secrets, which need the secrets provider, and settings
-//     kept elsewhere (stackConfigDir) go through `pulumi config set-all`.
+//     written into the stack settings file directly, where the CLI keeps
+//     it (stackConfigDir and the project file's extension included), as
+//     set-all would write them; only secrets, which need the secrets
+//     provider, go through `pulumi config set-all`.
 //
 //   - The export before an operation is skipped while the state is known
 //     to hold no pending operation: the agent exported it, or cleared
