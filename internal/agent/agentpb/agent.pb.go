@@ -2065,7 +2065,12 @@ type Recovery struct {
 	ClearedPendingOperations []*PendingOperation `protobuf:"bytes,2,rep,name=cleared_pending_operations,json=clearedPendingOperations,proto3" json:"cleared_pending_operations,omitempty"`
 	// Method says how pending operations were cleared ("refresh
 	// --clear-pending-creates" or "state edit").
-	Method        string `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`
+	Method string `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`
+	// RepairedFiles are the files of a file:// backend the agent removed
+	// because they were damaged, relative to the backend's directory: the
+	// attribute sidecars (".attrs") a CLI killed while writing leaves empty,
+	// which make the blob they describe unreadable. They hold no state.
+	RepairedFiles []string `protobuf:"bytes,4,rep,name=repaired_files,json=repairedFiles,proto3" json:"repaired_files,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2119,6 +2124,13 @@ func (x *Recovery) GetMethod() string {
 		return x.Method
 	}
 	return ""
+}
+
+func (x *Recovery) GetRepairedFiles() []string {
+	if x != nil {
+		return x.RepairedFiles
+	}
+	return nil
 }
 
 // StackLock is a lock an interrupted CLI left on a stack.
@@ -2348,11 +2360,12 @@ const file_agent_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"8\n" +
 	"\x10PendingOperation\x12\x10\n" +
 	"\x03urn\x18\x01 \x01(\tR\x03urn\x12\x12\n" +
-	"\x04type\x18\x02 \x01(\tR\x04type\"\xca\x01\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\"\xf1\x01\n" +
 	"\bRecovery\x12B\n" +
 	"\rcleared_locks\x18\x01 \x03(\v2\x1d.stackyard.agent.v1.StackLockR\fclearedLocks\x12b\n" +
 	"\x1acleared_pending_operations\x18\x02 \x03(\v2$.stackyard.agent.v1.PendingOperationR\x18clearedPendingOperations\x12\x16\n" +
-	"\x06method\x18\x03 \x01(\tR\x06method\"\xa1\x01\n" +
+	"\x06method\x18\x03 \x01(\tR\x06method\x12%\n" +
+	"\x0erepaired_files\x18\x04 \x03(\tR\rrepairedFiles\"\xa1\x01\n" +
 	"\tStackLock\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x1a\n" +
 	"\busername\x18\x02 \x01(\tR\busername\x12\x1a\n" +

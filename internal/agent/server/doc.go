@@ -75,6 +75,19 @@
 // was in fact created and is now unmanaged; the Result is where the
 // operator surfaces that to a human.
 //
+// # Damaged backend files
+//
+// A file:// backend stores each blob (checkpoint, lock, history entry)
+// beside an attributes sidecar, "<blob>.attrs", which its blob library
+// writes in place before it renames the blob's new content into place. A
+// CLI killed between the two leaves the sidecar empty, and from then on
+// every read of that blob fails with "EOF": the stack cannot be exported,
+// updated or even cancelled. When an operation fails that way, the agent
+// looks under the backend's .pulumi directory for sidecars that hold no
+// JSON object, removes them (they hold only a content type and a digest;
+// without one the blob is read as it is) and runs the operation once
+// more. Recovery.RepairedFiles lists them.
+//
 // # Warm agent
 //
 // Every CLI command costs a process start and a read of the backend, and

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -230,5 +231,87 @@ func TestSecretEnvMasked(t *testing.T) {
 	}
 	if got := s.secrets.Redact("token tok-3f9a77, plain-value"); got != "token "+redact.Placeholder+", plain-value" {
 		t.Errorf("redacted %q", got)
+	}
+}
+
+func TestFileURLDir(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"file:///var/state", "/var/state"},
+		{"file:///var/state/?no_tmp_dir=true", "/var/state"},
+		{"file://state", "/work/project/state"},
+		{"file://../shared%20state", "/work/shared state"},
+		{"file://~", home},
+		{"file://~/.pulumi-state", filepath.Join(home, ".pulumi-state")},
+		{"s3://bucket/prefix", ""},
+		{"https://api.pulumi.com", ""},
+		{"", ""},
+	} {
+		if got := fileURLDir(tc.url, "/work/project"); got != tc.want {
+			t.Errorf("fileURLDir(%q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestRemoveDamagedSidecars(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		".pulumi/stacks/p/dev.json":                      `{"version":3}`,
+		".pulumi/stacks/p/dev.json.attrs":                ``,
+		".pulumi/stacks/p/prod.json.attrs":               `{"user.cache_control":"","md5":"AAAA"}`,
+		".pulumi/history/p/dev/dev-1.history.json.attrs": `{"md5":`,
+		".pulumi/locks/organization/p/dev/a.json.attrs":  `null`,
+		".pulumi/meta.yaml.attrs":                        `{}`,
+		"elsewhere.attrs":                                ``,
+	}
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := removeDamagedSidecars(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		".pulumi/history/p/dev/dev-1.history.json.attrs",
+		".pulumi/locks/organization/p/dev/a.json.attrs",
+		".pulumi/stacks/p/dev.json.attrs",
+	}
+	if strings.Join(removed, ",") != strings.Join(want, ",") {
+		t.Fatalf("removed %q, want %q", removed, want)
+	}
+	for name := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		gone := errors.Is(err, os.ErrNotExist)
+		if gone != slices.Contains(want, name) {
+			t.Errorf("%s: removed %v", name, gone)
+		}
+	}
+	if removed, err := removeDamagedSidecars(t.TempDir()); err != nil || len(removed) != 0 {
+		t.Fatalf("a directory without a backend: removed %q, err %v", removed, err)
+	}
+}
+
+func TestDamagedSidecar(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("error: failed to load checkpoint: EOF"), true},
+		{errors.New("unexpected end of JSON input"), true},
+		{errors.New("error: the stack is currently locked by 1 lock(s)"), false},
+	} {
+		if got := damagedSidecar(tc.err); got != tc.want {
+			t.Errorf("damagedSidecar(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

@@ -294,7 +294,9 @@ func (s *Server) Destroy(req *agentpb.DestroyRequest, stream grpc.ServerStreamin
 // operate runs op on the selected stack: it reports (and, for a mutating
 // operation, clears) pending operations an interrupted run left, unless
 // it knows the state to hold none (see observeState), runs the
-// operation with lock recovery while streaming its events, and ends the
+// operation with lock recovery while streaming its events (all of it
+// once more if damaged backend files explain a failure and are removed,
+// see withSidecarRepair), and ends the
 // stream with a Result. A failure once the engine was involved still sends
 // the Result (with its error) before the stream ends with the error status.
 func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStream], op operation) error {
@@ -320,7 +322,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	// no pending operation skips it.
 	check := !s.stateClean(st.Name())
 	viewOf(st) // drop what an earlier call saw
-	err = func() error {
+	err = s.withSidecarRepair(ctx, st, rec, func() error {
 		if check {
 			var err error
 			if pending, err = s.pendingOperations(ctx, st); err != nil {
@@ -345,7 +347,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 			fw.finish()
 			return err
 		})
-	}()
+	})
 
 	res := s.result(op, out, fw, start, rec, pending)
 	left := s.observeState(st, op, err, fw, pending)

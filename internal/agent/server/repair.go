@@ -1,0 +1,156 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+)
+
+// attrsSuffix is the suffix of the sidecar files in which a file://
+// backend's blob library (gocloud.dev/blob/fileblob) keeps each blob's
+// attributes: content type and MD5.
+const attrsSuffix = ".attrs"
+
+// backendURLEnv is the variable through which the CLI is told its backend.
+const backendURLEnv = "PULUMI_BACKEND_URL"
+
+// damagedSidecar reports whether err could come from an unreadable
+// attributes sidecar. The blob library writes a sidecar in place (create,
+// then write) before it renames the blob's new content over the old one, so
+// a CLI killed between the two leaves an empty sidecar; from then on every
+// read of that blob (the checkpoint, a lock, the history) fails with the
+// JSON decoder's "EOF", and the stack cannot be read until the file goes.
+func damagedSidecar(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "EOF") || strings.Contains(msg, "unexpected end of JSON input")
+}
+
+// fileBackendDir returns the directory of the file:// backend the CLI
+// uses in ws, resolved the way the CLI resolves it (PULUMI_BACKEND_URL,
+// then the project's backend.url; "~" is the home directory and a
+// relative path is relative to the project directory), or "" when the
+// backend is not a directory on this machine.
+func (s *Server) fileBackendDir(ctx context.Context, ws auto.Workspace) string {
+	raw := ws.GetEnvVars()[backendURLEnv]
+	if raw == "" {
+		raw = os.Getenv(backendURLEnv)
+	}
+	if raw == "" {
+		if p, err := ws.ProjectSettings(ctx); err == nil && p != nil {
+			raw = projectBackendURL(p)
+		}
+	}
+	return fileURLDir(raw, s.opts.WorkDir)
+}
+
+// projectBackendURL is the backend URL a project file names, if any.
+func projectBackendURL(p *workspace.Project) string {
+	if p.Backend == nil {
+		return ""
+	}
+	return p.Backend.URL
+}
+
+// fileURLDir turns a file:// backend URL into a directory; relative paths
+// are taken from base. Any other URL gives "".
+func fileURLDir(raw, base string) string {
+	const prefix = "file://"
+	if !strings.HasPrefix(raw, prefix) {
+		return ""
+	}
+	path, _, _ := strings.Cut(strings.TrimPrefix(raw, prefix), "?")
+	if unescaped, err := url.PathUnescape(path); err == nil {
+		path = unescaped
+	}
+	if path == "~" || strings.HasPrefix(path, "~/") {
+		u, err := user.Current()
+		if err != nil {
+			return ""
+		}
+		path = filepath.Join(u.HomeDir, strings.TrimPrefix(path, "~"))
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(base, path)
+	}
+	return filepath.Clean(path)
+}
+
+// removeDamagedSidecars removes, under dir/.pulumi, every attributes
+// sidecar that does not hold a JSON object, and returns their paths
+// relative to dir. A sidecar holds no state: without one the blob library
+// reports default attributes and reads the blob as it is, so removing a
+// damaged one loses nothing and makes the blob readable again.
+func removeDamagedSidecars(dir string) ([]string, error) {
+	var removed []string
+	root := filepath.Join(dir, ".pulumi")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(path, attrsSuffix) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		var attrs map[string]any
+		if json.Unmarshal(b, &attrs) == nil && attrs != nil {
+			return nil
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		rel, rerr := filepath.Rel(dir, path)
+		if rerr != nil {
+			rel = path
+		}
+		removed = append(removed, rel)
+		return nil
+	})
+	return removed, err
+}
+
+// withSidecarRepair runs attempt; if it fails in a way a damaged
+// attributes sidecar of a file:// backend explains, and such sidecars are
+// found and removed, it records them in rec and runs attempt once more.
+func (s *Server) withSidecarRepair(ctx context.Context, st auto.Stack, rec *agentpb.Recovery, attempt func() error) error {
+	err := attempt()
+	if !damagedSidecar(err) || ctx.Err() != nil {
+		return err
+	}
+	dir := s.fileBackendDir(ctx, st.Workspace())
+	if dir == "" {
+		return err
+	}
+	removed, rerr := removeDamagedSidecars(dir)
+	if rerr != nil {
+		s.log.Info("could not look for damaged backend files", "error", rerr.Error())
+	}
+	if len(removed) == 0 {
+		return err
+	}
+	s.log.Info("removed damaged attribute files from the backend", "stack", st.Name(), "files", removed)
+	rec.RepairedFiles = append(rec.RepairedFiles, removed...)
+	return attempt()
+}
