@@ -82,11 +82,11 @@
 // writes in place before it renames the blob's new content into place. A
 // CLI killed between the two leaves the sidecar empty, and from then on
 // every read of that blob fails with "EOF": the stack cannot be exported,
-// updated or even cancelled. When an operation fails that way, the agent
-// looks under the backend's .pulumi directory for sidecars that hold no
+// updated, selected or even cancelled. When selecting the stack or an
+// operation fails that way, the agent looks under the backend's .pulumi directory for sidecars that hold no
 // JSON object, removes them (they hold only a content type and a digest;
 // without one the blob is read as it is) and runs the operation once
-// more. Recovery.RepairedFiles lists them.
+// more. An operation's Recovery.RepairedFiles lists them.
 //
 // # Warm agent
 //

@@ -322,7 +322,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	// no pending operation skips it.
 	check := !s.stateClean(st.Name())
 	viewOf(st) // drop what an earlier call saw
-	err = s.withSidecarRepair(ctx, st, rec, func() error {
+	err = s.withSidecarRepair(ctx, st.Name(), rec, func() error {
 		if check {
 			var err error
 			if pending, err = s.pendingOperations(ctx, st); err != nil {

@@ -304,8 +304,9 @@ func TestLiveLockIsKept(t *testing.T) {
 
 // TestDamagedSidecarIsRemoved gives the stack's checkpoint the empty
 // attributes sidecar that a CLI killed inside the blob library's write
-// leaves behind. The CLI itself cannot read the stack any more; the
-// agent's next update removes the sidecar, succeeds, and says so in the
+// leaves behind, after which the CLI itself cannot read the stack. A new
+// agent (as after the kill) removes it when it selects the stack; a warm
+// agent removes it in its next update, which succeeds and says so in the
 // Result's Recovery.
 func TestDamagedSidecarIsRemoved(t *testing.T) {
 	h := newHarness(t, "name: sidecar\nruntime: yaml\noutputs:\n  greeting: hello\n")
@@ -313,19 +314,34 @@ func TestDamagedSidecarIsRemoved(t *testing.T) {
 	h.up(&agentpb.UpRequest{}).mustSucceed(t, "first up")
 
 	sidecar := filepath.Join(".pulumi", "stacks", "sidecar", "dev.json.attrs")
-	if _, err := os.Stat(filepath.Join(h.backend, sidecar)); err != nil {
-		t.Fatalf("the backend has no sidecar where the blob library keeps it: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(h.backend, sidecar), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	export := exec.Command(filepath.Join(repoBin, "pulumi"), "stack", "export", "--stack", "dev", "--non-interactive")
-	export.Dir = h.dir
-	export.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
-	if out, err := export.CombinedOutput(); err == nil || !strings.Contains(string(out), "EOF") {
-		t.Fatalf("the CLI read a stack whose checkpoint sidecar is empty (err %v):\n%s", err, out)
+	damage := func() {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(h.backend, sidecar)); err != nil {
+			t.Fatalf("the backend has no sidecar where the blob library keeps it: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(h.backend, sidecar), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		export := exec.Command(filepath.Join(repoBin, "pulumi"), "stack", "export", "--stack", "dev", "--non-interactive")
+		export.Dir = h.dir
+		export.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
+		if out, err := export.CombinedOutput(); err == nil || !strings.Contains(string(out), "EOF") {
+			t.Fatalf("the CLI read a stack whose checkpoint sidecar is empty (err %v):\n%s", err, out)
+		}
 	}
 
+	damage()
+	h.start(2 * time.Second)
+	h.selectStack()
+	if _, err := os.Stat(filepath.Join(h.backend, sidecar)); !os.IsNotExist(err) {
+		t.Fatalf("a new agent selected the stack and left the damaged sidecar (stat: %v)", err)
+	}
+	if !strings.Contains(h.logs.String(), "removed damaged attribute files") {
+		t.Fatalf("the repair was not logged:\n%s", h.logs.String())
+	}
+	h.up(&agentpb.UpRequest{}).mustSucceed(t, "up after the select repaired the backend")
+
+	damage()
 	res := h.up(&agentpb.UpRequest{}).mustSucceed(t, "up over the damaged sidecar").result
 	if got := res.GetRecovery().GetRepairedFiles(); !slices.Equal(got, []string{sidecar}) {
 		t.Fatalf("Recovery.RepairedFiles = %q, want [%q]", got, sidecar)

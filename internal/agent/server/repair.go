@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
@@ -40,16 +39,20 @@ func damagedSidecar(err error) bool {
 }
 
 // fileBackendDir returns the directory of the file:// backend the CLI
-// uses in ws, resolved the way the CLI resolves it (PULUMI_BACKEND_URL,
-// then the project's backend.url; "~" is the home directory and a
-// relative path is relative to the project directory), or "" when the
-// backend is not a directory on this machine.
-func (s *Server) fileBackendDir(ctx context.Context, ws auto.Workspace) string {
-	raw := ws.GetEnvVars()[backendURLEnv]
+// uses, resolved the way the CLI resolves it (PULUMI_BACKEND_URL, then the
+// project's backend.url; "~" is the home directory and a relative path is
+// relative to the project directory), or "" when the backend is not a
+// directory on this machine.
+func (s *Server) fileBackendDir(ctx context.Context) string {
+	raw := s.opts.Env[backendURLEnv]
 	if raw == "" {
 		raw = os.Getenv(backendURLEnv)
 	}
 	if raw == "" {
+		ws, err := s.workspace(ctx)
+		if err != nil {
+			return ""
+		}
 		if p, err := ws.ProjectSettings(ctx); err == nil && p != nil {
 			raw = projectBackendURL(p)
 		}
@@ -133,13 +136,14 @@ func removeDamagedSidecars(dir string) ([]string, error) {
 
 // withSidecarRepair runs attempt; if it fails in a way a damaged
 // attributes sidecar of a file:// backend explains, and such sidecars are
-// found and removed, it records them in rec and runs attempt once more.
-func (s *Server) withSidecarRepair(ctx context.Context, st auto.Stack, rec *agentpb.Recovery, attempt func() error) error {
+// found and removed, it records them in rec (when not nil) and runs
+// attempt once more. stack names the stack in the log.
+func (s *Server) withSidecarRepair(ctx context.Context, stack string, rec *agentpb.Recovery, attempt func() error) error {
 	err := attempt()
 	if !damagedSidecar(err) || ctx.Err() != nil {
 		return err
 	}
-	dir := s.fileBackendDir(ctx, st.Workspace())
+	dir := s.fileBackendDir(ctx)
 	if dir == "" {
 		return err
 	}
@@ -150,7 +154,9 @@ func (s *Server) withSidecarRepair(ctx context.Context, st auto.Stack, rec *agen
 	if len(removed) == 0 {
 		return err
 	}
-	s.log.Info("removed damaged attribute files from the backend", "stack", st.Name(), "files", removed)
-	rec.RepairedFiles = append(rec.RepairedFiles, removed...)
+	s.log.Info("removed damaged attribute files from the backend", "stack", stack, "files", removed)
+	if rec != nil {
+		rec.RepairedFiles = append(rec.RepairedFiles, removed...)
+	}
 	return attempt()
 }

@@ -86,30 +86,36 @@ func (s *Server) SelectStack(ctx context.Context, req *agentpb.SelectStackReques
 	defer done()
 
 	sel := selection{name: name, create: req.GetCreate(), secretsProvider: req.GetSecretsProvider()}
-	var ws auto.Workspace
-	if s.selectionWarm(sel, s.settingsFingerprint(name)) {
-		st, err := s.selected()
-		if err != nil {
-			return nil, err
+	res := &agentpb.SelectStackResult{}
+	err = s.withSidecarRepair(ctx, name, nil, func() error {
+		var ws auto.Workspace
+		if s.selectionWarm(sel, s.settingsFingerprint(name)) {
+			st, err := s.selected()
+			if err != nil {
+				return err
+			}
+			ws = st.Workspace()
+			s.log.V(1).Info("stack already selected", "stack", name)
+		} else {
+			s.forgetSelection()
+			var err error
+			if ws, err = s.selectStack(ctx, sel); err != nil {
+				return err
+			}
+			s.rememberSelection(sel, s.settingsFingerprint(name))
+			s.log.Info("selected stack", "stack", name, "created", req.GetCreate())
 		}
-		ws = st.Workspace()
-		s.log.V(1).Info("stack already selected", "stack", name)
-	} else {
-		s.forgetSelection()
-		if ws, err = s.selectStack(ctx, sel); err != nil {
-			return nil, s.fail(ctx, err, nil)
+		if req.GetSkipSummary() {
+			return nil
 		}
-		s.rememberSelection(sel, s.settingsFingerprint(name))
-		s.log.Info("selected stack", "stack", name, "created", req.GetCreate())
-	}
-	if req.GetSkipSummary() {
-		return &agentpb.SelectStackResult{}, nil
-	}
-	summary, err := s.stackSummary(ctx, ws, name)
+		var err error
+		res.Summary, err = s.stackSummary(ctx, ws, name)
+		return err
+	})
 	if err != nil {
 		return nil, s.fail(ctx, err, nil)
 	}
-	return &agentpb.SelectStackResult{Summary: summary}, nil
+	return res, nil
 }
 
 // selectStack selects (or creates) the stack sel names with the CLI,
