@@ -67,6 +67,9 @@ type Reconciler struct {
 	// the remote afresh on every reconcile. Lost on restart, which costs one
 	// more fresh poll.
 	freshPolls sync.Map
+	// applied remembers the last apply of each Workspace, to skip one that
+	// would change nothing.
+	applied appliedWorkspaces
 }
 
 // session is one reconcile of one Stack: the steps are its methods and

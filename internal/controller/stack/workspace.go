@@ -32,8 +32,16 @@ func (s *session) reconcileWorkspace(ctx context.Context) (sreconcile.Result, er
 // are left alone), owned by the Stack. A missing reference is named by its
 // Stack field here: the Workspace's agent could only say that it does not
 // start.
+//
+// An apply that would change nothing is skipped: when the Workspace in the
+// cache is, to the resourceVersion, the one this operator's last apply of
+// the same content returned (see appliedWorkspaces), nobody has written it
+// since, so applying again could only repeat what the API server already
+// holds. A write by anyone, the Workspace controller's status included,
+// or a restart of the operator makes the next reconcile apply again.
 func (s *session) applyWorkspace(ctx context.Context) error {
-	if err := s.workspaceGone(ctx); err != nil {
+	current, err := s.workspaceGone(ctx)
+	if err != nil {
 		return err
 	}
 	ws, err := BuildWorkspace(s.stack, s.src)
@@ -47,9 +55,16 @@ func (s *session) applyWorkspace(ctx context.Context) error {
 		return err
 	}
 	ws.ManagedFields = nil
+	digest, derr := workspaceDigest(ws)
+	if derr == nil && s.r.applied.unchanged(current, digest) {
+		return nil
+	}
 	err = s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
 	switch {
 	case err == nil:
+		if derr == nil {
+			s.r.applied.record(ws, digest)
+		}
 		return nil
 	case isNamespaceTerminating(err):
 		return namespaceTerminating(err)
@@ -70,18 +85,22 @@ func (s *session) applyWorkspace(ctx context.Context) error {
 // one): applying it now would only touch the object on its way out, and an
 // Update started on it would wait for a Workspace that never comes back.
 // The deletion wakes the Stack, which owns the Workspace.
-func (s *session) workspaceGone(ctx context.Context) error {
+// It returns the Workspace the cache holds, nil when there is none.
+func (s *session) workspaceGone(ctx context.Context) (*autov1alpha1.Workspace, error) {
 	waiting := sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
 		errors.New("waiting for the previous Workspace to be deleted"), time.Second)
 	if s.deletedWorkspace {
-		return waiting
+		return nil, waiting
 	}
 	var ws autov1alpha1.Workspace
 	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws)
-	if err == nil && !ws.DeletionTimestamp.IsZero() {
-		return waiting
+	if err != nil {
+		return nil, nil
 	}
-	return nil
+	if !ws.DeletionTimestamp.IsZero() {
+		return nil, waiting
+	}
+	return &ws, nil
 }
 
 // templateHint points at spec.workspaceTemplate when the Stack has one: it
