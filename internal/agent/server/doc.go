@@ -85,8 +85,9 @@
 // updated, selected or even cancelled. When selecting the stack or an
 // operation fails that way, the agent looks under the backend's .pulumi directory for sidecars that hold no
 // JSON object, removes them (they hold only a content type and a digest;
-// without one the blob is read as it is) and runs the operation once
-// more. An operation's Recovery.RepairedFiles lists them.
+// without one the blob is read as it is) and runs the call once more,
+// unless the engine had begun a resource step (then the next call finds
+// the backend readable). An operation's Recovery.RepairedFiles lists them.
 //
 // # Warm agent
 //

@@ -37,6 +37,8 @@ type forwarder struct {
 	// pendingWarned is set when the engine warned that the stack's state
 	// holds pending operations from an earlier run.
 	pendingWarned bool
+	// steps counts the resource steps the engine began (ResourcePreEvent).
+	steps int
 }
 
 // pendingWarning is in the engine's warning about the pending operations
@@ -116,7 +118,8 @@ func (f *forwarder) finish() {
 }
 
 // observe records error diagnostics, what plugins wrote to stderr, the
-// engine's warning about pending operations, and the summary.
+// engine's warning about pending operations, the resource steps begun and
+// the summary.
 func (f *forwarder) observe(e apitype.EngineEvent) {
 	if d := e.DiagnosticEvent; d != nil {
 		switch d.Severity {
@@ -129,6 +132,9 @@ func (f *forwarder) observe(e apitype.EngineEvent) {
 				f.pendingWarned = true
 			}
 		}
+	}
+	if e.ResourcePreEvent != nil {
+		f.steps++
 	}
 	if e.SummaryEvent != nil {
 		sum := *e.SummaryEvent

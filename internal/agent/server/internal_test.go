@@ -261,10 +261,16 @@ func TestRemoveDamagedSidecars(t *testing.T) {
 	files := map[string]string{
 		".pulumi/stacks/p/dev.json":                      `{"version":3}`,
 		".pulumi/stacks/p/dev.json.attrs":                ``,
+		".pulumi/stacks/p/prod.json":                     `{"version":3}`,
 		".pulumi/stacks/p/prod.json.attrs":               `{"user.cache_control":"","md5":"AAAA"}`,
+		".pulumi/history/p/dev/dev-1.history.json":       `{}`,
 		".pulumi/history/p/dev/dev-1.history.json.attrs": `{"md5":`,
+		".pulumi/locks/organization/p/dev/a.json":        `{}`,
 		".pulumi/locks/organization/p/dev/a.json.attrs":  `null`,
+		".pulumi/locks/organization/p/dev/b.json.attrs":  ``,
+		".pulumi/meta.yaml":                              `version: 1`,
 		".pulumi/meta.yaml.attrs":                        `{}`,
+		"elsewhere":                                      `x`,
 		"elsewhere.attrs":                                ``,
 	}
 	for name, content := range files {
@@ -280,9 +286,10 @@ func TestRemoveDamagedSidecars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Cut short or empty beside an existing blob; not a readable "null",
+	// not a sidecar without its blob (b.json), nothing outside .pulumi.
 	want := []string{
 		".pulumi/history/p/dev/dev-1.history.json.attrs",
-		".pulumi/locks/organization/p/dev/a.json.attrs",
 		".pulumi/stacks/p/dev.json.attrs",
 	}
 	if strings.Join(removed, ",") != strings.Join(want, ",") {
@@ -307,11 +314,15 @@ func TestDamagedSidecar(t *testing.T) {
 	}{
 		{nil, false},
 		{errors.New("error: failed to load checkpoint: EOF"), true},
-		{errors.New("unexpected end of JSON input"), true},
+		{errors.New("exit status 255\nstderr: error: failed to load checkpoint: unexpected EOF\n"), true},
+		{errors.New("error: reading history file .pulumi/history/p/dev/dev-1.history.json: EOF"), true},
+		{errors.New("stderr: error: EOF\n"), true},
+		{errors.New("error: rpc error: code = Unavailable desc = error reading from server: EOF"), false},
+		{errors.New("error: unexpected end of JSON input"), false},
 		{errors.New("error: the stack is currently locked by 1 lock(s)"), false},
 	} {
 		if got := damagedSidecar(tc.err); got != tc.want {
-			t.Errorf("damagedSidecar(%v) = %v, want %v", tc.err, got, tc.want)
+			t.Errorf("damagedSidecar(%q) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

@@ -322,7 +322,9 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	// no pending operation skips it.
 	check := !s.stateClean(st.Name())
 	viewOf(st) // drop what an earlier call saw
-	err = s.withSidecarRepair(ctx, st.Name(), rec, func() error {
+	// A run whose engine began a resource step is not repeated.
+	repeatable := func() bool { return fw == nil || fw.steps == 0 }
+	err = s.withSidecarRepair(ctx, st.Name(), rec, repeatable, func() error {
 		if check {
 			var err error
 			if pending, err = s.pendingOperations(ctx, st); err != nil {

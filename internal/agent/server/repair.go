@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
@@ -24,18 +26,21 @@ const attrsSuffix = ".attrs"
 // backendURLEnv is the variable through which the CLI is told its backend.
 const backendURLEnv = "PULUMI_BACKEND_URL"
 
+// damagedText matches how the CLI reports a blob it could not read because
+// its attributes sidecar is empty or cut short: the blob library decodes
+// the sidecar with a JSON decoder, which says "EOF" or "unexpected EOF",
+// and the self-managed backend wraps that for the checkpoint and the
+// history, or prints it bare for a lock.
+var damagedText = regexp.MustCompile(`(?m)(failed to load checkpoint|read checkpoint|reading history file \S+): (unexpected )?EOF\s*$|(^|stderr: )error: (unexpected )?EOF\s*$`)
+
 // damagedSidecar reports whether err could come from an unreadable
 // attributes sidecar. The blob library writes a sidecar in place (create,
 // then write) before it renames the blob's new content over the old one, so
 // a CLI killed between the two leaves an empty sidecar; from then on every
-// read of that blob (the checkpoint, a lock, the history) fails with the
-// JSON decoder's "EOF", and the stack cannot be read until the file goes.
+// read of that blob, even a check that it exists, fails, and the stack
+// cannot be read until the file goes.
 func damagedSidecar(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "EOF") || strings.Contains(msg, "unexpected end of JSON input")
+	return err != nil && damagedText.MatchString(stripANSI(err.Error()))
 }
 
 // fileBackendDir returns the directory of the file:// backend the CLI
@@ -93,10 +98,12 @@ func fileURLDir(raw, base string) string {
 }
 
 // removeDamagedSidecars removes, under dir/.pulumi, every attributes
-// sidecar that does not hold a JSON object, and returns their paths
-// relative to dir. A sidecar holds no state: without one the blob library
-// reports default attributes and reads the blob as it is, so removing a
-// damaged one loses nothing and makes the blob readable again.
+// sidecar of an existing blob that the blob library cannot decode (empty
+// or cut short), and returns their paths relative to dir. A sidecar holds
+// no state: without one the blob library reports default attributes and
+// reads the blob as it is, so removing a damaged one loses nothing and
+// makes the blob readable again. A sidecar without its blob (left by a
+// write killed before the rename) breaks nothing and is left alone.
 func removeDamagedSidecars(dir string) ([]string, error) {
 	var removed []string
 	root := filepath.Join(dir, ".pulumi")
@@ -110,6 +117,9 @@ func removeDamagedSidecars(dir string) ([]string, error) {
 		if d.IsDir() || !strings.HasSuffix(path, attrsSuffix) {
 			return nil
 		}
+		if _, err := os.Stat(strings.TrimSuffix(path, attrsSuffix)); err != nil {
+			return nil
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -118,7 +128,7 @@ func removeDamagedSidecars(dir string) ([]string, error) {
 			return err
 		}
 		var attrs map[string]any
-		if json.Unmarshal(b, &attrs) == nil && attrs != nil {
+		if json.NewDecoder(bytes.NewReader(b)).Decode(&attrs) == nil {
 			return nil
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -136,9 +146,11 @@ func removeDamagedSidecars(dir string) ([]string, error) {
 
 // withSidecarRepair runs attempt; if it fails in a way a damaged
 // attributes sidecar of a file:// backend explains, and such sidecars are
-// found and removed, it records them in rec (when not nil) and runs
-// attempt once more. stack names the stack in the log.
-func (s *Server) withSidecarRepair(ctx context.Context, stack string, rec *agentpb.Recovery, attempt func() error) error {
+// found and removed, it records them in rec (when not nil) and, if
+// repeatable says the failed attempt changed nothing, runs it once more;
+// otherwise the caller's next call finds the backend readable. stack names
+// the stack in the log.
+func (s *Server) withSidecarRepair(ctx context.Context, stack string, rec *agentpb.Recovery, repeatable func() bool, attempt func() error) error {
 	err := attempt()
 	if !damagedSidecar(err) || ctx.Err() != nil {
 		return err
@@ -157,6 +169,9 @@ func (s *Server) withSidecarRepair(ctx context.Context, stack string, rec *agent
 	s.log.Info("removed damaged attribute files from the backend", "stack", stack, "files", removed)
 	if rec != nil {
 		rec.RepairedFiles = append(rec.RepairedFiles, removed...)
+	}
+	if !repeatable() {
+		return err
 	}
 	return attempt()
 }

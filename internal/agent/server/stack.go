@@ -87,7 +87,7 @@ func (s *Server) SelectStack(ctx context.Context, req *agentpb.SelectStackReques
 
 	sel := selection{name: name, create: req.GetCreate(), secretsProvider: req.GetSecretsProvider()}
 	res := &agentpb.SelectStackResult{}
-	err = s.withSidecarRepair(ctx, name, nil, func() error {
+	err = s.withSidecarRepair(ctx, name, nil, func() bool { return true }, func() error {
 		var ws auto.Workspace
 		if s.selectionWarm(sel, s.settingsFingerprint(name)) {
 			st, err := s.selected()

@@ -73,7 +73,7 @@ func (s *session) destroy(ctx context.Context) error {
 	if err := s.destroySource(ctx); err != nil {
 		return err
 	}
-	if err := s.applyWorkspace(ctx); err != nil {
+	if err := s.applyWorkspace(ctx, applyAlways); err != nil {
 		return err
 	}
 	upd := BuildUpdate(stack, s.src.Revision, autov1alpha1.DestroyType, triggerFinalize)

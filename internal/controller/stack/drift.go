@@ -97,7 +97,7 @@ func (s *session) reconcileDrift(ctx context.Context) (sreconcile.Result, error)
 		return sreconcile.ResultEmpty, nil
 	}
 	if reclaimWorkspace(stack) {
-		if err := s.applyWorkspace(ctx); err != nil {
+		if err := s.applyWorkspace(ctx, applyAlways); err != nil {
 			return sreconcile.ResultEmpty, err
 		}
 	}

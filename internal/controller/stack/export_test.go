@@ -6,9 +6,9 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 )
 
-// ApplyWorkspace runs the applyWorkspace step of one reconcile of stack
-// resolved to src, for the tests on the real API server.
+// ApplyWorkspace runs the Workspace step of one reconcile (a resync, which
+// may skip the apply) of stack resolved to src, for the tests on the real API server.
 func (r *Reconciler) ApplyWorkspace(ctx context.Context, stack *pulumiv1.Stack, src Source) error {
 	s := &session{r: r, stack: stack, now: r.now(), src: src}
-	return s.applyWorkspace(ctx)
+	return s.applyWorkspace(ctx, applyIfChanged)
 }

@@ -40,7 +40,7 @@ func (s *session) reconcileUpdate(ctx context.Context) (sreconcile.Result, error
 		return sreconcile.ResultEmpty, err
 	}
 	if reclaimWorkspace(stack) {
-		if err := s.applyWorkspace(ctx); err != nil {
+		if err := s.applyWorkspace(ctx, applyAlways); err != nil {
 			return sreconcile.ResultEmpty, err
 		}
 	}

@@ -24,8 +24,24 @@ func (s *session) reconcileWorkspace(ctx context.Context) (sreconcile.Result, er
 	if reclaimWorkspace(s.stack) {
 		return sreconcile.ResultEmpty, nil
 	}
-	return sreconcile.ResultEmpty, s.applyWorkspace(ctx)
+	return sreconcile.ResultEmpty, s.applyWorkspace(ctx, applyIfChanged)
 }
+
+// applyMode says whether applyWorkspace may skip an apply that looks like
+// it would change nothing.
+type applyMode int
+
+const (
+	// applyAlways sends the apply: the paths that start an Update right
+	// after it use it, so the Update never runs on a Workspace that only
+	// the cache believes current.
+	applyAlways applyMode = iota
+	// applyIfChanged skips an apply the last one already made, as far as
+	// the cache shows; the resync of every reconcile uses it, and a
+	// wrong skip heals on the next one, which a write to the Workspace
+	// wakes.
+	applyIfChanged
+)
 
 // applyWorkspace checks that the Secrets and ConfigMaps the spec names
 // exist, then applies the Workspace (server-side apply, so fields others own
@@ -33,13 +49,15 @@ func (s *session) reconcileWorkspace(ctx context.Context) (sreconcile.Result, er
 // Stack field here: the Workspace's agent could only say that it does not
 // start.
 //
-// An apply that would change nothing is skipped: when the Workspace in the
-// cache is, to the resourceVersion, the one this operator's last apply of
-// the same content returned (see appliedWorkspaces), nobody has written it
-// since, so applying again could only repeat what the API server already
+// With applyIfChanged, an apply that would change nothing is skipped: when
+// the Workspace in the cache is, to the resourceVersion, the one this
+// operator's last apply of the same content returned (see
+// appliedWorkspaces), nobody has written it since as far as the cache
+// knows, so applying again would only repeat what the API server already
 // holds. A write by anyone, the Workspace controller's status included,
-// or a restart of the operator makes the next reconcile apply again.
-func (s *session) applyWorkspace(ctx context.Context) error {
+// wakes the Stack and makes the next reconcile apply again, as does a
+// restart of the operator.
+func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	current, err := s.workspaceGone(ctx)
 	if err != nil {
 		return err
@@ -56,7 +74,7 @@ func (s *session) applyWorkspace(ctx context.Context) error {
 	}
 	ws.ManagedFields = nil
 	digest, derr := workspaceDigest(ws)
-	if derr == nil && s.r.applied.unchanged(current, digest) {
+	if mode == applyIfChanged && derr == nil && s.r.applied.unchanged(current, digest) {
 		return nil
 	}
 	err = s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
@@ -132,6 +150,7 @@ func (s *session) deleteWorkspace(ctx context.Context) error {
 		return failed(pulumiv1.WorkspaceDeleteFailedReason, "deleting the Workspace", err)
 	}
 	s.deletedWorkspace = true
+	s.r.applied.forget(key.Namespace, key.Name)
 	return nil
 }
 
