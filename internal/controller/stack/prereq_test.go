@@ -89,9 +89,11 @@ func TestPrerequisites(t *testing.T) {
 	g.Expect(readFile(g, appFile)).To(Equal("app"))
 	g.Expect(startOf(s)).To(BeTemporally(">=", endOf(net).Time), "app ran after network succeeded")
 
-	// Ask for a recent success: network's is older than a second by now,
-	// so app asks network to run again and waits for that run.
+	// Ask for a recent success once network's is older than a second (app's
+	// own update can end within a second of network's), so app asks
+	// network to run again and waits for that run.
 	firstNetRun := net.Status.LastUpdate.Name
+	time.Sleep(time.Until(net.Status.LastUpdate.LastResyncTime.Add(1500 * time.Millisecond)))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
 	s.Spec.Prerequisites[0].Requirement = &shared.RequirementSpec{SucceededWithinDuration: &metav1.Duration{Duration: time.Second}}
 	g.Expect(env.Client.Update(ctx, s)).To(Succeed())

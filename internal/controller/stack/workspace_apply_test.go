@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -17,6 +18,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/controller/workspace"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
 
@@ -69,8 +71,15 @@ func TestWorkspaceApplySkippedWhenUnchanged(t *testing.T) {
 		return ws.ResourceVersion
 	}
 	// The Workspace controller writes the status a few times while it sets
-	// the Workspace up, and each write makes one more apply due; then it
-	// is quiet, and applies stop.
+	// the Workspace up and then idles its agent, and each write makes one
+	// more apply due; once the agent is idle it is quiet, and applies stop.
+	g.Eventually(func(g Gomega) {
+		var ws autov1alpha1.Workspace
+		g.Expect(env.Client.Get(ctx, key, &ws)).To(Succeed())
+		active := apimeta.FindStatusCondition(ws.Status.Conditions, workspace.ConditionActive)
+		g.Expect(active).NotTo(BeNil())
+		g.Expect(active.Reason).To(Equal(workspace.ReasonIdle))
+	}, opTimeout, 250*time.Millisecond).Should(Succeed(), "the Workspace's agent was never idled")
 	g.Eventually(func() bool {
 		before, sent := resourceVersion(), c.patches.Load()
 		g.Expect(r.ApplyWorkspace(ctx, s, src)).To(Succeed())
