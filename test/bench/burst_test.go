@@ -119,8 +119,8 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	})
 	peak, maxAgents := samp.Stop()
 	cpu := &BurstCPU{
-		Operator:     Seconds(float64(treeCPU(tree(h.pid()))-op0) / clockTicks),
-		ControlPlane: Seconds(float64(controlPlaneCPU()-cp0) / clockTicks),
+		Operator:     tickSeconds(treeCPU(tree(h.pid())) - op0),
+		ControlPlane: tickSeconds(controlPlaneCPU() - cp0),
 	}
 	if !ok {
 		t.Fatalf("%d of %d Stacks Ready after %s: %v", len(readyAt), n, timeout, h.rec.failures(ns))
@@ -156,7 +156,7 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 		if err != nil {
 			t.Fatal(err)
 		}
-		floorCPU[p] = Seconds(float64(childCPU()-cpu0) / clockTicks)
+		floorCPU[p] = tickSeconds(childCPU() - cpu0)
 		res.FloorTries[p] = Sec(took)
 		t.Logf("floor: %d bare ups at parallelism %d in %.1fs", res.FloorTriesN, p, took.Seconds())
 		if best == 0 || res.FloorTries[p] < res.FloorTries[best] {
@@ -171,7 +171,7 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cpu.Floor = Seconds(float64(childCPU()-cpu0) / clockTicks)
+		cpu.Floor = tickSeconds(childCPU() - cpu0)
 		res.Floor = Sec(took)
 		t.Logf("floor: %d bare ups at parallelism %d in %.1fs", n, best, took.Seconds())
 	}

@@ -137,6 +137,11 @@ func controlPlaneCPU() int64 {
 	return ticks
 }
 
+// tickSeconds converts CPU ticks to seconds of one core.
+func tickSeconds(ticks int64) Seconds {
+	return Seconds(float64(ticks) / clockTicks)
+}
+
 // childCPU is the CPU time, in ticks, of the children this process has
 // waited for (the floor's bare CLI runs, with what they waited for).
 func childCPU() int64 {

@@ -13,8 +13,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
-
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 )
 
@@ -58,19 +56,11 @@ func (s *Server) fileBackendDir(ctx context.Context) string {
 		if err != nil {
 			return ""
 		}
-		if p, err := ws.ProjectSettings(ctx); err == nil && p != nil {
-			raw = projectBackendURL(p)
+		if p, err := ws.ProjectSettings(ctx); err == nil && p != nil && p.Backend != nil {
+			raw = p.Backend.URL
 		}
 	}
 	return fileURLDir(raw, s.opts.WorkDir)
-}
-
-// projectBackendURL is the backend URL a project file names, if any.
-func projectBackendURL(p *workspace.Project) string {
-	if p.Backend == nil {
-		return ""
-	}
-	return p.Backend.URL
 }
 
 // fileURLDir turns a file:// backend URL into a directory; relative paths

@@ -28,21 +28,22 @@ type appliedWorkspace struct {
 	digest          string
 }
 
-// workspaceDigest is the digest of the Workspace an apply would send.
-func workspaceDigest(ws *autov1alpha1.Workspace) (string, error) {
+// workspaceDigest is the digest of the Workspace an apply would send; ""
+// (which never counts as unchanged) if it cannot be encoded.
+func workspaceDigest(ws *autov1alpha1.Workspace) string {
 	b, err := json.Marshal(ws)
 	if err != nil {
-		return "", err
+		return ""
 	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	return hex.EncodeToString(sum[:])
 }
 
 // unchanged reports whether current, as read, is the object the last
 // apply of the content with digest left: same object (UID), not written
 // since (resourceVersion).
 func (a *appliedWorkspaces) unchanged(current *autov1alpha1.Workspace, digest string) bool {
-	if current == nil || current.ResourceVersion == "" {
+	if current == nil || current.ResourceVersion == "" || digest == "" {
 		return false
 	}
 	v, ok := a.m.Load(types.NamespacedName{Namespace: current.Namespace, Name: current.Name})

@@ -30,6 +30,7 @@ func TestAppliedWorkspacesUnchanged(t *testing.T) {
 		{"deleted and created again", ws("apps", "web", "u2", "10"), "d1", false},
 		{"never applied", ws("apps", "api", "u1", "10"), "d1", false},
 		{"no resourceVersion", ws("apps", "web", "u1", ""), "d1", false},
+		{"no digest", ws("apps", "web", "u1", "10"), "", false},
 	} {
 		if got := a.unchanged(tc.current, tc.digest); got != tc.want {
 			t.Errorf("%s: unchanged = %v, want %v", tc.name, got, tc.want)
@@ -47,13 +48,13 @@ func TestWorkspaceDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := a.DeepCopy()
-	da, _ := workspaceDigest(a)
-	db, _ := workspaceDigest(b)
+	da := workspaceDigest(a)
+	db := workspaceDigest(b)
 	if da != db {
 		t.Fatalf("equal Workspaces digest differently: %s, %s", da, db)
 	}
 	b.Spec.Git.Ref = "def"
-	if db, _ = workspaceDigest(b); da == db {
+	if db = workspaceDigest(b); da == db {
 		t.Fatal("a changed Workspace keeps its digest")
 	}
 }

@@ -37,7 +37,6 @@ func (s *session) reconcileDelete(ctx context.Context) (sreconcile.Result, error
 	}
 	sreconcile.RemoveFinalizer(s.stack, Finalizer)
 	s.r.freshPolls.Delete(s.stack.UID)
-	s.r.applied.forget(s.stack.Namespace, WorkspaceName(s.stack))
 	return sreconcile.ResultSuccess, nil
 }
 

@@ -58,7 +58,7 @@ const (
 // wakes the Stack and makes the next reconcile apply again, as does a
 // restart of the operator.
 func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
-	current, err := s.workspaceGone(ctx)
+	current, err := s.cachedWorkspace(ctx)
 	if err != nil {
 		return err
 	}
@@ -73,16 +73,14 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 		return err
 	}
 	ws.ManagedFields = nil
-	digest, derr := workspaceDigest(ws)
-	if mode == applyIfChanged && derr == nil && s.r.applied.unchanged(current, digest) {
+	digest := workspaceDigest(ws)
+	if mode == applyIfChanged && s.r.applied.unchanged(current, digest) {
 		return nil
 	}
 	err = s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
 	switch {
 	case err == nil:
-		if derr == nil {
-			s.r.applied.record(ws, digest)
-		}
+		s.r.applied.record(ws, digest)
 		return nil
 	case isNamespaceTerminating(err):
 		return namespaceTerminating(err)
@@ -98,13 +96,13 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	}
 }
 
-// workspaceGone waits while the Stack's previous Workspace is being
+// cachedWorkspace returns the Stack's Workspace as the cache holds it, nil
+// when there is none, and waits while the previous one is being
 // deleted (workspaceReclaimPolicy Delete, in this reconcile or an earlier
 // one): applying it now would only touch the object on its way out, and an
 // Update started on it would wait for a Workspace that never comes back.
 // The deletion wakes the Stack, which owns the Workspace.
-// It returns the Workspace the cache holds, nil when there is none.
-func (s *session) workspaceGone(ctx context.Context) (*autov1alpha1.Workspace, error) {
+func (s *session) cachedWorkspace(ctx context.Context) (*autov1alpha1.Workspace, error) {
 	waiting := sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
 		errors.New("waiting for the previous Workspace to be deleted"), time.Second)
 	if s.deletedWorkspace {
@@ -142,6 +140,7 @@ func reclaimWorkspace(stack *pulumiv1.Stack) bool {
 func (s *session) deleteWorkspace(ctx context.Context) error {
 	ws := &autov1alpha1.Workspace{}
 	key := client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}
+	s.r.applied.forget(key.Namespace, key.Name)
 	if err := s.r.Client.Get(ctx, key, ws); apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -150,7 +149,6 @@ func (s *session) deleteWorkspace(ctx context.Context) error {
 		return failed(pulumiv1.WorkspaceDeleteFailedReason, "deleting the Workspace", err)
 	}
 	s.deletedWorkspace = true
-	s.r.applied.forget(key.Namespace, key.Name)
 	return nil
 }
 
