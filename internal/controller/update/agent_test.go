@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,6 +77,8 @@ type testAgent struct {
 	token   string
 	// client talks to the agent as the test, e.g. to keep it busy.
 	client agentpb.AutomationServiceClient
+	// deadlines counts the streams that reached the agent with a deadline.
+	deadlines *atomic.Int32
 }
 
 // testRuntime implements the runtime contract over the test's agents: the
@@ -144,9 +147,16 @@ func startAgent(t *testing.T) *testAgent {
 		t.Fatalf("server.New: %v", err)
 	}
 	authz := auth.NewStaticToken(token)
+	deadlines := &atomic.Int32{}
+	countDeadlines := func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if _, ok := ss.Context().Deadline(); ok {
+			deadlines.Add(1)
+		}
+		return handler(srv, ss)
+	}
 	g := server.NewGRPCServer(srv,
 		grpc.ChainUnaryInterceptor(auth.UnaryInterceptor(authz)),
-		grpc.ChainStreamInterceptor(auth.StreamInterceptor(authz)))
+		grpc.ChainStreamInterceptor(auth.StreamInterceptor(authz), countDeadlines))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -165,5 +175,6 @@ func startAgent(t *testing.T) *testAgent {
 		_ = srv.Shutdown(ctx)
 		g.Stop()
 	})
-	return &testAgent{dir: dir, address: lis.Addr().String(), token: token, client: agentpb.NewAutomationServiceClient(conn)}
+	return &testAgent{dir: dir, address: lis.Addr().String(), token: token,
+		client: agentpb.NewAutomationServiceClient(conn), deadlines: deadlines}
 }

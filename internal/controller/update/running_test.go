@@ -86,6 +86,11 @@ func TestOperationTimeout(t *testing.T) {
 	if !f.metrics.observed("up", ResultFailed, 1) {
 		t.Errorf("metrics: %+v", f.metrics.obs)
 	}
+	// A deadline sent to the agent races the operator's own: the agent
+	// could end the operation first and it would read as a stopped agent.
+	if n := a.deadlines.Load(); n != 0 {
+		t.Errorf("%d operation streams reached the agent with a deadline", n)
+	}
 
 	f.nextUpSucceeds(a, "ws")
 }

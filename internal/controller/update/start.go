@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -177,9 +178,15 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *session) (sreconcile
 	timeout := r.opts.OperationTimeout
 	r.runs.start(run, func(ctx context.Context) *outcome {
 		if timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeoutCause(ctx, timeout, timedOut{after: timeout})
-			defer cancel()
+			// A timer, not a deadline: gRPC would send a deadline to the
+			// agent, whose own clock can then end the operation before this
+			// process sees its deadline pass, and the outcome would read
+			// "the agent stopped" instead of naming the timeout. Cancelled
+			// from here, the cause is set before the agent hears of it.
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(ctx)
+			timer := time.AfterFunc(timeout, func() { cancel(timedOut{after: timeout}) })
+			defer func() { timer.Stop(); cancel(nil) }()
 		}
 		return r.operate(ctx, opLog, obj, ws)
 	})
