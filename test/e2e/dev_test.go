@@ -31,7 +31,7 @@ import (
 // devRun is one `stackyard dev` process.
 type devRun struct {
 	cmd    *exec.Cmd
-	output *strings.Builder
+	output *testenv.SyncBuffer
 	ready  chan struct{}
 }
 
@@ -48,7 +48,7 @@ func startDev(t *testing.T, bin, stateDir string) *devRun {
 		t.Fatal(err)
 	}
 	cmd.Stderr = cmd.Stdout
-	run := &devRun{cmd: cmd, output: &strings.Builder{}, ready: make(chan struct{})}
+	run := &devRun{cmd: cmd, output: &testenv.SyncBuffer{}, ready: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func startDev(t *testing.T, bin, stateDir string) *devRun {
 		sc := bufio.NewScanner(stdout)
 		once := false
 		for sc.Scan() {
-			run.output.WriteString(sc.Text() + "\n")
+			_, _ = run.output.Write([]byte(sc.Text() + "\n"))
 			if !once && strings.Contains(sc.Text(), "stackyard is running") {
 				once = true
 				close(run.ready)
