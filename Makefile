@@ -106,6 +106,10 @@ test: $(TOOLS) $(TEST_DEPS) ## Build what is missing, then run every test on the
 	@echo ">> go test (real kube-apiserver, etcd, pulumi, git)"
 	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
+.PHONY: test-race
+test-race: ## Run make test under Go's race detector (~30 min on 2 cores; not in CI).
+	$(MAKE) test GO_TEST_FLAGS='$(GO_TEST_FLAGS) -race' TEST_TIMEOUT=90m
+
 .PHONY: bench
 bench: $(TOOLS) bench-e2e ## Run the benchmarks (performance targets are measured here, never asserted in tests).
 	go test -run '^$$' -bench . -benchmem ./...
