@@ -107,7 +107,7 @@ test: $(TOOLS) $(TEST_DEPS) ## Build what is missing, then run every test on the
 	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-race
-test-race: ## Run make test under Go's race detector (~30 min on 2 cores; not in CI).
+test-race: ## Run make test under Go's race detector (~12 min warm on 2 cores; not in CI).
 	$(MAKE) test GO_TEST_FLAGS='$(GO_TEST_FLAGS) -race' TEST_TIMEOUT=90m
 
 .PHONY: bench
