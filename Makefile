@@ -93,10 +93,19 @@ fmt: ## gofmt every Go file.
 vet: ## go vet the main module.
 	go vet ./...
 
+# DEV_TOOLS are what `make dev` runs: the control plane, kubectl for the
+# commands it suggests, the CLI and YAML host, and the sample's provider.
+# The tools only tests use (helm, Flux, versitygw, protoc plugins,
+# controller-gen) are left to `make test`.
+DEV_TOOLS = $(CONTROL_PLANE_TOOLS) $(PULUMI_TOOLS) $(STACKYARDTEST_PROVIDER)
+# DEV_FLAGS are extra flags for `stackyard dev`; CI passes
+# --until-ready=<duration> so that the main job ends on its own.
+DEV_FLAGS ?=
+
 .PHONY: dev
-dev: $(TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
+dev: $(DEV_TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
 	go build -ldflags "$$(hack/version-ldflags.sh)" -o $(BIN)/stackyard ./cmd/stackyard
-	$(BIN)/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases --policy-dir $(CURDIR)/config/policy
+	exec $(BIN)/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases --policy-dir $(CURDIR)/config/policy $(DEV_FLAGS)
 
 ##@ Test
 

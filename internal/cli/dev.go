@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,14 +36,18 @@ const devPassphrase = "stackyard-dev"
 func newDevCommand() *cobra.Command {
 	var opts devenv.Options
 	var logFile, dashboardAddr string
+	var untilReady time.Duration
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run stackyard locally: control plane, operator and a sample Stack (state survives restarts)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			// Closing the terminal sends SIGHUP: it must stop the control
+			// plane too, which runs in process groups of its own and would
+			// otherwise outlive this process.
+			ctx, stop := signal.NotifyContext(cmd.Context(), devStopSignals...)
 			defer stop()
-			return runDev(ctx, cmd.OutOrStdout(), opts, logFile, dashboardAddr)
+			return runDev(ctx, cmd.OutOrStdout(), opts, logFile, dashboardAddr, untilReady)
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state-dir", ".stackyard", "directory for all state: control plane, workspaces, sample repository, Pulumi state")
@@ -51,10 +56,15 @@ func newDevCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.PolicyDir, "policy-dir", "config/policy", "directory of the admission policies to apply (empty: none)")
 	cmd.Flags().StringVar(&dashboardAddr, "dashboard-bind-address", "127.0.0.1:8090", `web dashboard ("0" disables)`)
 	cmd.Flags().StringVar(&logFile, "log-file", "", "operator log file (default: <state-dir>/operator.log)")
+	cmd.Flags().DurationVar(&untilReady, "until-ready", 0, "stop with status 0 once the sample Stack is Ready and the sample pipeline's first promotion succeeded, or with an error naming what was missing after this long (0: run until interrupted)")
 	return cmd
 }
 
-func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, dashboardAddr string) error {
+// devStopSignals end `stackyard dev` cleanly: Ctrl-C, kill, and the
+// terminal closing.
+var devStopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, dashboardAddr string, untilReady time.Duration) error {
 	var err error
 	if opts.StateDir, err = filepath.Abs(opts.StateDir); err != nil {
 		return err
@@ -139,6 +149,9 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 			op.Dashboard.Addr(), tokenFile, strings.TrimSpace(string(token)))
 	}
 	printNextSteps(out, cp, sample, logFile, dashboard)
+	if untilReady > 0 {
+		return runUntilReady(ctx, out, c, untilReady, stopOperator, stopped)
+	}
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "\nStopping the operator (workspace agents stop with it) ...")
@@ -147,6 +160,35 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 	case err := <-stopped:
 		return err
 	}
+}
+
+// runUntilReady waits, at most limit, for the sample to be fully deployed,
+// then stops the operator; the error says what was still missing.
+func runUntilReady(ctx context.Context, out io.Writer, c client.Client, limit time.Duration, stopOperator func(), stopped <-chan error) error {
+	waitCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() { waited <- devenv.WaitForSample(waitCtx, c) }()
+	var result error
+	select {
+	case result = <-waited:
+		if result == nil {
+			fmt.Fprintln(out, "\nThe sample Stack is Ready and the sample pipeline's first promotion succeeded.")
+		} else if ctx.Err() == nil {
+			result = fmt.Errorf("the sample was not ready within %s: %w", limit, result)
+		}
+	case err := <-stopped:
+		if err == nil {
+			err = errors.New("the operator stopped")
+		}
+		return fmt.Errorf("before the sample was ready: %w", err)
+	}
+	fmt.Fprintln(out, "Stopping the operator (workspace agents stop with it) ...")
+	stopOperator()
+	if err := <-stopped; err != nil && result == nil {
+		result = err
+	}
+	return result
 }
 
 func printNextSteps(out io.Writer, cp *devenv.ControlPlane, s *devenv.Sample, logFile, dashboard string) {

@@ -60,6 +60,9 @@ func TestChangeManagementWalkthrough(t *testing.T) {
 	entries, err := os.ReadDir(testenv.BinDir())
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, e := range entries {
+		if e.Name() == "stackyard" {
+			continue // what `make dev` left there; the binary under test takes its place
+		}
 		g.Expect(os.Symlink(filepath.Join(testenv.BinDir(), e.Name()), filepath.Join(bin, e.Name()))).To(Succeed())
 	}
 	g.Expect(os.Symlink(stackyard, filepath.Join(bin, "stackyard"))).To(Succeed())

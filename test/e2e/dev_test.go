@@ -39,10 +39,7 @@ type devRun struct {
 // is running.
 func startDev(t *testing.T, bin, stateDir string) *devRun {
 	t.Helper()
-	cmd := exec.Command(bin, "dev", "--state-dir", stateDir, "--bin-dir", testenv.BinDir(),
-		"--crd-dir", filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"), "--policy-dir", testenv.PolicyDir(),
-		"--dashboard-bind-address", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	cmd := devCommand(bin, stateDir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +67,17 @@ func startDev(t *testing.T, bin, stateDir string) *devRun {
 		t.Fatalf("stackyard dev did not come up:\n%s", run.output)
 	}
 	return run
+}
+
+// devCommand is `stackyard dev` over stateDir with the pinned tools of
+// this checkout, extra flags appended.
+func devCommand(bin, stateDir string, extra ...string) *exec.Cmd {
+	args := append([]string{"dev", "--state-dir", stateDir, "--bin-dir", testenv.BinDir(),
+		"--crd-dir", filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"), "--policy-dir", testenv.PolicyDir(),
+		"--dashboard-bind-address", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	return cmd
 }
 
 // stop interrupts the process as Ctrl-C does and waits for a clean exit.
