@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -223,6 +225,11 @@ func buildStage(st *promotionv1alpha1.Stage, node Node, releases map[string]*pro
 	}
 	for _, b := range st.Spec.Stacks {
 		h := stage.Health([]promotionv1alpha1.StackBinding{b}, o.stacks)
+		if stack := o.stacks[b.Name]; stack != nil && !st.Spec.PreviewOnly {
+			if msg := change.Unauthorized(st.Name, b.Name, stack.Annotations); msg != "" {
+				h = promotionv1alpha1.StageHealth{Status: promotionv1alpha1.Degraded, Message: msg}
+			}
+		}
 		sv.Stacks = append(sv.Stacks, stackHealth{Name: b.Name, Health: string(h.Status), Message: h.Message})
 	}
 	if a := st.Spec.Approval; a != nil {

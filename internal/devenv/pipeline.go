@@ -83,7 +83,10 @@ func (s *Sample) EnsurePipeline(ctx context.Context, c client.Client, repoURL st
 func (s *Sample) pipelineStack(ns, name, repoURL, commit string) *pulumiv1.Stack {
 	path := filepath.Join(filepath.Dir(s.OutputFile), name+".txt")
 	return &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		// Each Stack of the sample pipeline consents to the stage of its name.
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
+			promotionv1alpha1.AuthorizedStageAnnotation: name,
+		}},
 		Spec: shared.StackSpec{
 			Stack:     name,
 			Backend:   "file://" + s.BackendDir,
@@ -98,7 +101,8 @@ func (s *Sample) pipelineStack(ns, name, repoURL, commit string) *pulumiv1.Stack
 }
 
 // followRepo points the sample pipeline and its Stacks at repoURL when the
-// git server moved to another port since they were made.
+// git server moved to another port since they were made, and makes each
+// Stack consent to its stage if an older stackyard made it without.
 func followRepo(ctx context.Context, c client.Client, ns, repoURL string) error {
 	var p promotionv1alpha1.Pipeline
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: SamplePipeline}, &p); err != nil {
@@ -115,8 +119,14 @@ func followRepo(ctx context.Context, c client.Client, ns, repoURL string) error 
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &st); err != nil {
 			return err
 		}
-		if st.Spec.GitSource != nil && st.Spec.ProjectRepo != repoURL {
-			st.Spec.ProjectRepo = repoURL
+		moved := st.Spec.GitSource != nil && st.Spec.ProjectRepo != repoURL
+		// A .stackyard/ from before stages needed the Stack's consent.
+		unauthorized := st.Annotations[promotionv1alpha1.AuthorizedStageAnnotation] == ""
+		if moved || unauthorized {
+			if moved {
+				st.Spec.ProjectRepo = repoURL
+			}
+			metav1.SetMetaDataAnnotation(&st.ObjectMeta, promotionv1alpha1.AuthorizedStageAnnotation, name)
 			if err := c.Update(ctx, &st); err != nil {
 				return err
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stackyard/stackyard/internal/controller/pipeline"
@@ -12,6 +14,10 @@ import (
 	"github.com/stackyard/stackyard/internal/metrics"
 	"github.com/stackyard/stackyard/internal/source"
 )
+
+// The admission guard reads the policies and their bindings by name.
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get
 
 // setupPromotion adds the change-management controllers
 // (promotion.stackyard.dev: Pipelines, Stages, Promotions) to mgr. The
@@ -27,8 +33,12 @@ func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poll
 	if err := stage.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("stage indexes: %w", err)
 	}
+	// One guard for both: it reads the admission policies at most every
+	// few seconds, live (they are cluster-scoped and few).
+	admission := &change.AdmissionGuard{Reader: mgr.GetAPIReader()}
 	if err := (&stage.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("stage-controller"), StallAfter: opts.StallAfter,
+		Admission: admission,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("stage controller: %w", err)
 	}
@@ -38,7 +48,7 @@ func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poll
 	}
 	if err := (&promotion.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("promotion-controller"),
-		Metrics: promotions,
+		Metrics: promotions, Admission: admission,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("promotion controller: %w", err)
 	}

@@ -51,6 +51,9 @@ type HTTPRequest struct {
 	JSONPath string
 	// Timeout bounds the request; DefaultTimeout when zero.
 	Timeout time.Duration
+	// AllowLinkLocal lets the request reach link-local and cloud
+	// metadata addresses (see NewHTTPClient).
+	AllowLinkLocal bool
 	// Secrets are removed from every value and message of the
 	// measurement: the values of headers read from Secrets, which an
 	// endpoint might echo.

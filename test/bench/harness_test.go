@@ -109,6 +109,10 @@ func startHarness(t *testing.T, idleAfter time.Duration) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
+	// The operator promotes into a gated stage only under the policies.
+	if err := env.InstallPolicies(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	h.env = env
 	h.client, err = client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {

@@ -69,6 +69,8 @@ func benchPromotion(t *testing.T, h *harness, repeat int) *PromotionResult {
 		s := h.stack(ns, name, name, "")
 		s.Spec.GitSource = &shared.GitSource{ProjectRepo: repo.URL, Commit: head}
 		delete(s.Spec.Config, project+":message")
+		// Each Stack consents to its stage: promo-dev to dev, promo-prod to prod.
+		s.Annotations = map[string]string{promotionv1alpha1.AuthorizedStageAnnotation: strings.TrimPrefix(name, "promo-")}
 		return s
 	}
 	objs := []client.Object{

@@ -43,6 +43,7 @@ func (s *suite) testPromotionLeaderKilled(t *testing.T) {
 
 	stack := s.stackOf(ns, name, repo.URL, "v0", journal)
 	stack.Spec.GitSource.Branch, stack.Spec.GitSource.Commit = "", first
+	stack.Annotations = map[string]string{promotionv1alpha1.AuthorizedStageAnnotation: "dev"}
 	pipeline := &promotionv1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	// The test makes the releases, as the Pipeline would from a branch.
 	pipeline.Spec.Git = promotionv1alpha1.GitSubscription{RepoURL: repo.URL, Branch: "releases-are-made-by-the-test"}

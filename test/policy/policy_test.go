@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{promotionv1alpha1.AddToScheme}})
+	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{promotionv1alpha1.AddToScheme, pulumiv1.AddToScheme, autov1alpha1.AddToScheme}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
@@ -100,13 +101,14 @@ func TestPromotionRequester(t *testing.T) {
 	NewWithT(t).Expect(robot.Create(ctx, promotion("auto", promotionv1alpha1.RequestedByAutoPromotion))).To(Succeed())
 }
 
-// TestStageGovernance: the gate settings of a Stage need the verb govern;
-// the rest of the Stage needs only update.
+// TestStageGovernance: everything a Stage's spec says needs the verb
+// govern, to create the stage, to change it and to delete it; its labels
+// and annotations need only update.
 func TestStageGovernance(t *testing.T) {
 	ns := env.NewNamespace(t, "policy-")
 	ctx := context.Background()
-	editor := as(t, ns, "editor", rule("stages", "get", "create", "update"))
-	governor := as(t, ns, "governor", rule("stages", "get", "create", "update", "govern"))
+	editor := as(t, ns, "editor", rule("stages", "get", "create", "update", "delete"))
+	governor := as(t, ns, "governor", rule("stages", "get", "create", "update", "delete", "govern"))
 	stage := func(name string) *promotionv1alpha1.Stage {
 		return &promotionv1alpha1.Stage{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -116,38 +118,51 @@ func TestStageGovernance(t *testing.T) {
 			},
 		}
 	}
-	auto := stage("auto")
-	auto.Spec.AutoPromotionOptions = &promotionv1alpha1.AutoPromotionOptions{Enabled: true}
-	eventually(t, func() error { return editor.Create(ctx, auto.DeepCopy()) }).
-		Should(MatchError(ContainSubstring(`spec.autoPromotionOptions: changing the gate settings of stage auto needs the verb "govern"`)))
+	eventually(t, func() error { return editor.Create(ctx, stage("plain")) }).
+		Should(MatchError(ContainSubstring(`creating stage plain: deciding what stage plain deploys, and through which gates, needs the verb "govern" on stages.promotion.stackyard.dev, which editor is not allowed`)))
 
 	g := NewWithT(t)
 	plain := stage("plain")
-	g.Expect(editor.Create(ctx, plain)).To(Succeed(), "a stage without gate settings needs no govern")
-	plain.Spec.Stacks = append(plain.Spec.Stacks, promotionv1alpha1.StackBinding{Name: "other"})
-	g.Expect(editor.Update(ctx, plain)).To(Succeed(), "editing the stacks needs no govern")
-	plain.Spec.Freeze = &promotionv1alpha1.Freeze{Reason: "release week"}
-	err := editor.Update(ctx, plain)
-	g.Expect(err).To(MatchError(ContainSubstring("spec.freeze")))
-	g.Expect(strings.Contains(err.Error(), "govern")).To(BeTrue())
+	g.Expect(governor.Create(ctx, plain)).To(Succeed())
+	g.Expect(editor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+	plain.Labels = map[string]string{"team": "web"}
+	g.Expect(editor.Update(ctx, plain)).To(Succeed(), "labels need no govern")
 
+	// Each field of the spec is governed, and the message names it.
+	for field, edit := range map[string]func(*promotionv1alpha1.StageSpec){
+		"spec.stacks": func(s *promotionv1alpha1.StageSpec) {
+			s.Stacks = append(s.Stacks, promotionv1alpha1.StackBinding{Name: "prod"})
+		},
+		"spec.sources": func(s *promotionv1alpha1.StageSpec) {
+			s.Sources = promotionv1alpha1.ReleaseSources{Stages: []string{"dev"}}
+		},
+		"spec.previewOnly": func(s *promotionv1alpha1.StageSpec) { s.PreviewOnly = true },
+		"spec.approval":    func(s *promotionv1alpha1.StageSpec) { s.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1} },
+		"spec.freeze":      func(s *promotionv1alpha1.StageSpec) { s.Freeze = &promotionv1alpha1.Freeze{Reason: "release week"} },
+		"spec.verification": func(s *promotionv1alpha1.StageSpec) {
+			s.Verification = &promotionv1alpha1.Verification{RollbackOnFailure: true}
+		},
+		"spec.autoPromotionOptions": func(s *promotionv1alpha1.StageSpec) {
+			s.AutoPromotionOptions = &promotionv1alpha1.AutoPromotionOptions{Enabled: true}
+		},
+	} {
+		edited := plain.DeepCopy()
+		edit(&edited.Spec)
+		g.Expect(editor.Update(ctx, edited)).To(MatchError(ContainSubstring(field+`: deciding what stage plain deploys`)), field)
+	}
+
+	// A governor lifts a freeze; an editor cannot put it back, nor drop
+	// the stage to make it again without its gates.
 	g.Expect(governor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
 	plain.Spec.Freeze = &promotionv1alpha1.Freeze{Reason: "release week"}
+	plain.Spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 2}
 	g.Expect(governor.Update(ctx, plain)).To(Succeed())
-	g.Expect(governor.Create(ctx, auto.DeepCopy())).To(Succeed())
-
-	// Lifting the freeze is a gate change too.
-	g.Expect(editor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
 	plain.Spec.Freeze = nil
-	g.Expect(editor.Update(ctx, plain)).To(MatchError(ContainSubstring("spec.freeze")))
-
-	// So is dropping an approval requirement.
-	gated := stage("gated")
-	gated.Spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 2}
-	g.Expect(governor.Create(ctx, gated)).To(Succeed())
-	g.Expect(editor.Get(ctx, client.ObjectKeyFromObject(gated), gated)).To(Succeed())
-	gated.Spec.Approval = nil
-	g.Expect(editor.Update(ctx, gated)).To(MatchError(ContainSubstring("spec.approval: changing the gate settings")))
+	g.Expect(governor.Update(ctx, plain)).To(Succeed())
+	g.Expect(editor.Delete(ctx, plain)).To(MatchError(ContainSubstring("deleting stage plain: deciding what stage plain deploys")))
+	g.Expect(governor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+	g.Expect(plain.Spec.Approval).NotTo(BeNil(), "the gate is still there")
+	g.Expect(governor.Delete(ctx, plain)).To(Succeed())
 }
 
 // TestApprovals: an Approval is accepted only from the user and groups

@@ -358,6 +358,13 @@ type HTTPCheck struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=300
 	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+	// AllowLinkLocal lets the check reach link-local addresses
+	// (169.254.0.0/16, fe80::/10) and the known cloud metadata addresses,
+	// which it refuses by default: the operator calls from its own
+	// network position, where those answer with its credentials. A check
+	// never follows a redirect to another host, whatever this says.
+	// +optional
+	AllowLinkLocal bool `json:"allowLinkLocal,omitempty"`
 }
 
 // HTTPHeader is one request header, given inline or read from a Secret of

@@ -72,6 +72,11 @@ func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, err
 	t := tally(policy, s.p, list.Items, s.now)
 	st.Approvals = t.records()
 	if r := t.rejected; r != nil {
+		// The reconcile's clock was read before the live list: the end is
+		// never earlier than the rejection that caused it.
+		if at := r.CreationTimestamp.Time; at.After(s.now) {
+			s.now = at
+		}
 		s.end(promotionv1alpha1.PromotionFailed, fmt.Sprintf("rejected by %s: %s", r.Spec.User, r.Spec.Comment))
 		st.StartTime = nil // it never started
 		return sreconcile.ResultSuccess, nil

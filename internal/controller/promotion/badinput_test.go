@@ -124,7 +124,7 @@ func TestBadInput(t *testing.T) {
 		objects: func(ns string) []client.Object {
 			return []client.Object{idle(ns, "web"), stage(ns, "first", []string{"web"}, nil), stage(ns, "second", []string{"api", "web"}, nil), idle(ns, "api")}
 		},
-		stage: "second", message: `spec.stacks[1]: Stack "web" is bound to Stage "first", which is older`,
+		stage: "second", message: `spec.stacks[1]: Stack "web" may be deployed only by Stage "first" (promotion.stackyard.dev/authorized-stage); remove it from one of the stages`,
 	}, {
 		name: "a cycle in the stage graph",
 		objects: func(ns string) []client.Object {
@@ -202,7 +202,9 @@ func TestBadInput(t *testing.T) {
 				create(t, pipeline(ns, "http://127.0.0.1:9/web.git"))
 			}
 			create(t, release(ns, "r1", sha1, time.Now()))
-			for _, obj := range tt.objects(ns) {
+			objs := tt.objects(ns)
+			consent(objs)
+			for _, obj := range objs {
 				err := env.Client.Create(ctx, obj)
 				if tt.refused != "" {
 					g.Expect(err).To(MatchError(ContainSubstring(tt.refused)))

@@ -73,7 +73,7 @@ func (s *session) measureHTTP(ctx context.Context, c *promotionv1alpha1.Verifica
 	}
 	probes.start(key, client.ObjectKeyFromObject(s.p), s.now, verify.HTTPRequest{
 		URL: c.HTTP.URL, Method: c.HTTP.Method, Headers: headers, Body: c.HTTP.Body, JSONPath: c.HTTP.JSONPath,
-		Timeout: timeoutOf(c.HTTP), Secrets: secrets,
+		Timeout: timeoutOf(c.HTTP), Secrets: secrets, AllowLinkLocal: c.HTTP.AllowLinkLocal,
 	}, conds)
 	return measured{wait: timeoutOf(c.HTTP) + 5*time.Second, doing: "calling " + c.HTTP.URL}, nil
 }
@@ -247,8 +247,9 @@ type probes struct {
 	// wake carries the promotions whose measurement ended; the
 	// controller watches it (SetupWithManager).
 	wake chan event.GenericEvent
-	// client makes the calls.
-	client *http.Client
+	// strict makes the calls, linkLocal those of checks that allow
+	// link-local addresses (verify.NewHTTPClient).
+	strict, linkLocal *http.Client
 }
 
 // probeKey names one measurement: of a check of a promotion (by UID, so
@@ -272,9 +273,10 @@ const forgetAfter = time.Hour
 
 func newProbes() *probes {
 	return &probes{
-		runs:   map[probeKey]*probe{},
-		wake:   make(chan event.GenericEvent, 1024),
-		client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		runs:      map[probeKey]*probe{},
+		wake:      make(chan event.GenericEvent, 1024),
+		strict:    verify.NewHTTPClient(false),
+		linkLocal: verify.NewHTTPClient(true),
 	}
 }
 
@@ -315,7 +317,11 @@ func (p *probes) start(key probeKey, target types.NamespacedName, now time.Time,
 	run := &probe{started: now}
 	p.runs[key] = run
 	go func() {
-		res := verify.MeasureHTTP(context.Background(), p.client, req, conds)
+		client := p.strict
+		if req.AllowLinkLocal {
+			client = p.linkLocal
+		}
+		res := verify.MeasureHTTP(context.Background(), client, req, conds)
 		p.mu.Lock()
 		run.result, run.done, run.ended = res, true, time.Now()
 		p.mu.Unlock()

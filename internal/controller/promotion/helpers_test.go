@@ -19,6 +19,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // opTimeout bounds a wait that includes Pulumi operations; it is a guard
@@ -61,11 +62,42 @@ func newNamespace(t *testing.T) string {
 	return env.NewNamespace(t, "promotion-")
 }
 
-// create creates obj as an administrator, failing the test on error.
+// create creates obj as an administrator, failing the test on error. A
+// Stage is created as a governor does it: its Stacks are annotated to
+// consent to it.
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
+	st, isStage := obj.(*promotionv1alpha1.Stage)
+	if isStage { // before, so that the stage never sees its Stacks without
+		if err := testenv.AuthorizeStacks(context.Background(), env.Client, st); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := env.Client.Create(context.Background(), obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// consent makes each Stack among objs consent to the first deploying
+// stage among objs that lists it, as a governor would before creating
+// them together.
+func consent(objs []client.Object) {
+	stacks := map[string]*pulumiv1.Stack{}
+	for _, obj := range objs {
+		if s, ok := obj.(*pulumiv1.Stack); ok {
+			stacks[s.Name] = s
+		}
+	}
+	for _, obj := range objs {
+		st, ok := obj.(*promotionv1alpha1.Stage)
+		if !ok || st.Spec.PreviewOnly {
+			continue
+		}
+		for _, b := range st.Spec.Stacks {
+			if s := stacks[b.Name]; s != nil && s.Annotations[promotionv1alpha1.AuthorizedStageAnnotation] == "" {
+				metav1.SetMetaDataAnnotation(&s.ObjectMeta, promotionv1alpha1.AuthorizedStageAnnotation, st.Name)
+			}
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
-	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -20,26 +20,12 @@ import (
 // spec.savePlan); the promotion copies it into a Secret of its own, named
 // in status.previews[].plan, whose digest is an input of the plan digest
 // the approvals are bound to; and pinStacks pins each Stack with the
-// annotations that hold its next up to that plan (stack.PlanAnnotation,
-// stack.PlanCommitAnnotation). An up that would do anything the plan does
+// annotations that hold its next up to that plan (change.PlanAnnotation,
+// change.PlanCommitAnnotation). An up that would do anything the plan does
 // not allow fails with "violates plan", before changing the resource
 // concerned, and the promotion fails asking for a new one.
 //
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
-
-// planCopySuffix ends the name of a promotion's copy of a plan; a dot,
-// unlike the preview Update's own "<update>-plan", so the two never meet.
-const planCopySuffix = ".plan"
-
-// PlanCommitAnnotation on a promotion's plan Secret is the commit the plan
-// was made for.
-const PlanCommitAnnotation = "promotion.stackyard.dev/commit"
-
-// PlanSecretName is the name of the promotion's copy of the plan of its
-// preview of the Stack stackName: PreviewName's, with ".plan".
-func PlanSecretName(promotionName, stackName string) string {
-	return PreviewName(promotionName, stackName) + planCopySuffix
-}
 
 // copyPlan copies the plan the successful preview Update upd saved into a
 // Secret owned by the promotion, which outlives the Update (its
@@ -47,7 +33,7 @@ func PlanSecretName(promotionName, stackName string) string {
 // the copy's name. A preview that saved no plan is a failure of the
 // preview, returned as failure.
 func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackName string) (name, failure string, err error) {
-	name = PlanSecretName(s.p.Name, stackName)
+	name = change.PlanSecretName(s.p.Name, stackName)
 	copied, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", name, &corev1.Secret{})
 	switch {
 	case err != nil:
@@ -73,7 +59,7 @@ func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackN
 			Name:        name,
 			Namespace:   s.p.Namespace,
 			Labels:      map[string]string{PromotionLabel: s.p.Name, StackLabel: stackName},
-			Annotations: map[string]string{PlanCommitAnnotation: s.release.Spec.Commit.SHA},
+			Annotations: map[string]string{change.PlanCommitAnnotation: s.release.Spec.Commit.SHA},
 		},
 		Immutable: ptr.To(true),
 		Type:      corev1.SecretTypeOpaque,
@@ -134,7 +120,7 @@ func planAnnotations(plan, commit string) map[string]any {
 	if plan == "" {
 		return nil
 	}
-	return map[string]any{stackctl.PlanAnnotation: plan, stackctl.PlanCommitAnnotation: commit}
+	return map[string]any{change.PlanAnnotation: plan, change.PlanCommitAnnotation: commit}
 }
 
 // pinnedWithPlan reports whether the Stack's plan annotations are those
@@ -143,5 +129,5 @@ func pinnedWithPlan(annotations map[string]string, plan, commit string) bool {
 	if plan == "" {
 		return true
 	}
-	return annotations[stackctl.PlanAnnotation] == plan && annotations[stackctl.PlanCommitAnnotation] == commit
+	return annotations[change.PlanAnnotation] == plan && annotations[change.PlanCommitAnnotation] == commit
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +18,6 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/promotion"
-	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/pipelinectl"
 )
 
@@ -59,7 +59,7 @@ func TestPlanIntegrity(t *testing.T) {
 	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-prod"}}
 	waitMessage(t, p, "waiting for approval: 0 of 1")
 	g.Expect(p.Status.Previews).To(ConsistOf(SatisfyAll(
-		HaveField("Plan", promotion.PlanSecretName("to-prod", "web")),
+		HaveField("Plan", change.PlanSecretName("to-prod", "web")),
 		HaveField("Changes", ConsistOf(HaveField("Properties", ConsistOf("content")))),
 	)))
 
@@ -69,7 +69,7 @@ func TestPlanIntegrity(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.Status.Previews[0].Plan}, plan)).To(Succeed())
 	g.Expect(metav1.IsControlledBy(plan, p)).To(BeTrue(), "%+v %s", plan.OwnerReferences, p.UID)
 	g.Expect(string(plan.Data[autov1alpha1.PlanKey])).To(SatisfyAll(ContainSubstring(`"ciphertext"`), Not(ContainSubstring("approved-token-3f9a"))))
-	g.Expect(plan.Annotations).To(HaveKeyWithValue(promotion.PlanCommitAnnotation, c2))
+	g.Expect(plan.Annotations).To(HaveKeyWithValue(change.PlanCommitAnnotation, c2))
 
 	// The input changes, and someone approves. An approval given for the
 	// digest from before the change does not count, and is given again;
@@ -104,7 +104,7 @@ func TestPlanIntegrity(t *testing.T) {
 	get(g, stack)
 	g.Expect(stack.Spec.Commit).To(Equal(c2))
 	g.Expect(stack.Annotations).To(SatisfyAll(
-		HaveKeyWithValue(stackctl.PlanAnnotation, plan.Name), HaveKeyWithValue(stackctl.PlanCommitAnnotation, c2)))
+		HaveKeyWithValue(change.PlanAnnotation, plan.Name), HaveKeyWithValue(change.PlanCommitAnnotation, c2)))
 	upd := &autov1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: done.Status.Stacks[0].Update}}
 	get(g, upd)
 	g.Expect(upd.Spec.PlanSecret).To(Equal(plan.Name))

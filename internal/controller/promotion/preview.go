@@ -2,8 +2,6 @@ package promotion
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -20,8 +18,8 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
-	"github.com/stackyard/stackyard/internal/controller/stage"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -65,12 +63,6 @@ const maxPreviewAttempts = 3
 
 // maxPreviewChanges is the API's limit on a preview's changes.
 const maxPreviewChanges = 200
-
-// maxPreviewName keeps a preview Workspace's name short enough for what a
-// runtime derives from it (the kubernetes runtime's StatefulSet
-// "<name>-workspace", whose pods' revision label adds 11 more characters
-// under the 63 of a label value).
-const maxPreviewName = 42
 
 // reconcilePreview previews, while the promotion is Pending and its turn
 // has come, every Stack of the stage at the release's commit, before
@@ -146,22 +138,20 @@ func (s *session) reconcilePreview(ctx context.Context) (sreconcile.Result, erro
 }
 
 // previewTargets reads the Stacks of the stage, in the stage's order. A
-// Stack that cannot be promoted (missing, bound to an older stage, not
-// pinnable) ends the promotion here, as startPromotion would, before
+// Stack that cannot be promoted (missing, not consenting to the stage,
+// not pinnable) ends the promotion here, as startPromotion would, before
 // anything is previewed: done is then true.
 func (s *session) previewTargets(ctx context.Context) (stacks []*pulumiv1.Stack, done bool, err error) {
-	var stages promotionv1alpha1.StageList
-	if err := s.r.Client.List(ctx, &stages, client.InNamespace(s.p.Namespace)); err != nil {
-		return nil, false, sreconcile.NewGeneric("", fmt.Errorf("listing stages: %w", err))
-	}
 	for _, b := range s.stage.Spec.Stacks {
-		if owner := stage.OwnerOf(stages.Items, b.Name); owner != nil && owner.Name != s.stage.Name && !s.stage.Spec.PreviewOnly {
-			_, err := s.abort("spec.stage: Stack %q of stage %q is bound to Stage %q, which is older", b.Name, s.stage.Name, owner.Name)
-			return nil, true, err
-		}
 		stack, err := get(ctx, s.r.Client, s.p.Namespace, "Stack", b.Name, &pulumiv1.Stack{})
 		if err != nil {
 			return nil, false, err
+		}
+		if stack != nil && !s.stage.Spec.PreviewOnly {
+			if msg := change.Unauthorized(s.stage.Name, b.Name, stack.Annotations); msg != "" {
+				_, err := s.abort("spec.stage: %s", msg)
+				return nil, true, err
+			}
 		}
 		if err := pinnable(b.Name, stack); err != nil {
 			s.end(promotionv1alpha1.PromotionFailed, err.Error())
@@ -209,7 +199,7 @@ func mergePreview(previews []promotionv1alpha1.StackPreview, pv promotionv1alpha
 // failure, why it failed. An interrupted or conflicting preview is
 // started again, up to maxPreviewAttempts times.
 func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *promotionv1alpha1.StackPreview) (failure string, err error) {
-	name := PreviewName(s.p.Name, stack.Name)
+	name := change.PreviewName(s.p.Name, stack.Name)
 	if pv.Update == "" {
 		pv.Update = name
 	}
@@ -413,20 +403,6 @@ func (s *session) deletePreviews(ctx context.Context, updates bool) error {
 		}
 	}
 	return nil
-}
-
-// PreviewName is the name of the Workspace, and of the first Update, that
-// previews the Stack stackName for the promotion promotionName:
-// "<promotion>-<stack>", or, when that is longer than 42 characters, its
-// beginning and a digest of the whole.
-func PreviewName(promotionName, stackName string) string {
-	name := promotionName + "-" + stackName
-	if len(name) <= maxPreviewName {
-		return name
-	}
-	sum := sha256.Sum256([]byte(promotionName + "\x00" + stackName))
-	prefix := strings.TrimRight(name[:maxPreviewName-9], "-.")
-	return prefix + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 // previewAttempt is the attempt the preview Update updName is, of the

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,7 +94,7 @@ func TestPreviewBeforeUpdate(t *testing.T) {
 		g.Expect(upds).To(ConsistOf(SatisfyAll(
 			HaveField("Name", pv.Update),
 			HaveField("Spec.Type", autov1alpha1.PreviewType),
-			HaveField("Spec.WorkspaceName", promotion.PreviewName("to-dev", "web")),
+			HaveField("Spec.WorkspaceName", change.PreviewName("to-dev", "web")),
 			HaveField("Labels", Not(HaveKey("pulumi.com/stack-name"))),
 			WithTransform(func(u autov1alpha1.Update) bool { return metav1.IsControlledBy(&u, p) }, BeTrue()),
 		)))
@@ -175,16 +177,4 @@ func TestPreviewOnlyStage(t *testing.T) {
 		g.Expect(st.Status.Conditions).NotTo(ContainElement(SatisfyAll(
 			HaveField("Type", sreconcile.StalledCondition), HaveField("Status", metav1.ConditionTrue))), describeStage(st))
 	}
-}
-
-// TestPreviewName keeps preview names within the limit, distinct, and
-// readable when they fit.
-func TestPreviewName(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(promotion.PreviewName("to-dev", "web")).To(Equal("to-dev-web"))
-	long := promotion.PreviewName(strings.Repeat("p", 60), "web")
-	other := promotion.PreviewName(strings.Repeat("p", 60), "web2")
-	g.Expect(len(long)).To(BeNumerically("<=", 42))
-	g.Expect(long).NotTo(Equal(other))
-	g.Expect(long).To(HavePrefix("ppp"))
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -63,6 +65,10 @@ type Reconciler struct {
 	// Metrics records promotions, approval waits and verification checks;
 	// nil records nothing.
 	Metrics *metrics.Promotions
+	// Admission answers whether the admission policies are in force; a
+	// promotion into a gated stage waits while they are not. Nil checks
+	// nothing (the operator always sets it).
+	Admission *change.AdmissionGuard
 
 	// probes runs the HTTP measurements of verification checks.
 	probes *probes
@@ -121,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{Name: "reconcileRequest", Run: s.reconcileRequest},
 		{Name: "reconcileQueue", Run: s.reconcileQueue},
 		{Name: "reconcileWindow", Run: s.reconcileWindow},
+		{Name: "reconcileAdmission", Run: s.reconcileAdmission},
 		{Name: "reconcilePreview", Run: s.reconcilePreview},
 		{Name: "reconcileApproval", Run: s.reconcileApproval},
 		{Name: "startPromotion", Run: s.startPromotion},

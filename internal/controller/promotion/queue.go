@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -42,7 +44,7 @@ func Queue(self *promotionv1alpha1.Promotion, all []promotionv1alpha1.Promotion)
 		case p.Name == self.Name:
 		case p.Status.Phase == promotionv1alpha1.PromotionRunning:
 			t.WaitFor = p.Name
-		case pending && stage.CompareAge(p, newest) > 0:
+		case pending && change.CompareAge(p, newest) > 0:
 			newest = p
 		}
 	}

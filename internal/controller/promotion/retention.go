@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -56,7 +58,7 @@ func Expired(self *promotionv1alpha1.Promotion, all []promotionv1alpha1.Promotio
 	if !self.Status.Phase.IsFinished() {
 		finished = finished[1:]
 	}
-	slices.SortFunc(finished, func(a, b promotionv1alpha1.Promotion) int { return stage.CompareAge(&b, &a) })
+	slices.SortFunc(finished, func(a, b promotionv1alpha1.Promotion) int { return change.CompareAge(&b, &a) })
 	if len(finished) <= keep {
 		return nil
 	}

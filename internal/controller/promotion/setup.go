@@ -98,3 +98,12 @@ func (r *Reconciler) unfinished(ctx context.Context, namespace, index, value str
 	}
 	return reqs
 }
+
+// The operator writes the records of change management, which the
+// admission policies in config/policy (records.yaml, stack-governance.yaml)
+// accept only from a caller allowed the verb "record": Releases, the status
+// of Promotions, Stages and Stacks, retention's deletions, and the pins of
+// governed Stacks.
+//
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=releases;promotions;stages;approvals,verbs=record
+// +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=record

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/stage"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -28,21 +28,19 @@ func (s *session) startPromotion(ctx context.Context) (sreconcile.Result, error)
 		// Previewed and approved: a preview stage pins nothing.
 		return s.finishPreviewOnly(ctx)
 	}
-	var stages promotionv1alpha1.StageList
-	if err := s.r.Client.List(ctx, &stages, client.InNamespace(s.p.Namespace)); err != nil {
-		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing stages: %w", err))
-	}
 	sha := s.release.Spec.Commit.SHA
 	recorded := make([]promotionv1alpha1.PromotedStack, 0, len(s.stage.Spec.Stacks))
 	for _, b := range s.stage.Spec.Stacks {
-		if owner := stage.OwnerOf(stages.Items, b.Name); owner != nil && owner.Name != s.stage.Name {
-			return s.abort("spec.stage: Stack %q of stage %q is bound to Stage %q, which is older", b.Name, s.stage.Name, owner.Name)
-		}
 		// Read live: the commit recorded as previous is the one the Stack
 		// has now, whatever the cache says.
 		stack, err := get(ctx, s.r.APIReader, s.p.Namespace, "Stack", b.Name, &pulumiv1.Stack{})
 		if err != nil {
 			return sreconcile.ResultEmpty, err
+		}
+		if stack != nil {
+			if msg := change.Unauthorized(s.stage.Name, b.Name, stack.Annotations); msg != "" {
+				return s.abort("spec.stage: %s", msg)
+			}
 		}
 		if err := pinnable(b.Name, stack); err != nil {
 			s.end(promotionv1alpha1.PromotionFailed, err.Error())

@@ -3,6 +3,8 @@ package stack
 import (
 	"testing"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	. "github.com/onsi/gomega"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -19,7 +21,7 @@ func TestPlanFor(t *testing.T) {
 	base := BuildUpdate(s, "c2", autov1alpha1.UpType, string(TriggerGeneration))
 	g.Expect(base.Spec.PlanSecret).To(BeEmpty())
 
-	s.Annotations = map[string]string{PlanAnnotation: "p-plan", PlanCommitAnnotation: "c2"}
+	s.Annotations = map[string]string{change.PlanAnnotation: "p-plan", change.PlanCommitAnnotation: "c2"}
 	up := BuildUpdate(s, "c2", autov1alpha1.UpType, string(TriggerGeneration))
 	g.Expect(up.Spec.PlanSecret).To(Equal("p-plan"))
 	g.Expect(up.Name).NotTo(Equal(base.Name))
@@ -39,6 +41,6 @@ func TestPlanFor(t *testing.T) {
 	g.Expect(PlanFor(s, "c2")).To(BeEmpty())
 
 	s.Status.LastUpdate = nil
-	s.Annotations[PlanAnnotation] = "p2-plan"
+	s.Annotations[change.PlanAnnotation] = "p2-plan"
 	g.Expect(BuildUpdate(s, "c2", autov1alpha1.UpType, string(TriggerGeneration)).Name).NotTo(Equal(up.Name), "a new plan")
 }

@@ -7,11 +7,15 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 )
 
 // TestWorkspaceReclaimDelete keeps a Workspace only while an update runs:
@@ -38,4 +42,31 @@ func TestWorkspaceReclaimDelete(t *testing.T) {
 		g.Expect(s.Status.LastUpdate.Generation).To(Equal(s.Generation))
 	})
 	g.Eventually(workspaceGone, opTimeout, 250*time.Millisecond).Should(Succeed())
+}
+
+// TestGovernedWorkspace: the Workspace of a Stack that a stage governs
+// runs only the Updates its Stack made. A destroy asked for by hand (as a
+// user with create on updates would) fails before it starts, naming the
+// stage, and the Stack's resource is still there.
+func TestGovernedWorkspace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, target := programStack(t, "governed", nil)
+	ns := s.Namespace
+	waitStack(t, ns, "governed", opTimeout, ready)
+	patch := []byte(`{"metadata":{"annotations":{"` + promotionv1alpha1.AuthorizedStageAnnotation + `":"prod"}}}`)
+	g.Expect(env.Client.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+
+	destroy := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "by-hand"},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: stackctl.WorkspaceName(s), StackName: "dev", Type: autov1alpha1.DestroyType},
+	}
+	g.Expect(env.Client.Create(ctx, destroy)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(destroy), destroy)).To(Succeed())
+		g.Expect(destroy.Status.IsComplete()).To(BeTrue())
+	}, opTimeout, 250*time.Millisecond).Should(Succeed())
+	g.Expect(destroy.Status.Message).To(ContainSubstring("which stage prod governs"))
+	g.Expect(destroy.Status.StartTime.IsZero()).To(BeTrue(), "the operation must never have started")
+	g.Expect(readFile(g, target)).To(Equal("from a Program"), "the resource must still be there")
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/schedule"
@@ -74,7 +76,7 @@ func CompareReleases(a, b *promotionv1alpha1.Release) int {
 	if c := releaseTime(a).Compare(releaseTime(b)); c != 0 {
 		return c
 	}
-	return CompareAge(a, b)
+	return change.CompareAge(a, b)
 }
 
 func releaseTime(r *promotionv1alpha1.Release) time.Time {

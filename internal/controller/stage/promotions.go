@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -60,11 +62,11 @@ func Active(promotions []promotionv1alpha1.Promotion) *promotionv1alpha1.Promoti
 		p := &promotions[i]
 		switch p.Status.Phase {
 		case promotionv1alpha1.PromotionRunning:
-			if running == nil || CompareAge(p, running) < 0 {
+			if running == nil || change.CompareAge(p, running) < 0 {
 				running = p
 			}
 		case promotionv1alpha1.PromotionPending, "":
-			if pending == nil || CompareAge(p, pending) > 0 {
+			if pending == nil || change.CompareAge(p, pending) > 0 {
 				pending = p
 			}
 		}

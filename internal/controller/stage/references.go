@@ -7,8 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -19,8 +20,8 @@ import (
 
 // reconcileReferences checks what the spec names: the Pipeline, each
 // upstream Stage (of the same pipeline, without a cycle back to this one),
-// the promotion windows, and each Stack (and that no older stage binds
-// it). Something that may still appear is waited for; a conflict only a
+// the promotion windows, and each Stack (and, unless the stage only
+// previews, that the Stack consents to be deployed by it). Something that may still appear is waited for; a conflict only a
 // person can settle stalls the stage, and is reported before any wait, so
 // that a stage both waiting and wrong says what a person must fix.
 func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, error) {
@@ -65,13 +66,11 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 			wait = cmp.Or(wait, missingOr(s.stackErrs[b.Name], field, "Stack", b.Name))
 			continue
 		}
-		var binders promotionv1alpha1.StageList
-		if err := s.r.Client.List(ctx, &binders, client.InNamespace(ns), client.MatchingFields{StackIndex: b.Name}); err != nil {
-			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("%s: listing the stages bound to Stack %q: %w", field, b.Name, err))
+		if spec.PreviewOnly {
+			continue // a preview-only stage changes no Stack: it needs no consent
 		}
-		if owner := OwnerOf(binders.Items, b.Name); owner != nil && owner.Name != s.stage.Name && !spec.PreviewOnly {
-			return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
-				"%s: Stack %q is bound to Stage %q, which is older; a Stack belongs to one stage: remove it from one of them", field, b.Name, owner.Name))
+		if msg := change.Unauthorized(s.stage.Name, b.Name, s.stacks[b.Name].Annotations); msg != "" {
+			return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf("%s: %s", field, msg))
 		}
 	}
 	if wait != nil {
@@ -88,35 +87,6 @@ func missingOr(err error, field, kind, name string) error {
 		return sreconcile.NewMissing(pulumiv1.ReferenceNotFoundReason, fmt.Errorf("%s: %s %q not found", field, kind, name))
 	}
 	return sreconcile.NewGeneric("", fmt.Errorf("%s: reading %s %q: %w", field, kind, name, err))
-}
-
-// CompareAge orders objects from the oldest to the newest: by
-// creationTimestamp, then by name. The older of two stages keeps a Stack
-// both bind; the newest Pending promotion of a stage runs next.
-func CompareAge(a, b metav1.Object) int {
-	if c := a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time); c != 0 {
-		return c
-	}
-	return strings.Compare(a.GetName(), b.GetName())
-}
-
-// OwnerOf returns, of stages, the oldest one that binds the Stack named
-// stack and is not being deleted: the one that deploys it. Nil when none
-// binds it. Preview-only stages own no Stack: they bind the Stacks of
-// another stage to preview them, and never change them.
-func OwnerOf(stages []promotionv1alpha1.Stage, stack string) *promotionv1alpha1.Stage {
-	var owner *promotionv1alpha1.Stage
-	for i := range stages {
-		st := &stages[i]
-		binds := slices.ContainsFunc(st.Spec.Stacks, func(b promotionv1alpha1.StackBinding) bool { return b.Name == stack })
-		if !binds || !st.DeletionTimestamp.IsZero() || st.Spec.PreviewOnly {
-			continue
-		}
-		if owner == nil || CompareAge(st, owner) < 0 {
-			owner = st
-		}
-	}
-	return owner
 }
 
 // FindCycle returns a cycle of upstream edges through the stage named

@@ -53,35 +53,6 @@ func TestFindCycle(t *testing.T) {
 	}
 }
 
-// TestOwnerOf finds the oldest stage binding a Stack; a preview-only
-// stage, however old, owns none.
-func TestOwnerOf(t *testing.T) {
-	deleting := stageOf("aaa", 0, nil, "web")
-	deleting.DeletionTimestamp = ptr(at(time.Hour))
-	stages := []promotionv1alpha1.Stage{
-		stageOf("qa", time.Minute, nil, "web"),
-		stageOf("dev", time.Minute, nil, "web", "api"), // same age: the name decides
-		stageOf("prod", 0, nil, "db"),
-		deleting,
-		previewOnly(stageOf("preview", -time.Hour, nil, "web", "api", "db", "cache")),
-	}
-	for stack, want := range map[string]string{"web": "dev", "api": "dev", "db": "prod", "cache": ""} {
-		got := ""
-		if o := OwnerOf(stages, stack); o != nil {
-			got = o.Name
-		}
-		if got != want {
-			t.Errorf("OwnerOf(%s) = %q, want %q", stack, got, want)
-		}
-	}
-}
-
-// previewOnly makes st a preview-only stage.
-func previewOnly(st promotionv1alpha1.Stage) promotionv1alpha1.Stage {
-	st.Spec.PreviewOnly = true
-	return st
-}
-
 func TestWindowsNameTheField(t *testing.T) {
 	spec := &promotionv1alpha1.StageSpec{PromotionWindows: []promotionv1alpha1.PromotionWindow{
 		{Kind: promotionv1alpha1.Allow, RRule: "FREQ=DAILY", DTStart: at(0), DTEnd: at(time.Hour)},

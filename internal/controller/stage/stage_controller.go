@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/stackyard/stackyard/internal/change"
+
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
@@ -48,6 +50,9 @@ type Reconciler struct {
 	// StallAfter is how long a missing reference may be waited for before
 	// the Stage is Stalled; zero means sreconcile.DefaultStallAfter.
 	StallAfter time.Duration
+	// Admission answers whether the admission policies are in force; a
+	// gated stage says so while they are not. Nil checks nothing.
+	Admission *change.AdmissionGuard
 }
 
 // session is one reconcile of one Stage: the steps are its methods and
@@ -81,7 +86,7 @@ type session struct {
 // promotion auto-promotion calls for. The chain is:
 //
 //	observePromotions → reconcileHealth → reconcileReferences →
-//	reconcileAvailability → reconcileAutoPromotion
+//	reconcileAdmission → reconcileAvailability → reconcileAutoPromotion
 //
 // finish, in a defer, turns the outcome into conditions, patches the
 // status once and maps the outcome to controller-runtime's result.
@@ -105,6 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{Name: "observePromotions", Run: s.observePromotions},
 		{Name: "reconcileHealth", Run: s.reconcileHealth},
 		{Name: "reconcileReferences", Run: s.reconcileReferences},
+		{Name: "reconcileAdmission", Run: s.reconcileAdmission},
 		{Name: "reconcileAvailability", Run: s.reconcileAvailability},
 		{Name: "reconcileAutoPromotion", Run: s.reconcileAutoPromotion},
 	}.Run(ctx)

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,6 +56,13 @@ func (r *Reconciler) reconcileSpec(ctx context.Context, s *session) (sreconcile.
 	if problem == "" {
 		return sreconcile.ResultEmpty, nil
 	}
+	return r.refuse(ctx, s, problem)
+}
+
+// refuse fails the Update before it starts, for problem, which a person
+// must fix: the Update is never run.
+func (r *Reconciler) refuse(ctx context.Context, s *session, problem string) (sreconcile.Result, error) {
+	spec := &s.obj.Spec
 	now := metav1.NewTime(r.now())
 	st := &s.obj.Status
 	st.MarkFailed(autov1alpha1.UpdateReasonFailed, problem)
@@ -94,11 +105,46 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 	case err != nil:
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("reading workspace %s: %w", name, err))
 	}
+	if problem, err := r.ungoverned(ctx, s.obj, ws); err != nil || problem != "" {
+		if err != nil {
+			return sreconcile.ResultEmpty, err
+		}
+		return r.refuse(ctx, s, problem)
+	}
 	if msg := r.notServing(ws); msg != "" {
 		return r.pending(s, msg)
 	}
 	s.ws = ws
 	return sreconcile.ResultEmpty, nil
+}
+
+// ungoverned says why upd may not run on ws, or "" when it may. The
+// Workspace of a Stack that a stage governs (its
+// promotion.stackyard.dev/authorized-stage annotation) runs only the
+// Updates that Stack's controller made: anyone else's could deploy what no
+// promotion approved. Only the operator can make an Update claiming a
+// Stack as its controller (config/policy/operator-owned.yaml).
+func (r *Reconciler) ungoverned(ctx context.Context, upd *autov1alpha1.Update, ws *autov1alpha1.Workspace) (string, error) {
+	owner := metav1.GetControllerOf(ws)
+	if owner == nil || owner.Kind != "Stack" || !strings.HasPrefix(owner.APIVersion, pulumiv1.GroupVersion.Group+"/") {
+		return "", nil
+	}
+	stack := &pulumiv1.Stack{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: ws.Namespace, Name: owner.Name}, stack); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", sreconcile.NewGeneric("", fmt.Errorf("reading Stack %s, which owns workspace %s: %w", owner.Name, ws.Name, err))
+	}
+	stage := change.AuthorizedStage(stack.Annotations)
+	if stage == "" || stack.UID != owner.UID {
+		return "", nil
+	}
+	if own := metav1.GetControllerOf(upd); own != nil && own.UID == owner.UID {
+		return "", nil
+	}
+	return fmt.Sprintf("spec.workspaceName: workspace %s belongs to Stack %s, which stage %s governs: "+
+		"only its promotions change it, and this Update was not made by the Stack", ws.Name, stack.Name, stage), nil
 }
 
 // notServing says what an Update waits for while ws does not serve it;
