@@ -13,7 +13,6 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/stage"
 )
 
 // pipelineView is a pipeline: its stages as a graph, what waits for a
@@ -224,7 +223,7 @@ func buildStage(st *promotionv1alpha1.Stage, node Node, releases map[string]*pro
 		}
 	}
 	for _, b := range st.Spec.Stacks {
-		h := stage.Health([]promotionv1alpha1.StackBinding{b}, o.stacks)
+		h := change.Health([]promotionv1alpha1.StackBinding{b}, o.stacks)
 		if stack := o.stacks[b.Name]; stack != nil && !st.Spec.PreviewOnly {
 			if msg := change.Unauthorized(st.Name, b.Name, stack.Annotations); msg != "" {
 				h = promotionv1alpha1.StageHealth{Status: promotionv1alpha1.Degraded, Message: msg}

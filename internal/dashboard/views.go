@@ -18,7 +18,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/stage"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/pipelinectl"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
@@ -261,7 +261,7 @@ func (s *Server) stacksPage(r *http.Request, sess *session) (string, any, error)
 }
 
 func buildStackRow(st *pulumiv1.Stack) stackRow {
-	h := stage.Health([]promotionv1alpha1.StackBinding{{Name: st.Name}}, map[string]*pulumiv1.Stack{st.Name: st})
+	h := change.Health([]promotionv1alpha1.StackBinding{{Name: st.Name}}, map[string]*pulumiv1.Stack{st.Name: st})
 	row := stackRow{Namespace: st.Namespace, Name: st.Name, Health: string(h.Status), Message: strings.TrimPrefix(h.Message, "Stack "+st.Name+": ")}
 	row.Source = stackSource(&st.Spec)
 	if lu := st.Status.LastUpdate; lu != nil {

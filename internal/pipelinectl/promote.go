@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
-	"github.com/stackyard/stackyard/internal/controller/stage"
+	"github.com/stackyard/stackyard/internal/change"
 )
 
 // Request is a promotion a person asks for.
@@ -72,7 +72,7 @@ func (c *Client) Promote(ctx context.Context, req Request) (*promotionv1alpha1.P
 }
 
 // nextRelease is the release the stage would promote next, by the same
-// choice auto-promotion makes (stage.Select): available to the stage,
+// choice auto-promotion makes (change.Select): available to the stage,
 // newer than what it verified, never one that failed there.
 func (c *Client) nextRelease(ctx context.Context, st *promotionv1alpha1.Stage) (string, error) {
 	releases, err := c.releases(ctx, st.Spec.Pipeline)
@@ -83,7 +83,7 @@ func (c *Client) nextRelease(ctx context.Context, st *promotionv1alpha1.Stage) (
 	if cur := st.Status.CurrentRelease; cur != nil {
 		current = cur.Name
 	}
-	sel := stage.Select(st, releases, current, c.now())
+	sel := change.Select(st, releases, current, c.now())
 	if sel.Release == nil {
 		why := cmp.Or(sel.Waiting, "it runs the newest available release")
 		return "", fmt.Errorf("stage %q has no release to promote next (%s); name one (see `stackyard releases %s`)", st.Name, why, st.Spec.Pipeline)

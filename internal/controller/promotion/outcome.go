@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
-	"github.com/stackyard/stackyard/internal/controller/stage"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -73,7 +73,7 @@ func (s *session) recordOutcome(ctx context.Context) (sreconcile.Result, error) 
 // leaveReplaced takes the stage out of currentlyIn of every release of
 // the pipeline but the one just promoted.
 func (s *session) leaveReplaced(ctx context.Context, promoted *promotionv1alpha1.Release) error {
-	releases, err := stage.ListReleases(ctx, s.r.Client, s.p.Namespace, promoted.Spec.Pipeline)
+	releases, err := change.ListReleases(ctx, s.r.Client, s.p.Namespace, promoted.Spec.Pipeline)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
-	"github.com/stackyard/stackyard/internal/controller/stage"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/verify"
 )
@@ -329,7 +329,7 @@ func (s *session) rollback(ctx context.Context, why string) (sreconcile.Result, 
 // one promoted, that was verified in the stage last and has not failed
 // there since; nil when there is none.
 func (s *session) rollbackTarget(ctx context.Context) (*promotionv1alpha1.Release, error) {
-	releases, err := stage.ListReleases(ctx, s.r.Client, s.p.Namespace, s.stage.Spec.Pipeline)
+	releases, err := change.ListReleases(ctx, s.r.Client, s.p.Namespace, s.stage.Spec.Pipeline)
 	if err != nil {
 		return nil, sreconcile.NewGeneric("", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stackyard/stackyard/internal/controller/stage"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/schedule"
 )
@@ -26,7 +26,7 @@ func (s *session) reconcileWindow(context.Context) (sreconcile.Result, error) {
 	if !s.pending() {
 		return sreconcile.ResultEmpty, nil
 	}
-	windows, err := stage.Windows(&s.stage.Spec)
+	windows, err := change.Windows(&s.stage.Spec)
 	if err != nil {
 		return s.abort("spec.stage: Stage %q: %v", s.stage.Name, err)
 	}

@@ -40,4 +40,8 @@
 // there automatically again, and NewestRelease never moves a stage back to
 // a release older than one it has verified, so a rollback stays until a
 // newer release arrives.
+//
+// The rules this controller shares with the Promotion controller, the CLI
+// and the dashboard (availability, the order of releases, health,
+// promotion windows) live in internal/change.
 package stage

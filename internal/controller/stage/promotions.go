@@ -27,7 +27,7 @@ func (s *session) observePromotions(ctx context.Context) (sreconcile.Result, err
 	if err := s.r.Client.List(ctx, &promotions, client.InNamespace(ns), client.MatchingFields{PromotionStageIndex: s.stage.Name}); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing the stage's promotions: %w", err))
 	}
-	releases, err := ListReleases(ctx, s.r.Client, ns, s.stage.Spec.Pipeline)
+	releases, err := change.ListReleases(ctx, s.r.Client, ns, s.stage.Spec.Pipeline)
 	if err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
 	}
@@ -42,16 +42,6 @@ func (s *session) observePromotions(ctx context.Context) (sreconcile.Result, err
 	st.CurrentRelease = currentRelease(s.stage.Name, releases, s.promotions, st.History)
 	st.History = history(st.History, promotions.Items, releases)
 	return sreconcile.ResultEmpty, nil
-}
-
-// ListReleases returns the Releases of pipeline in namespace: those its
-// label names that say so in their spec too.
-func ListReleases(ctx context.Context, c client.Reader, namespace, pipeline string) ([]promotionv1alpha1.Release, error) {
-	var list promotionv1alpha1.ReleaseList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{promotionv1alpha1.PipelineLabel: pipeline}); err != nil {
-		return nil, fmt.Errorf("listing the releases of pipeline %q: %w", pipeline, err)
-	}
-	return slices.DeleteFunc(list.Items, func(r promotionv1alpha1.Release) bool { return r.Spec.Pipeline != pipeline }), nil
 }
 
 // Active returns, of a stage's promotions, the Running one (the oldest,

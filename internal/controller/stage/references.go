@@ -15,7 +15,6 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
-	"github.com/stackyard/stackyard/internal/schedule"
 )
 
 // reconcileReferences checks what the spec names: the Pipeline, each
@@ -56,7 +55,7 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 		return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
 			"spec.sources.stages: the stage graph has a cycle: %s", strings.Join(cycle, " → ")))
 	}
-	windows, err := Windows(spec)
+	windows, err := change.Windows(spec)
 	if err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, err)
 	}
@@ -115,25 +114,4 @@ func FindCycle(start string, stages map[string]*promotionv1alpha1.Stage) []strin
 		return nil
 	}
 	return walk([]string{start})
-}
-
-// Windows reads spec.promotionWindows; an error names the window's field.
-func Windows(spec *promotionv1alpha1.StageSpec) ([]schedule.Window, error) {
-	windows := make([]schedule.Window, 0, len(spec.PromotionWindows))
-	for i, pw := range spec.PromotionWindows {
-		rule, err := schedule.ParseRule(pw.RRule)
-		if err != nil {
-			return nil, fmt.Errorf("spec.promotionWindows[%d].rrule: %w", i, err)
-		}
-		kind := schedule.Allow
-		if pw.Kind == promotionv1alpha1.Deny {
-			kind = schedule.Deny
-		}
-		w, err := schedule.NewWindow(kind, rule, pw.DTStart.Time, pw.DTEnd.Time)
-		if err != nil {
-			return nil, fmt.Errorf("spec.promotionWindows[%d]: %w", i, err)
-		}
-		windows = append(windows, w)
-	}
-	return windows, nil
 }
