@@ -64,4 +64,3 @@ func devUntilReady(bin, stateDir, limit string) (string, error) {
 	data, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(data)), err
 }
-
