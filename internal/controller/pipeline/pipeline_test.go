@@ -272,6 +272,8 @@ func TestRetentionSparesReleasesInUse(t *testing.T) {
 	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventsOf(g, ns, "web")[EventReleasesPruned]).To(ContainElement(ContainSubstring(ReleaseName("web", shas[4]))))
+		// Every deletion of a record leaves an event of its own.
+		g.Expect(eventsOf(g, ns, "web")[sreconcile.EventRecordDeleted]).To(ContainElement(HavePrefix("Release " + ReleaseName("web", shas[4]) + " (commit ")))
 	}, 10*time.Second).Should(Succeed())
 
 	// Once dev moves on, its old release goes too.

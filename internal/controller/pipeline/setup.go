@@ -16,7 +16,8 @@ import (
 // reconciled when it is created, on a new generation and on a reconcile
 // request, then every interval; status-only updates (its own) are ignored.
 // A change to one of its Releases (a stage starting or stopping to run it)
-// wakes it too, so that retention sees it.
+// wakes it too, so that retention sees it; the deletion of one leaves an
+// event on it, whoever deleted it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, kind := range []string{"Pipeline", "Release", "Promotion"} {
 		if !r.scheme.Recognizes(promotionv1alpha1.GroupVersion.WithKind(kind)) {
@@ -29,6 +30,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			sreconcile.AnnotationChanged(shared.ReconcileRequestAnnotation),
 		))).
 		Owns(&promotionv1alpha1.Release{}).
+		Watches(&promotionv1alpha1.Release{}, sreconcile.RecordDeletions(r.recorder, r.releaseDeleted)).
 		Named("pipeline").
 		Complete(r)
 }

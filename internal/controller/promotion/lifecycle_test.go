@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -45,7 +47,8 @@ func TestQueueAndWindow(t *testing.T) {
 }
 
 // TestRetention keeps the pipeline's promotionRetention finished
-// promotions of a stage, the newest.
+// promotions of a stage, the newest; each deletion leaves an event on the
+// stage.
 func TestRetention(t *testing.T) {
 	ns := newNamespace(t)
 	p := pipeline(ns, "http://127.0.0.1:9/web.git")
@@ -64,4 +67,7 @@ func TestRetention(t *testing.T) {
 		}
 		return names
 	}, time.Minute).Should(ConsistOf("p3", "p4"))
+	// Each deletion of a record leaves an event, on the stage.
+	NewWithT(t).Eventually(func(g Gomega) []string { return eventReasons(g, ns, "Stage", "prod") }, time.Minute).
+		Should(ContainElement(sreconcile.EventRecordDeleted))
 }

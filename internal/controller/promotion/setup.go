@@ -3,6 +3,8 @@ package promotion
 import (
 	"context"
 
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,7 +35,9 @@ const StackIndex = "promotion.status.stacks.name"
 // change of its Stage (a freeze lifted, windows changed); while it runs, a
 // change of one of its Stacks; a change of the preview Workspaces and
 // Updates and the verification Jobs it owns; and the end of one of its
-// HTTP measurements. stage.SetupIndexes must have run.
+// HTTP measurements. The deletion of a Promotion leaves an event on its
+// Stage, that of an Approval on its Promotion. stage.SetupIndexes must
+// have run.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &promotionv1alpha1.Promotion{}, StackIndex, func(obj client.Object) []string {
 		p, ok := obj.(*promotionv1alpha1.Promotion)
@@ -62,6 +66,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			return r.unfinished(ctx, obj.GetNamespace(), StackIndex, obj.GetName())
 		})).
 		Watches(&promotionv1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(promotionOfApproval)).
+		Watches(&promotionv1alpha1.Promotion{}, sreconcile.RecordDeletions(r.Recorder, r.promotionDeleted)).
+		Watches(&promotionv1alpha1.Approval{}, sreconcile.RecordDeletions(r.Recorder, r.approvalDeleted)).
 		Owns(&autov1alpha1.Workspace{}).
 		Owns(&autov1alpha1.Update{}).
 		Owns(&batchv1.Job{}).
