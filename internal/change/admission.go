@@ -89,6 +89,25 @@ type AdmissionGuard struct {
 	bindings []admissionv1.ValidatingAdmissionPolicyBinding
 }
 
+// ReasonAdmissionPolicies is the reason of the wait of a gated stage, and
+// of a promotion into one, while the policies are not in force.
+const ReasonAdmissionPolicies = "AdmissionPoliciesNotInForce"
+
+// HoldRecheck is how often something the guard holds looks again.
+const HoldRecheck = 15 * time.Second
+
+// Holds reports whether the guard holds promotions into st: st is gated
+// and the policies are not in force (err then says why). A failure to
+// read them is returned with held false, to be retried. A nil guard holds
+// nothing.
+func (g *AdmissionGuard) Holds(ctx context.Context, st *promotionv1alpha1.Stage) (held bool, err error) {
+	if g == nil || !Gated(st) {
+		return false, nil
+	}
+	err = g.Check(ctx)
+	return errors.Is(err, ErrAdmissionPolicies), err
+}
+
 // ErrAdmissionPolicies is the error Check wraps when a policy or binding
 // is missing or altered.
 var ErrAdmissionPolicies = errors.New("the admission policies that hold the gates are not in force")

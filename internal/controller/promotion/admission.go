@@ -2,19 +2,10 @@ package promotion
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
-
-// ReasonAdmissionPolicies is the reason of the wait of a promotion into a
-// gated stage while the admission policies are not in force.
-const ReasonAdmissionPolicies = "AdmissionPoliciesNotInForce"
-
-// admissionWait is how often a promotion held by the guard looks again.
-const admissionWait = 15 * time.Second
 
 // reconcileAdmission fails closed: a Pending promotion into a gated stage
 // (change.Gated) waits while the admission policies that keep approvals
@@ -22,15 +13,14 @@ const admissionWait = 15 * time.Second
 // without them an approval or a record could be forged. It says so in the
 // promotion's message; the Stage says the same.
 func (s *session) reconcileAdmission(ctx context.Context) (sreconcile.Result, error) {
-	if !s.pending() || s.r.Admission == nil || !change.Gated(s.stage) {
+	if !s.pending() {
 		return sreconcile.ResultEmpty, nil
 	}
-	err := s.r.Admission.Check(ctx)
-	switch {
-	case errors.Is(err, change.ErrAdmissionPolicies):
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonAdmissionPolicies, err, admissionWait)
+	switch held, err := s.r.Admission.Holds(ctx, s.stage); {
+	case held:
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(change.ReasonAdmissionPolicies, err, change.HoldRecheck)
 	case err != nil:
-		return sreconcile.ResultEmpty, sreconcile.NewGeneric(ReasonAdmissionPolicies, err)
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric(change.ReasonAdmissionPolicies, err)
 	}
 	return sreconcile.ResultEmpty, nil
 }

@@ -2,19 +2,10 @@ package stage
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
-
-// ReasonAdmissionPolicies is the reason of a gated stage that waits, and
-// in time stalls, while the admission policies are not in force.
-const ReasonAdmissionPolicies = "AdmissionPoliciesNotInForce"
-
-// admissionWait is how often such a stage looks again.
-const admissionWait = 15 * time.Second
 
 // reconcileAdmission makes a gated stage (change.Gated) say, in its
 // status and so on the dashboard, that nothing is promoted into it while
@@ -22,15 +13,11 @@ const admissionWait = 15 * time.Second
 // for automatic promotions meanwhile. The wait becomes a stall after
 // StallAfter: only an administrator can install the policies again.
 func (s *session) reconcileAdmission(ctx context.Context) (sreconcile.Result, error) {
-	if s.r.Admission == nil || !change.Gated(s.stage) {
-		return sreconcile.ResultEmpty, nil
-	}
-	err := s.r.Admission.Check(ctx)
-	switch {
-	case errors.Is(err, change.ErrAdmissionPolicies):
-		return sreconcile.ResultEmpty, &sreconcile.Waiting{Reason: ReasonAdmissionPolicies, Err: err, RequeueAfter: admissionWait, Bounded: true}
+	switch held, err := s.r.Admission.Holds(ctx, s.stage); {
+	case held:
+		return sreconcile.ResultEmpty, &sreconcile.Waiting{Reason: change.ReasonAdmissionPolicies, Err: err, RequeueAfter: change.HoldRecheck, Bounded: true}
 	case err != nil:
-		return sreconcile.ResultEmpty, sreconcile.NewGeneric(ReasonAdmissionPolicies, err)
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric(change.ReasonAdmissionPolicies, err)
 	}
 	return sreconcile.ResultEmpty, nil
 }
