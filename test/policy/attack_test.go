@@ -203,24 +203,36 @@ func TestAttackStackConsent(t *testing.T) {
 	unchanged(t, &pulumiv1.Stack{}, prod)
 
 	// Giving consent to a stage needs govern on it too, on a new Stack.
-	sneaky := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "sneaky", Annotations: map[string]string{key: "prod"}},
-		Spec: shared.StackSpec{Stack: "sneaky", GitSource: &shared.GitSource{ProjectRepo: "https://git.example.invalid/web.git", Branch: "main"}}}
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	pinned := func(name string) *pulumiv1.Stack {
+		return &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+			Spec: shared.StackSpec{Stack: name, GitSource: &shared.GitSource{ProjectRepo: "https://git.example.invalid/web.git", Commit: sha}}}
+	}
+	sneaky := pinned("sneaky")
+	sneaky.Annotations = map[string]string{key: "prod"}
 	g.Expect(mallory.Create(ctx, sneaky)).To(MatchError(ContainSubstring("binding Stack sneaky to a stage")))
 
 	// An ungoverned Stack is its editors' own.
-	free := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "free"},
-		Spec: shared.StackSpec{Stack: "free", GitSource: &shared.GitSource{ProjectRepo: "https://git.example.invalid/web.git", Branch: "main"}}}
+	free := pinned("free")
 	g.Expect(mallory.Create(ctx, free)).To(Succeed())
-	g.Expect(mallory.Patch(ctx, free, mergePatch(t, map[string]any{"spec": map[string]any{"branch": "next"}}))).To(Succeed())
+	g.Expect(mallory.Patch(ctx, free, mergePatch(t, map[string]any{"spec": map[string]any{"commit": nil, "branch": "next"}}))).To(Succeed())
+
+	// A Stack that follows a branch cannot be governed, not even by a
+	// governor: whoever pushes to the branch would deploy.
+	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), annotate("dev"))).To(MatchError(ContainSubstring(
+		"spec: Stack free names stage dev in promotion.stackyard.dev/authorized-stage, so it must pin spec.commit of spec.projectRepo")))
 	g.Expect(mallory.Delete(ctx, free)).To(Succeed())
 
-	// The governor of dev binds a Stack to dev, and may then edit it.
-	free.ResourceVersion = ""
+	// The governor of dev binds a pinned Stack to dev, and may then edit
+	// it; nobody else may, and nobody may make it follow a branch.
+	free = pinned("free")
 	g.Expect(env.Client.Create(ctx, free.DeepCopy())).To(Succeed())
 	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), annotate("dev"))).To(Succeed())
-	g.Expect(mallory.Patch(ctx, free.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"branch": "main"}}))).
-		To(MatchError(ContainSubstring("Stack free is governed by stage dev")))
-	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"branch": "main"}}))).To(Succeed())
+	other := map[string]any{"spec": map[string]any{"commit": "fedcba9876543210fedcba9876543210fedcba98"}}
+	g.Expect(mallory.Patch(ctx, free.DeepCopy(), mergePatch(t, other))).To(MatchError(ContainSubstring("Stack free is governed by stage dev")))
+	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), mergePatch(t, other))).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, free.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"commit": nil, "branch": "main"}}))).
+		To(MatchError(ContainSubstring("must pin spec.commit")), "not even an administrator")
 }
 
 // TestAttackRecords: Releases, and the status of Promotions, Stages and

@@ -6,7 +6,9 @@ package v1alpha1
 // deploys a Stack only when the Stage lists it in spec.stacks and the Stack
 // names the Stage here. Setting, changing or removing the annotation needs
 // the verb "govern" on each stage it names (config/policy), so one value
-// means one owner: two stages can never both deploy a Stack.
+// means one owner: two stages can never both deploy a Stack. A Stack that
+// names a stage must pin spec.commit of spec.projectRepo (no branch,
+// Program or Flux source), so that only a promotion moves what it deploys.
 const AuthorizedStageAnnotation = "promotion.stackyard.dev/authorized-stage"
 
 // Verbs beyond Kubernetes' own that the admission policies in

@@ -28,8 +28,11 @@ const (
 // field, and no Stack is changed.
 func TestBadInput(t *testing.T) {
 	idle := func(ns, name string) *pulumiv1.Stack {
-		// A Stack without a source stalls at once and runs nothing.
-		return &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: shared.StackSpec{Stack: "dev"}}
+		// A Stack pinned to a commit of a repository nobody serves runs
+		// nothing (a governed Stack must pin a commit).
+		return &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: shared.StackSpec{
+			Stack: "dev", GitSource: &shared.GitSource{ProjectRepo: "http://127.0.0.1:9/web.git", Commit: "00000000000000000000000000000000000000aa"},
+		}}
 	}
 	withSource := func(s *pulumiv1.Stack, src *shared.GitSource, program *shared.ProgramReference) *pulumiv1.Stack {
 		s.Spec.GitSource, s.Spec.ProgramRef = src, program
@@ -94,7 +97,8 @@ func TestBadInput(t *testing.T) {
 				stage(ns, "prod", []string{"web"}, nil), askFor(ns, "p", "prod", "r1", false),
 			}
 		},
-		promotion: "p", phase: promotionv1alpha1.PromotionFailed, message: `Stack "web" tracks spec.branch "main", which a commit cannot be pinned beside: pin spec.commit`,
+		// A governed Stack must pin a commit: refused at admission.
+		refused: `spec: Stack web names stage prod in promotion.stackyard.dev/authorized-stage, so it must pin spec.commit of spec.projectRepo`,
 	}, {
 		name: "a Program-backed Stack",
 		objects: func(ns string) []client.Object {
@@ -103,7 +107,7 @@ func TestBadInput(t *testing.T) {
 				stage(ns, "prod", []string{"web"}, nil), askFor(ns, "p", "prod", "r1", false),
 			}
 		},
-		promotion: "p", phase: promotionv1alpha1.PromotionFailed, message: `Stack "web" deploys Program "site" (spec.programRef): promoting a Program-backed Stack is not supported yet`,
+		refused: `spec: Stack web names stage prod in promotion.stackyard.dev/authorized-stage, so it must pin spec.commit of spec.projectRepo`,
 	}, {
 		name:       "a stage of a pipeline that does not exist",
 		noPipeline: true,

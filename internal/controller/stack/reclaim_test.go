@@ -16,6 +16,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/test/gitserver"
 )
 
 // TestWorkspaceReclaimDelete keeps a Workspace only while an update runs:
@@ -51,7 +52,13 @@ func TestWorkspaceReclaimDelete(t *testing.T) {
 func TestGovernedWorkspace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s, target := programStack(t, "governed", nil)
+	// A governed Stack pins a commit (config/policy/stack-governance.yaml).
+	s, target := newFileStack(t, "governed", webProgram)
+	repo := gitserver.New(t).CreateRepo("governed")
+	sha := repo.Commit("main", map[string]string{"Pulumi.yaml": webProgram(target)})
+	s.Spec.GitSource = &shared.GitSource{ProjectRepo: repo.URL, Commit: sha}
+	s.Spec.Config = config("governed")
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 	ns := s.Namespace
 	waitStack(t, ns, "governed", opTimeout, ready)
 	patch := []byte(`{"metadata":{"annotations":{"` + promotionv1alpha1.AuthorizedStageAnnotation + `":"prod"}}}`)
@@ -68,5 +75,5 @@ func TestGovernedWorkspace(t *testing.T) {
 	}, opTimeout, 250*time.Millisecond).Should(Succeed())
 	g.Expect(destroy.Status.Message).To(ContainSubstring("which stage prod governs"))
 	g.Expect(destroy.Status.StartTime.IsZero()).To(BeTrue(), "the operation must never have started")
-	g.Expect(readFile(g, target)).To(Equal("from a Program"), "the resource must still be there")
+	g.Expect(readFile(g, target)).To(Equal("governed"), "the resource must still be there")
 }
