@@ -226,7 +226,7 @@ func sameRules(want, live []admissionv1.NamedRuleWithOperations) bool {
 			if r.Scope != nil {
 				scope = *r.Scope
 			}
-			keys = append(keys, fmt.Sprintf("%v|%v|%v|%v|%v|%s|%v", r.ResourceNames, r.Operations, r.APIGroups, r.APIVersions, r.Resources, scope, ""))
+			keys = append(keys, fmt.Sprintf("%v|%v|%v|%v|%v|%s", r.ResourceNames, r.Operations, r.APIGroups, r.APIVersions, r.Resources, scope))
 		}
 		slices.Sort(keys)
 		return keys

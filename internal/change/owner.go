@@ -1,7 +1,6 @@
 package change
 
 import (
-	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,35 +24,12 @@ func AuthorizedStage(stackAnnotations map[string]string) string {
 	return stackAnnotations[promotionv1alpha1.AuthorizedStageAnnotation]
 }
 
-// Binds reports whether the stage lists the Stack named stack in
-// spec.stacks.
-func Binds(st *promotionv1alpha1.Stage, stack string) bool {
-	return slices.ContainsFunc(st.Spec.Stacks, func(b promotionv1alpha1.StackBinding) bool { return b.Name == stack })
-}
-
-// Owns reports whether the stage deploys the Stack named stack, whose
-// annotations are given: the stage lists it, the Stack consents to it
-// (AuthorizedStageAnnotation), and the stage is neither preview-only (it
-// never changes a Stack) nor being deleted.
-func Owns(st *promotionv1alpha1.Stage, stack string, stackAnnotations map[string]string) bool {
-	return Binds(st, stack) && AuthorizedStage(stackAnnotations) == st.Name &&
-		!st.Spec.PreviewOnly && st.DeletionTimestamp.IsZero()
-}
-
-// OwnerOf returns, of stages, the one that deploys the Stack named stack
-// with these annotations (see Owns), or nil. There is at most one: the
-// Stack names a single stage.
-func OwnerOf(stages []promotionv1alpha1.Stage, stack string, stackAnnotations map[string]string) *promotionv1alpha1.Stage {
-	for i := range stages {
-		if Owns(&stages[i], stack, stackAnnotations) {
-			return &stages[i]
-		}
-	}
-	return nil
-}
-
-// Unauthorized explains why stage, which lists the Stack, may not deploy
-// it, or "" when it may: the message a stage's status shows.
+// Unauthorized is the rule of ownership: it explains why stage, which lists
+// the Stack, may not deploy it, or "" when it may (the Stack names that
+// stage in AuthorizedStageAnnotation; one annotation, so one stage). The
+// Stage and Promotion controllers and the dashboard all ask it; a
+// preview-only stage changes no Stack and needs no consent, so they do
+// not ask it for one.
 func Unauthorized(stage string, stack string, stackAnnotations map[string]string) string {
 	switch got := AuthorizedStage(stackAnnotations); got {
 	case stage:

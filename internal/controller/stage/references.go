@@ -20,7 +20,8 @@ import (
 // reconcileReferences checks what the spec names: the Pipeline, each
 // upstream Stage (of the same pipeline, without a cycle back to this one),
 // the promotion windows, and each Stack (and, unless the stage only
-// previews, that the Stack consents to be deployed by it). Something that may still appear is waited for; a conflict only a
+// previews, that the Stack consents to be deployed by it). Something that
+// may still appear is waited for; a conflict only a
 // person can settle stalls the stage, and is reported before any wait, so
 // that a stage both waiting and wrong says what a person must fix.
 func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, error) {

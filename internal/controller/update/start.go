@@ -7,9 +7,6 @@ import (
 	"strings"
 	"time"
 
-	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/change"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
