@@ -161,6 +161,9 @@ type ChangeSummary struct {
 type ResourceChange struct {
 	// URN is the resource's URN.
 	URN string `json:"urn"`
+	// Type is the resource's type token, e.g. aws:rds/instance:Instance.
+	// +optional
+	Type string `json:"type,omitempty"`
 	// Op is create, update, replace or delete.
 	Op string `json:"op"`
 	// Properties names the changed properties (names only, never values).
@@ -190,6 +193,74 @@ type StackPreview struct {
 	// +optional
 	Plan string `json:"plan,omitempty"`
 	// Message says how the preview ended.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Inputs is a digest of what the Stack's update reads apart from the
+	// commit (its spec and the versions of the Secrets and ConfigMaps it
+	// reads) when the preview started. When it no longer matches, the
+	// Stack is previewed again before anyone is asked to approve, so that
+	// the plan approved is the plan that runs.
+	// +optional
+	Inputs string `json:"inputs,omitempty"`
+	// Round counts the previews of this Stack in the promotion: 1, then
+	// one more each time its inputs changed before the start.
+	// +optional
+	Round int32 `json:"round,omitempty"`
+	// Source is the code the promotion brings to the Stack: the commits
+	// between the one it runs and the release's, and the files changed
+	// under its repoDir.
+	// +optional
+	Source *SourceChange `json:"source,omitempty"`
+}
+
+// CommitInfo is one commit of a release's history.
+type CommitInfo struct {
+	// SHA is the full commit SHA.
+	SHA string `json:"sha"`
+	// Subject is the first line of the commit message.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Subject string `json:"subject,omitempty"`
+	// Author is "Name <email>".
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Author string `json:"author,omitempty"`
+	// Time is the commit's author time.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// SourceChange is the code between the commit a Stack runs and the one a
+// promotion brings.
+type SourceChange struct {
+	// From is the commit the Stack ran when the promotion previewed it;
+	// empty for a Stack that never ran one.
+	// +optional
+	From string `json:"from,omitempty"`
+	// To is the release's commit.
+	To string `json:"to"`
+	// Reverse says that To is an ancestor of From: the promotion takes
+	// the commits listed back out (a rollback).
+	// +optional
+	Reverse bool `json:"reverse,omitempty"`
+	// Commits are the commits between From and To, newest first, at most
+	// 50; CommitCount says how many there are in all.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	Commits []CommitInfo `json:"commits,omitempty"`
+	// CommitCount is the number of commits between From and To.
+	// +optional
+	CommitCount int32 `json:"commitCount,omitempty"`
+	// Paths are the files changed under the Stack's repoDir, relative to
+	// the repository's root, at most 200; PathCount says how many there
+	// are in all.
+	// +optional
+	// +kubebuilder:validation:MaxItems=200
+	Paths []string `json:"paths,omitempty"`
+	// PathCount is the number of files changed under repoDir.
+	// +optional
+	PathCount int32 `json:"pathCount,omitempty"`
+	// Message says why the history could not be read, when it could not.
 	// +optional
 	Message string `json:"message,omitempty"`
 }

@@ -442,7 +442,7 @@ func summarize(upd *autov1alpha1.Update) (*promotionv1alpha1.ChangeSummary, []pr
 		if len(changes) == maxPreviewChanges {
 			break
 		}
-		changes = append(changes, promotionv1alpha1.ResourceChange{URN: rc.URN, Op: op, Properties: rc.Properties})
+		changes = append(changes, promotionv1alpha1.ResourceChange{URN: rc.URN, Type: rc.Type, Op: op, Properties: rc.Properties})
 	}
 	return sum, changes
 }
