@@ -3,6 +3,7 @@ package change
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -20,6 +21,23 @@ const (
 	PlanCommitAnnotation = "promotion.stackyard.dev/plan-commit"
 )
 
+// pinRequestPrefix begins the reconcile request (the Stack's
+// pulumi.com/reconciliation-request annotation) a promotion pins a Stack
+// with.
+const pinRequestPrefix = "promotion/"
+
+// PinRequest is the reconcile request a promotion pins its Stacks with:
+// its name and UID, so that no other promotion's, not even one of the same
+// name, is taken for it. Setting it makes the Stack run its next up even
+// when nothing else changed (the same release promoted again).
+func PinRequest(promotionName, uid string) string {
+	return pinRequestPrefix + promotionName + "/" + uid
+}
+
+// IsPinRequest reports whether a reconcile request is one a promotion
+// set.
+func IsPinRequest(request string) bool { return strings.HasPrefix(request, pinRequestPrefix) }
+
 // maxPreviewName keeps a preview Workspace's name short enough for what a
 // runtime derives from it (the kubernetes runtime's StatefulSet
 // "<name>-workspace", whose pods' revision label adds 11 more characters
@@ -27,16 +45,23 @@ const (
 const maxPreviewName = 42
 
 // PreviewName is the name of the Workspace, and of the first Update, that
-// previews the Stack stackName for the promotion promotionName:
+// previews the Stack stackName for the promotion promotionName, in its
+// round-th preview (a Stack is previewed again when its inputs change
+// before the promotion starts). The first round's is
 // "<promotion>-<stack>", or, when that is longer than 42 characters, its
-// beginning and a digest of the whole.
-func PreviewName(promotionName, stackName string) string {
+// beginning and a digest of the whole; a later round's always ends in a
+// digest that includes the round, so that no round's name is another's.
+func PreviewName(promotionName, stackName string, round int32) string {
 	name := promotionName + "-" + stackName
-	if len(name) <= maxPreviewName {
+	if round <= 1 && len(name) <= maxPreviewName {
 		return name
 	}
-	sum := sha256.Sum256([]byte(promotionName + "\x00" + stackName))
-	prefix := strings.TrimRight(name[:maxPreviewName-9], "-.")
+	key := promotionName + "\x00" + stackName
+	if round > 1 {
+		key += "\x00" + strconv.Itoa(int(round))
+	}
+	sum := sha256.Sum256([]byte(key))
+	prefix := strings.TrimRight(name[:min(len(name), maxPreviewName-9)], "-.")
 	return prefix + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
@@ -46,7 +71,8 @@ func PreviewName(promotionName, stackName string) string {
 const planSecretSuffix = ".plan"
 
 // PlanSecretName is the name of the promotion's Secret holding the plan of
-// its preview of the Stack stackName: PreviewName's, with ".plan".
-func PlanSecretName(promotionName, stackName string) string {
-	return PreviewName(promotionName, stackName) + planSecretSuffix
+// the round-th preview of the Stack stackName: PreviewName's, with
+// ".plan".
+func PlanSecretName(promotionName, stackName string, round int32) string {
+	return PreviewName(promotionName, stackName, round) + planSecretSuffix
 }

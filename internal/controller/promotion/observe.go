@@ -41,15 +41,23 @@ const (
 // generation, or its update of commit for its generation failed for a
 // reason the Stack counts (an interrupted update is run again, and waited
 // for). What happened before the pin (another generation) does not count.
-func Observe(stack *pulumiv1.Stack, commit string) (StackState, string) {
+// With a request (the reconcile request the pin set, PinRequest), what
+// the Stack did before it handled that request does not count either: a
+// pin that changes only the plan annotations leaves the generation as it
+// was, and a stall or failure of the previous promotion is not this one's.
+func Observe(stack *pulumiv1.Stack, commit, request string) (StackState, string) {
 	st := &stack.Status
 	if stack.Spec.Commit != commit {
 		return StackDeploying, "waiting for the pin to be seen"
 	}
-	if c := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == stack.Generation {
+	handled := request == "" || st.ObservedReconcileRequest == request
+	ranFor := func(lu *shared.StackUpdateState) bool {
+		return lu.Generation == stack.Generation && (request == "" || lu.ReconcileRequest == request)
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, sreconcile.StalledCondition); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == stack.Generation && handled {
 		return StackFailed, "stalled: " + c.Message
 	}
-	if lu := st.LastUpdate; lu != nil && lu.State == shared.FailedStackStateMessage && lu.LastAttemptedCommit == commit && lu.Generation == stack.Generation {
+	if lu := st.LastUpdate; lu != nil && lu.State == shared.FailedStackStateMessage && lu.LastAttemptedCommit == commit && ranFor(lu) {
 		if reason := historyReason(stack, lu.Name); stackctl.NotCounted(stack, reason) {
 			// The operator stopped under it, or it met a conflict the
 			// Stack retries: not the release's failure.
@@ -57,11 +65,15 @@ func Observe(stack *pulumiv1.Stack, commit string) (StackState, string) {
 		}
 		return StackFailed, fmt.Sprintf("update %s failed: %s", lu.Name, lu.Message)
 	}
-	if sreconcile.IsReady(st.Conditions) && st.ObservedGeneration == stack.Generation && st.LastUpdate != nil && st.LastUpdate.LastSuccessfulCommit == commit {
-		return StackDeployed, st.LastUpdate.Message
+	if lu := st.LastUpdate; sreconcile.IsReady(st.Conditions) && st.ObservedGeneration == stack.Generation && handled &&
+		lu != nil && lu.LastSuccessfulCommit == commit && ranFor(lu) {
+		return StackDeployed, lu.Message
 	}
 	if c := apimeta.FindStatusCondition(st.Conditions, sreconcile.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue {
 		return StackDeploying, c.Message
+	}
+	if !handled {
+		return StackDeploying, "waiting for the operator to handle the promotion's reconcile request"
 	}
 	return StackDeploying, fmt.Sprintf("waiting for the operator to handle generation %d", stack.Generation)
 }
@@ -96,7 +108,7 @@ func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) 
 			s.outcome, s.message = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %q was deleted", ps.Name)
 			return sreconcile.ResultEmpty, nil
 		}
-		state, msg := Observe(stack, ps.Commit)
+		state, msg := Observe(stack, ps.Commit, PinRequest(s.p))
 		if state != StackDeploying && stack.Status.LastUpdate != nil {
 			ps.Update, ps.Message = stack.Status.LastUpdate.Name, sreconcile.Truncate(msg, maxMessage)
 		}

@@ -9,7 +9,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -35,11 +37,12 @@ func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
 			s.outcome, s.message = promotionv1alpha1.PromotionFailed, err.Error()
 			return sreconcile.ResultEmpty, nil
 		}
-		plan := s.planOf(ps.Name)
-		if stack.Spec.Commit == ps.Commit && pinnedWithPlan(stack.Annotations, plan, ps.Commit) {
+		plan, request := s.planOf(ps.Name), PinRequest(s.p)
+		if stack.Spec.Commit == ps.Commit && pinnedWithPlan(stack.Annotations, plan, ps.Commit) &&
+			(stack.Annotations[shared.ReconcileRequestAnnotation] == request || stack.Status.ObservedReconcileRequest == request) {
 			continue
 		}
-		err = s.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(PinConfiguration(s.p.Namespace, ps.Name, ps.Commit, plan)),
+		err = s.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(PinConfiguration(s.p.Namespace, ps.Name, ps.Commit, plan, request)),
 			client.FieldOwner(FieldManager), client.ForceOwnership)
 		switch {
 		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
@@ -52,17 +55,31 @@ func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
 	return sreconcile.ResultEmpty, nil
 }
 
+// PinRequest is the reconcile request with which promotion p pins its
+// Stacks (change.PinRequest).
+func PinRequest(p *promotionv1alpha1.Promotion) string { return change.PinRequest(p.Name, string(p.UID)) }
+
 // PinConfiguration is the server-side apply configuration that pins the
 // Stack namespace/name to commit: apiVersion, kind, name, namespace and
-// spec.commit and, with a plan (the name of the promotion's plan Secret
-// for the Stack), the annotations that hold the Stack's next up of commit
-// to it (stack.PlanAnnotation, stack.PlanCommitAnnotation); nothing else,
-// so that the field manager FieldManager owns those fields only. Setting
-// them in one apply means no up of commit can start without its plan.
-func PinConfiguration(namespace, name, commit, plan string) *unstructured.Unstructured {
+// spec.commit; with a plan (the name of the promotion's plan Secret for
+// the Stack), the annotations that hold the Stack's next up of commit to
+// it (change.PlanAnnotation, change.PlanCommitAnnotation); and, with a
+// request, the reconcile request that makes the Stack run that up even
+// when nothing else changes (promoting the same release again, after a
+// failure that stalled the Stack). Nothing else, so that the field manager
+// FieldManager owns those fields only. Setting them in one apply means no
+// up of commit can start without its plan.
+func PinConfiguration(namespace, name, commit, plan, request string) *unstructured.Unstructured {
 	metadata := map[string]any{"name": name, "namespace": namespace}
-	if a := planAnnotations(plan, commit); a != nil {
-		metadata["annotations"] = a
+	annotations := planAnnotations(plan, commit)
+	if request != "" {
+		if annotations == nil {
+			annotations = map[string]any{}
+		}
+		annotations[shared.ReconcileRequestAnnotation] = request
+	}
+	if annotations != nil {
+		metadata["annotations"] = annotations
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": pulumiv1.GroupVersion.String(),

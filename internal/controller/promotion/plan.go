@@ -27,13 +27,13 @@ import (
 //
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
 
-// copyPlan copies the plan the successful preview Update upd saved into a
-// Secret owned by the promotion, which outlives the Update (its
+// copyPlan copies the plan the successful preview Update upd saved, and
+// its value diff, into a Secret owned by the promotion, which outlives the Update (its
 // ttlAfterCompleted deletes it, and its plan Secret with it), and returns
 // the copy's name. A preview that saved no plan is a failure of the
 // preview, returned as failure.
-func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackName string) (name, failure string, err error) {
-	name = change.PlanSecretName(s.p.Name, stackName)
+func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackName string, round int32) (name, failure string, err error) {
+	name = change.PlanSecretName(s.p.Name, stackName, round)
 	copied, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", name, &corev1.Secret{})
 	switch {
 	case err != nil:
@@ -64,6 +64,9 @@ func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackN
 		Immutable: ptr.To(true),
 		Type:      corev1.SecretTypeOpaque,
 		Data:      map[string][]byte{autov1alpha1.PlanKey: saved.Data[autov1alpha1.PlanKey]},
+	}
+	if diff := saved.Data[autov1alpha1.DiffKey]; len(diff) > 0 {
+		plan.Data[autov1alpha1.DiffKey] = diff
 	}
 	return name, "", s.createOwned(ctx, plan)
 }

@@ -76,20 +76,46 @@ func (s *session) planDigest(ctx context.Context) (string, error) {
 			inputs = append(inputs, planInput{Name: "Stack/" + b.Name})
 			continue
 		}
-		inputs = append(inputs, planInput{Name: "Stack/" + b.Name, Value: inputsOf(&stack.Spec)})
-		for _, ref := range referencedObjects(&stack.Spec) {
-			version, err := s.resourceVersion(ctx, ref)
-			if err != nil {
-				return "", err
-			}
-			inputs = append(inputs, planInput{Name: ref.kind + "/" + ref.name, Value: version})
+		own, err := s.stackInputs(ctx, stack)
+		if err != nil {
+			return "", err
 		}
+		inputs = append(inputs, own...)
 	}
 	plans, err := s.planInputs(ctx)
 	if err != nil {
 		return "", err
 	}
-	inputs = append(inputs, plans...)
+	return digestOf(append(inputs, plans...))
+}
+
+// stackInputs are the inputs of one Stack: the fields of its spec that
+// decide what an update does, and the resourceVersion of every Secret and
+// ConfigMap it reads, read live.
+func (s *session) stackInputs(ctx context.Context, stack *pulumiv1.Stack) ([]planInput, error) {
+	inputs := []planInput{{Name: "Stack/" + stack.Name, Value: inputsOf(&stack.Spec)}}
+	for _, ref := range referencedObjects(&stack.Spec) {
+		version, err := s.resourceVersion(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		inputs = append(inputs, planInput{Name: ref.kind + "/" + ref.name, Value: version})
+	}
+	return inputs, nil
+}
+
+// stackDigest is the digest of stackInputs: what a preview of the Stack
+// records, and compares before the promotion starts.
+func (s *session) stackDigest(ctx context.Context, stack *pulumiv1.Stack) (string, error) {
+	inputs, err := s.stackInputs(ctx, stack)
+	if err != nil {
+		return "", err
+	}
+	return digestOf(inputs)
+}
+
+// digestOf is a sha256 over inputs, in order.
+func digestOf(inputs []planInput) (string, error) {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	for _, in := range inputs {

@@ -199,10 +199,17 @@ func mergePreview(previews []promotionv1alpha1.StackPreview, pv promotionv1alpha
 // failure, why it failed. An interrupted or conflicting preview is
 // started again, up to maxPreviewAttempts times.
 func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *promotionv1alpha1.StackPreview) (failure string, err error) {
-	name := change.PreviewName(s.p.Name, stack.Name)
 	if pv.Update == "" {
-		pv.Update = name
+		// A new round: what the Stack reads is recorded before its
+		// Workspace is made from it, so that a change from here on is
+		// seen (reconcileInputs).
+		pv.Round = max(pv.Round, 1)
+		if pv.Inputs, err = s.stackDigest(ctx, stack); err != nil {
+			return "", err
+		}
+		pv.Update = change.PreviewName(s.p.Name, stack.Name, pv.Round)
 	}
+	name := change.PreviewName(s.p.Name, stack.Name, pv.Round)
 	ws, err := s.ensurePreviewWorkspace(ctx, stack, name)
 	if err != nil {
 		return failureOf(err)
@@ -210,6 +217,14 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 	upd, err := s.ensurePreviewUpdate(ctx, stack, name, pv.Update)
 	if err != nil {
 		return failureOf(err)
+	}
+	// One made by someone else before the promotion got to it would show
+	// the approvers its outcome as the release's.
+	if ws != nil && !metav1.IsControlledBy(ws, s.p) {
+		return foreignPreview("Workspace", ws.Name, stack.Name), nil
+	}
+	if upd != nil && !metav1.IsControlledBy(upd, s.p) {
+		return foreignPreview("Update", upd.Name, stack.Name), nil
 	}
 	if upd == nil || !upd.Status.IsComplete() {
 		// A Workspace that cannot be set up (the commit cannot be
@@ -231,7 +246,7 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		pv.Message = sreconcile.Truncate(fmt.Sprintf("%s: %s", f.Reason, upd.Status.Message), maxMessage)
 		return fmt.Sprintf("the preview of Stack %s failed (Update %s): %s", stack.Name, upd.Name, upd.Status.Message), nil
 	}
-	plan, failure, err := s.copyPlan(ctx, upd, stack.Name)
+	plan, failure, err := s.copyPlan(ctx, upd, stack.Name, pv.Round)
 	if failure != "" || err != nil {
 		return failure, err
 	}
@@ -239,6 +254,12 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 	pv.Summary, pv.Changes = summarize(upd)
 	pv.Message = DescribeSummary(pv.Summary)
 	return "", nil
+}
+
+// foreignPreview is the failure of a preview whose Workspace or Update
+// (kind, name) exists and is not the promotion's.
+func foreignPreview(kind, name, stackName string) string {
+	return fmt.Sprintf("%s %s, where the preview of Stack %s runs, exists and does not belong to the promotion", kind, name, stackName)
 }
 
 // workspaceStalled returns ws's Stalled condition when it is True for its

@@ -94,7 +94,7 @@ func TestPreviewBeforeUpdate(t *testing.T) {
 		g.Expect(upds).To(ConsistOf(SatisfyAll(
 			HaveField("Name", pv.Update),
 			HaveField("Spec.Type", autov1alpha1.PreviewType),
-			HaveField("Spec.WorkspaceName", change.PreviewName("to-dev", "web")),
+			HaveField("Spec.WorkspaceName", change.PreviewName("to-dev", "web", 1)),
 			HaveField("Labels", Not(HaveKey("pulumi.com/stack-name"))),
 			WithTransform(func(u autov1alpha1.Update) bool { return metav1.IsControlledBy(&u, p) }, BeTrue()),
 		)))

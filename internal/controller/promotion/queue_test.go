@@ -107,14 +107,24 @@ func TestObserve(t *testing.T) {
 		s.Status.History = []shared.UpdateRecord{{Name: name, Reason: reason}}
 		return s
 	}
+	withRequest := func(s *pulumiv1.Stack, handled string) *pulumiv1.Stack {
+		s.Status.ObservedReconcileRequest = handled
+		return s
+	}
+	ranFor := func(lu *shared.StackUpdateState, request string) *shared.StackUpdateState {
+		lu = lu.DeepCopy()
+		lu.ReconcileRequest = request
+		return lu
+	}
 	succeeded := &shared.StackUpdateState{Name: "web-up-2", Generation: 2, State: shared.SucceededStackStateMessage, LastAttemptedCommit: sha, LastSuccessfulCommit: sha, Message: "ok"}
 	failedHere := &shared.StackUpdateState{Name: "web-up-2", Generation: 2, State: shared.FailedStackStateMessage, LastAttemptedCommit: sha, LastSuccessfulCommit: old, Message: "boom"}
 	failedBefore := &shared.StackUpdateState{Name: "web-up-1", Generation: 1, State: shared.FailedStackStateMessage, LastAttemptedCommit: old, Message: "old"}
 	tests := []struct {
 		name  string
-		stack *pulumiv1.Stack
-		want  StackState
-		msg   string
+		stack   *pulumiv1.Stack
+		request string
+		want    StackState
+		msg     string
 	}{
 		{name: "the pin not seen yet", stack: stack(old, 1, 1, nil, cond("Ready", "ok", 1)), want: StackDeploying, msg: "pin"},
 		{name: "ready at the commit", stack: stack(sha, 2, 2, succeeded, cond("Ready", "ok", 2)), want: StackDeployed, msg: "ok"},
@@ -129,10 +139,24 @@ func TestObserve(t *testing.T) {
 			want: StackFailed, msg: "update web-up-2 failed: boom"},
 		{name: "stalled before the pin does not count", stack: stack(sha, 2, 1, failedBefore, cond("Stalled", "3 updates failed", 1)), want: StackDeploying},
 		{name: "stalled for this generation", stack: stack(sha, 2, 2, failedBefore, cond("Stalled", "no source", 2)), want: StackFailed, msg: "stalled: no source"},
+		// A pin that changed only annotations: the generation is the
+		// one the previous promotion failed in.
+		{name: "stalled before the promotion's request was handled", request: "promotion/b/2", stack: withRequest(stack(sha, 2, 2, failedHere, cond("Stalled", "3 updates failed", 2)), "promotion/a/1"),
+			want: StackDeploying, msg: "reconcile request"},
+		{name: "stalled after the promotion's request", request: "promotion/b/2", stack: withRequest(stack(sha, 2, 2, failedHere, cond("Stalled", "3 updates failed", 2)), "promotion/b/2"),
+			want: StackFailed, msg: "stalled: 3 updates failed"},
+		{name: "failed for another request", request: "promotion/b/2", stack: withRequest(stack(sha, 2, 2, failedHere, cond("Reconciling", "running", 2)), "promotion/b/2"),
+			want: StackDeploying, msg: "running"},
+		{name: "ready at the commit for another request", request: "promotion/b/2", stack: withRequest(stack(sha, 2, 2, succeeded, cond("Ready", "ok", 2)), ""),
+			want: StackDeploying, msg: "reconcile request"},
+		{name: "ready at the commit for the request", request: "promotion/b/2", stack: withRequest(stack(sha, 2, 2, ranFor(succeeded, "promotion/b/2"), cond("Ready", "ok", 2)), "promotion/b/2"),
+			want: StackDeployed, msg: "ok"},
+		{name: "failed for the request", request: "promotion/b/2", stack: withRequest(stack(sha, 2, 2, ranFor(failedHere, "promotion/b/2"), cond("Reconciling", "retrying", 2)), "promotion/b/2"),
+			want: StackFailed, msg: "boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, msg := Observe(tt.stack, sha)
+			got, msg := Observe(tt.stack, sha, tt.request)
 			if got != tt.want || !strings.Contains(msg, tt.msg) {
 				t.Errorf("Observe = %v %q, want %v %q", got, msg, tt.want, tt.msg)
 			}

@@ -39,6 +39,16 @@ func TestPlanFor(t *testing.T) {
 	s.Status.LastUpdate = &shared.StackUpdateState{Name: up.Name, Generation: 4, State: shared.SucceededStackStateMessage,
 		LastAttemptedCommit: "c2", LastSuccessfulCommit: "c2"}
 	g.Expect(PlanFor(s, "c2")).To(BeEmpty())
+	// The same release promoted again: the generation stays, the
+	// promotion's request holds the up to its plan until an up for that
+	// request succeeded; a person's request afterwards does not.
+	s.Annotations[shared.ReconcileRequestAnnotation] = change.PinRequest("again", "uid-2")
+	g.Expect(PlanFor(s, "c2")).To(Equal("p-plan"))
+	s.Status.LastUpdate.ReconcileRequest = change.PinRequest("again", "uid-2")
+	g.Expect(PlanFor(s, "c2")).To(BeEmpty())
+	s.Annotations[shared.ReconcileRequestAnnotation] = "by-hand"
+	g.Expect(PlanFor(s, "c2")).To(BeEmpty())
+	delete(s.Annotations, shared.ReconcileRequestAnnotation)
 
 	s.Status.LastUpdate = nil
 	s.Annotations[change.PlanAnnotation] = "p2-plan"
