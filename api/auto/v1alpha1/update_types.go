@@ -111,7 +111,10 @@ type UpdateSpec struct {
 	// Update, named in status.plan, under the key "plan". A plan holds the
 	// stack's configuration and the planned resources' inputs and outputs:
 	// secret values encrypted by the stack's secrets provider, the others
-	// in clear text. A stackyard extension; ignored by other types.
+	// in clear text. The same Secret holds, under the key "diff", the
+	// preview's value diff: each changed property's old and new value,
+	// secrets shown as "[secret]" (the JSON of package
+	// internal/valuediff). A stackyard extension; ignored by other types.
 	// +optional
 	SavePlan *bool `json:"savePlan,omitempty"`
 
@@ -130,6 +133,10 @@ type UpdateSpec struct {
 // PlanKey is the key of the update plan in the Secret status.plan and
 // spec.planSecret name.
 const PlanKey = "plan"
+
+// DiffKey is the key of the preview's value diff in the Secret status.plan
+// names.
+const DiffKey = "diff"
 
 // UpdateStatus is the observed state of an Update.
 type UpdateStatus struct {

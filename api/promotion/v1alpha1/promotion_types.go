@@ -189,7 +189,11 @@ type StackPreview struct {
 	// Plan is the promotion's Secret (key "plan") holding the update plan
 	// the preview saved. The Stack's up is held to it (`pulumi up --plan`),
 	// so that only what was previewed can happen; its digest is part of
-	// planDigest.
+	// planDigest. The same Secret holds, under the key "diff", the value
+	// diff approvers read (old and new value of every changed property,
+	// secrets as "[secret]"): who may read Secrets in the namespace may
+	// read it, and the dashboard shows it to those who may list Stacks
+	// there.
 	// +optional
 	Plan string `json:"plan,omitempty"`
 	// Message says how the preview ended.

@@ -57,7 +57,9 @@ func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
 
 // PinRequest is the reconcile request with which promotion p pins its
 // Stacks (change.PinRequest).
-func PinRequest(p *promotionv1alpha1.Promotion) string { return change.PinRequest(p.Name, string(p.UID)) }
+func PinRequest(p *promotionv1alpha1.Promotion) string {
+	return change.PinRequest(p.Name, string(p.UID))
+}
 
 // PinConfiguration is the server-side apply configuration that pins the
 // Stack namespace/name to commit: apiVersion, kind, name, namespace and

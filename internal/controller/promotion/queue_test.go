@@ -120,7 +120,7 @@ func TestObserve(t *testing.T) {
 	failedHere := &shared.StackUpdateState{Name: "web-up-2", Generation: 2, State: shared.FailedStackStateMessage, LastAttemptedCommit: sha, LastSuccessfulCommit: old, Message: "boom"}
 	failedBefore := &shared.StackUpdateState{Name: "web-up-1", Generation: 1, State: shared.FailedStackStateMessage, LastAttemptedCommit: old, Message: "old"}
 	tests := []struct {
-		name  string
+		name    string
 		stack   *pulumiv1.Stack
 		request string
 		want    StackState

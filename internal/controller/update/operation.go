@@ -102,7 +102,7 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 	}
 	var changes *changeCollector
 	if obj.Spec.Type == autov1alpha1.PreviewType {
-		changes = &changeCollector{}
+		changes = &changeCollector{values: savesPlan(obj)}
 	}
 	tail := &logTail{}
 	res, err := consume(log, stream, first, firstErr, o, changes, tail)
@@ -123,6 +123,11 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 		o.outputs = res.GetOutputs()
 		if savesPlan(obj) {
 			o.plan = res.GetPlan()
+			diff, derr := changes.encodedDiff(secrets)
+			if derr != nil {
+				log.Info("the value diff was not recorded", "error", derr.Error())
+			}
+			o.diff = diff
 		}
 		if changes != nil {
 			o.resourceChanges = changes.resources

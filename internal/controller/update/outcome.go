@@ -63,6 +63,8 @@ type outcome struct {
 	resourceChanges []autov1alpha1.ResourceChange
 	// plan is the update plan a preview with spec.savePlan saved.
 	plan []byte
+	// diff is that preview's value diff (package valuediff), encoded.
+	diff []byte
 	// logTail is the end of the operation's log, secrets masked.
 	logTail []string
 }

@@ -37,7 +37,7 @@ func savesPlan(obj *autov1alpha1.Update) bool {
 }
 
 // ensurePlanSecret creates the immutable Secret, owned by obj, holding the
-// plan o's preview saved, and returns its name; "" when there is none. A
+// plan o's preview saved, and its value diff, and returns its name; "" when there is none. A
 // failure retrying cannot fix is returned as note.
 func (r *Reconciler) ensurePlanSecret(ctx context.Context, obj *autov1alpha1.Update, o *outcome) (name, note string, err error) {
 	if len(o.plan) == 0 {
@@ -51,6 +51,9 @@ func (r *Reconciler) ensurePlanSecret(ctx context.Context, obj *autov1alpha1.Upd
 		Immutable:  ptr.To(true),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{autov1alpha1.PlanKey: o.plan},
+	}
+	if len(o.diff) > 0 {
+		s.Data[autov1alpha1.DiffKey] = o.diff
 	}
 	if err := controllerutil.SetControllerReference(obj, s, r.scheme); err != nil {
 		return "", "", fmt.Errorf("owning the plan Secret: %w", err)

@@ -1,0 +1,133 @@
+package promotion_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	"github.com/stackyard/stackyard/internal/valuediff"
+)
+
+// diffProject is a program whose releases differ, from one version to the
+// next, in a plain value (page's content), a value derived from a secret
+// (secretPage's content: the version and the secret token), a nested
+// object and array (id's keepers, which force id's replacement) and a
+// property that forces a replacement (moved's path).
+func diffProject(version string) string {
+	return fmt.Sprintf(`name: web
+runtime: yaml
+config:
+  path:
+    type: string
+  token:
+    type: string
+    secret: true
+resources:
+  page:
+    type: stackyardtest:index:File
+    properties:
+      path: ${path}
+      content: %[1]s
+  secretPage:
+    type: stackyardtest:index:File
+    properties:
+      path: ${path}.secret
+      content: %[1]s-${token}
+  id:
+    type: stackyardtest:index:Random
+    properties:
+      length: 8
+      keepers:
+        nested:
+          version: %[1]s
+          list: [1, "%[1]s"]
+  moved:
+    type: stackyardtest:index:File
+    properties:
+      path: ${path}.%[1]s
+      content: moved
+`, version)
+}
+
+// TestValueDiff previews a release that changes each kind of value, and
+// reads the value diff the promotion keeps with its plan: old → new for
+// plain values, leaf by leaf for nested ones, the replacements marked,
+// and "[secret]" on both sides of the changed secret. The secret's
+// plaintext is in no object, event or log.
+func TestValueDiff(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	repo := newProgramRepo(t)
+	c1 := repo.Commit("main", map[string]string{"Pulumi.yaml": diffProject("v1")})
+	c2 := repo.Commit("main", map[string]string{"Pulumi.yaml": diffProject("v2")})
+	const token = "diff-token-8c41e"
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-token", Namespace: ns}, StringData: map[string]string{"token": token}})
+	s, _ := gitStack(t, ns, "web", repo.URL, c1)
+	s.Spec.SecretRefs = map[string]shared.ResourceRef{"web:token": shared.NewSecretResourceRef("web-token", "token")}
+	create(t, s)
+	deployed(t, ns, "web", c1)
+
+	create(t, pipeline(ns, repo.URL))
+	create(t, release(ns, "r2", c2, time.Now()))
+	create(t, stage(ns, "prod", []string{"web"}, func(spec *promotionv1alpha1.StageSpec) {
+		spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1}
+	}))
+	create(t, askFor(ns, "to-prod", "prod", "r2", false))
+	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-prod"}}
+	waitMessage(t, p, "waiting for approval: 0 of 1")
+	g.Expect(p.Status.Previews).To(HaveLen(1))
+	g.Expect(p.Status.Previews[0].Changes).To(ContainElement(SatisfyAll(
+		HaveField("Type", "stackyardtest:index:Random"), HaveField("Op", "replace"))))
+
+	plan := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.Status.Previews[0].Plan}, plan)).To(Succeed())
+	d, err := valuediff.Decode(plan.Data[autov1alpha1.DiffKey])
+	g.Expect(err).NotTo(HaveOccurred())
+	prop := func(urnSuffix, op string) []valuediff.Property {
+		for _, r := range d.Resources {
+			if strings.HasSuffix(r.URN, urnSuffix) && r.Op == op {
+				return r.Properties
+			}
+		}
+		t.Fatalf("no %s of %s in the diff: %+v", op, urnSuffix, d)
+		return nil
+	}
+	g.Expect(prop("File::page", "update")).To(ConsistOf(valuediff.Property{Path: "content", Kind: "update", Old: `"v1"`, New: `"v2"`}))
+	g.Expect(prop("File::secretPage", "update")).To(ConsistOf(valuediff.Property{Path: "content", Kind: "update", Old: `"[secret]"`, New: `"[secret]"`}))
+	g.Expect(prop("Random::id", "replace")).To(ConsistOf(
+		valuediff.Property{Path: "keepers.nested.list[1]", Kind: "update", Old: `"v1"`, New: `"v2"`, Replaces: true},
+		valuediff.Property{Path: "keepers.nested.version", Kind: "update", Old: `"v1"`, New: `"v2"`, Replaces: true},
+	))
+	g.Expect(prop("File::moved", "replace")).To(ContainElement(SatisfyAll(
+		HaveField("Path", "path"), HaveField("Replaces", true),
+		HaveField("Old", HaveSuffix(`.v1"`)), HaveField("New", HaveSuffix(`.v2"`)))))
+
+	// The secret's plaintext is nowhere: not in the diff, the Updates, the
+	// promotion, the events or the operator's log.
+	var texts []string
+	texts = append(texts, string(plan.Data[autov1alpha1.DiffKey]), describe(p), logs.String())
+	var upds autov1alpha1.UpdateList
+	g.Expect(env.Client.List(ctx, &upds, client.InNamespace(ns))).To(Succeed())
+	for _, u := range upds.Items {
+		texts = append(texts, fmt.Sprintf("%+v", u.Status))
+	}
+	var events corev1.EventList
+	g.Expect(env.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	for _, e := range events.Items {
+		texts = append(texts, e.Message)
+	}
+	for _, text := range texts {
+		g.Expect(text).NotTo(ContainSubstring(token), "the secret leaked")
+	}
+}
