@@ -117,33 +117,13 @@ func Describe(ctx context.Context, url string, refs []string, auth *GitAuth) (ma
 // repository, and returns it with the commit each name points to (tags
 // peeled; the zero hash for a name that points to no commit).
 func fetchShallow(ctx context.Context, url string, auth *GitAuth, names []plumbing.ReferenceName, depth int) (*git.Repository, []plumbing.Hash, error) {
-	ep, err := parseGitURL(url)
-	if err != nil {
-		return nil, nil, err
-	}
-	ra, err := resolveAuth(ctx, url, ep, auth)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, w := range ra.warnings {
-		logr.FromContextOrDiscard(ctx).Info("WARNING: "+w, "url", redactURL(ra.url))
-	}
-	repo, err := git.Init(memory.NewStorage(), nil)
-	if err != nil {
-		return nil, nil, newError(ReasonInternal, FieldNone, err, "initialising a repository in memory: %v", err)
-	}
 	specs := make([]config.RefSpec, len(names))
 	for i, n := range names {
 		specs[i] = config.RefSpec("+" + n.String() + ":" + fetchedPrefix + strconv.Itoa(i))
 	}
-	remote := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{ra.url}})
-	err = remote.FetchContext(ctx, &git.FetchOptions{RefSpecs: specs, Depth: depth, Auth: ra.method, Tags: git.NoTags})
-	ra.settle(err)
-	if errors.Is(err, git.NoMatchingRefSpecError{}) {
-		return nil, nil, newError(ReasonNotFound, FieldBranch, err, "%s: %v", redactURL(ra.url), err)
-	}
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil, nil, classifyGitError(err, ra.secrets, "fetching from "+redactURL(ra.url))
+	repo, err := fetchSpecs(ctx, url, auth, specs, depth)
+	if err != nil {
+		return nil, nil, err
 	}
 	tips := make([]plumbing.Hash, len(names))
 	for i := range names {
@@ -160,6 +140,36 @@ func fetchShallow(ctx context.Context, url string, auth *GitAuth, names []plumbi
 		}
 	}
 	return repo, tips, nil
+}
+
+// fetchSpecs fetches the refspecs, depth commits deep (0: all of
+// history), into a new in-memory repository without a work tree.
+func fetchSpecs(ctx context.Context, url string, auth *GitAuth, specs []config.RefSpec, depth int) (*git.Repository, error) {
+	ep, err := parseGitURL(url)
+	if err != nil {
+		return nil, err
+	}
+	ra, err := resolveAuth(ctx, url, ep, auth)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range ra.warnings {
+		logr.FromContextOrDiscard(ctx).Info("WARNING: "+w, "url", redactURL(ra.url))
+	}
+	repo, err := git.Init(memory.NewStorage(), nil)
+	if err != nil {
+		return nil, newError(ReasonInternal, FieldNone, err, "initialising a repository in memory: %v", err)
+	}
+	remote := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{ra.url}})
+	err = remote.FetchContext(ctx, &git.FetchOptions{RefSpecs: specs, Depth: depth, Auth: ra.method, Tags: git.NoTags})
+	ra.settle(err)
+	if errors.Is(err, git.NoMatchingRefSpecError{}) {
+		return nil, newError(ReasonNotFound, FieldBranch, err, "%s: %v", redactURL(ra.url), err)
+	}
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil, classifyGitError(err, ra.secrets, "fetching from "+redactURL(ra.url))
+	}
+	return repo, nil
 }
 
 // describeCommit turns c into a Commit, with the paths it changes when its first

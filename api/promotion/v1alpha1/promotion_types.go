@@ -193,7 +193,8 @@ type StackPreview struct {
 	// diff approvers read (old and new value of every changed property,
 	// secrets as "[secret]"): who may read Secrets in the namespace may
 	// read it, and the dashboard shows it to those who may list Stacks
-	// there.
+	// there. The key "source.patch" holds the unified diff of the code
+	// (see source).
 	// +optional
 	Plan string `json:"plan,omitempty"`
 	// Message says how the preview ended.
@@ -216,6 +217,11 @@ type StackPreview struct {
 	// +optional
 	Source *SourceChange `json:"source,omitempty"`
 }
+
+// SourcePatchKey is the key, in the Secret a preview's plan names, of the
+// unified diff of the files the promotion changes under the Stack's
+// repoDir (at most 256 KiB).
+const SourcePatchKey = "source.patch"
 
 // CommitInfo is one commit of a release's history.
 type CommitInfo struct {

@@ -59,12 +59,20 @@ func (r *Reconciler) reconcileSource(ctx context.Context, s *session) (sreconcil
 // stalls once it has been missing longer than the stall bound; its values
 // never reach a message.
 func (r *Reconciler) gitAuth(ctx context.Context, p *promotionv1alpha1.Pipeline) (*source.GitAuth, error) {
+	return GitAuth(ctx, r.secrets, p)
+}
+
+// GitAuth reads the credentials of Pipeline p from the Secret
+// spec.git.secretRef names, with secrets, nil without one: the pipeline's
+// own, and the promotion's when it reads the code between two releases.
+// Errors name the field; the Secret's values never reach a message.
+func GitAuth(ctx context.Context, secrets client.Reader, p *promotionv1alpha1.Pipeline) (*source.GitAuth, error) {
 	ref := p.Spec.Git.SecretRef
 	if ref == nil || ref.Name == "" {
 		return nil, nil
 	}
 	var secret corev1.Secret
-	if err := r.secrets.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, &secret); err != nil {
+	if err := secrets.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, sreconcile.NewMissing(ReferenceNotFoundReason,
 				fmt.Errorf("spec.git.secretRef: Secret %q not found", ref.Name))

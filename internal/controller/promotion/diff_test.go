@@ -131,3 +131,55 @@ func TestValueDiff(t *testing.T) {
 		g.Expect(text).NotTo(ContainSubstring(token), "the secret leaked")
 	}
 }
+
+// TestSourceChange promotes a release of a program kept under infra/ of
+// its repository, then an older release back: each promotion records the
+// commits between what the Stack ran and the release (newest first; taken
+// out, for the way back), the files changed under the Stack's repoDir
+// (never those outside it), and keeps the unified diff with its plan.
+func TestSourceChange(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	repo := newProgramRepo(t)
+	c1 := repo.Commit("main", map[string]string{"infra/Pulumi.yaml": project("v1"), "README.md": "one"})
+	mid := repo.Commit("main", map[string]string{"README.md": "two"})
+	c2 := repo.Commit("main", map[string]string{"infra/Pulumi.yaml": project("v2")})
+	s, file := gitStack(t, ns, "web", repo.URL, c1)
+	s.Spec.GitSource.RepoDir = "infra"
+	create(t, s)
+	deployed(t, ns, "web", c1)
+	create(t, pipeline(ns, repo.URL))
+	create(t, release(ns, "r1", c1, time.Now().Add(-time.Hour)))
+	create(t, release(ns, "r2", c2, time.Now()))
+	create(t, stage(ns, "prod", []string{"web"}, nil))
+
+	patchOf := func(p *promotionv1alpha1.Promotion) string {
+		plan := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.Status.Previews[0].Plan}, plan)).To(Succeed())
+		return string(plan.Data[promotionv1alpha1.SourcePatchKey])
+	}
+	create(t, askFor(ns, "forward", "prod", "r2", false))
+	fwd := waitFinished(t, ns, "forward", opTimeout)
+	g.Expect(fwd.Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded), describe(fwd))
+	g.Expect(readFile(g, file)).To(Equal("v2"))
+	src := fwd.Status.Previews[0].Source
+	g.Expect(src).NotTo(BeNil())
+	g.Expect(src.Message).To(BeEmpty())
+	g.Expect(*src).To(SatisfyAll(
+		HaveField("From", c1), HaveField("To", c2), HaveField("Reverse", false), HaveField("CommitCount", int32(2)),
+		HaveField("Paths", ConsistOf("infra/Pulumi.yaml")), HaveField("PathCount", int32(1)),
+	))
+	g.Expect(src.Commits).To(HaveExactElements(HaveField("SHA", c2), HaveField("SHA", mid)))
+	g.Expect(src.Commits[0].Author).NotTo(BeEmpty())
+	g.Expect(src.Commits[0].Time).NotTo(BeNil())
+	g.Expect(patchOf(fwd)).To(SatisfyAll(ContainSubstring("-      content: v1"), ContainSubstring("+      content: v2"), Not(ContainSubstring("README"))))
+
+	create(t, askFor(ns, "back", "prod", "r1", false))
+	back := waitFinished(t, ns, "back", opTimeout)
+	g.Expect(back.Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded), describe(back))
+	g.Expect(readFile(g, file)).To(Equal("v1"))
+	src = back.Status.Previews[0].Source
+	g.Expect(*src).To(SatisfyAll(HaveField("From", c2), HaveField("To", c1), HaveField("Reverse", true), HaveField("CommitCount", int32(2))))
+	g.Expect(patchOf(back)).To(SatisfyAll(ContainSubstring("-      content: v2"), ContainSubstring("+      content: v1")))
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
@@ -28,11 +29,12 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
 
 // copyPlan copies the plan the successful preview Update upd saved, and
-// its value diff, into a Secret owned by the promotion, which outlives the Update (its
+// its value diff, with the patch of the code the promotion brings (key
+// promotionv1alpha1.SourcePatchKey), into a Secret owned by the promotion, which outlives the Update (its
 // ttlAfterCompleted deletes it, and its plan Secret with it), and returns
 // the copy's name. A preview that saved no plan is a failure of the
 // preview, returned as failure.
-func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackName string, round int32) (name, failure string, err error) {
+func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackName string, round int32, patch []byte) (name, failure string, err error) {
 	name = change.PlanSecretName(s.p.Name, stackName, round)
 	copied, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", name, &corev1.Secret{})
 	switch {
@@ -67,6 +69,9 @@ func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackN
 	}
 	if diff := saved.Data[autov1alpha1.DiffKey]; len(diff) > 0 {
 		plan.Data[autov1alpha1.DiffKey] = diff
+	}
+	if len(patch) > 0 {
+		plan.Data[promotionv1alpha1.SourcePatchKey] = patch
 	}
 	return name, "", s.createOwned(ctx, plan)
 }

@@ -246,11 +246,12 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		pv.Message = sreconcile.Truncate(fmt.Sprintf("%s: %s", f.Reason, upd.Status.Message), maxMessage)
 		return fmt.Sprintf("the preview of Stack %s failed (Update %s): %s", stack.Name, upd.Name, upd.Status.Message), nil
 	}
-	plan, failure, err := s.copyPlan(ctx, upd, stack.Name, pv.Round)
+	src, patch := s.compareSource(ctx, stack)
+	plan, failure, err := s.copyPlan(ctx, upd, stack.Name, pv.Round, patch)
 	if failure != "" || err != nil {
 		return failure, err
 	}
-	pv.Plan = plan
+	pv.Plan, pv.Source = plan, src
 	pv.Summary, pv.Changes = summarize(upd)
 	pv.Message = DescribeSummary(pv.Summary)
 	return "", nil
