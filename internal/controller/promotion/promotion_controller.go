@@ -98,8 +98,8 @@ type session struct {
 // Reconcile moves one Promotion along its lifecycle. The chain is:
 //
 //	reconcileRequest → reconcileQueue → reconcileWindow → reconcilePreview →
-//	reconcileApproval → startPromotion → pinStacks → observeStacks → verify →
-//	recordOutcome → garbageCollect
+//	reconcilePolicies → reconcileApproval → startPromotion → pinStacks →
+//	observeStacks → verify → recordOutcome → garbageCollect
 //
 // finish, in a defer, writes a failure being retried into status.message
 // while the promotion is not finished, patches the status once and maps
@@ -129,6 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{Name: "reconcileWindow", Run: s.reconcileWindow},
 		{Name: "reconcileAdmission", Run: s.reconcileAdmission},
 		{Name: "reconcilePreview", Run: s.reconcilePreview},
+		{Name: "reconcilePolicies", Run: s.reconcilePolicies},
 		{Name: "reconcileApproval", Run: s.reconcileApproval},
 		{Name: "startPromotion", Run: s.startPromotion},
 		{Name: "pinStacks", Run: s.pinStacks},
