@@ -11,8 +11,8 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/pipelinectl"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // pageUpdate fires when the preview updates the content of the test
