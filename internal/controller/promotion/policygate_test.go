@@ -193,3 +193,29 @@ func TestPolicyApprovals(t *testing.T) {
 	g.Expect(history[1]).To(SatisfyAll(HaveField("Policy", "page-update"), HaveField("Phase", "RequireApproval"),
 		HaveField("Message", "the page changes"), HaveField("Promotion", p.Name)))
 }
+
+// TestPolicyRefusesPreviewStage: a preview-only stage judges its previews
+// too: a Refuse rule that fires fails its promotion, so the release is not
+// verified there.
+func TestPolicyRefusesPreviewStage(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	repo := newProgramRepo(t)
+	c0, c1 := repo.commit("v0"), repo.commit("v1")
+	stack, _ := gitStack(t, ns, "web", repo.URL, c0)
+	create(t, stack)
+	create(t, pipeline(ns, repo.URL))
+	create(t, release(ns, "r1", c1, time.Now().Add(-time.Hour)))
+	deployed(t, ns, "web", c0)
+	create(t, stage(ns, "prod-preview", []string{"web"}, func(s *promotionv1alpha1.StageSpec) {
+		s.PreviewOnly = true
+		s.Policies = []promotionv1alpha1.PolicyRule{{Name: "page", Expression: pageUpdate, Action: promotionv1alpha1.PolicyRefuse}}
+	}))
+	create(t, askFor(ns, "preview-1", "prod-preview", "r1", false))
+	done := waitFinished(t, ns, "preview-1", opTimeout)
+	g.Expect(done.Status.Phase).To(Equal(promotionv1alpha1.PromotionFailed))
+	g.Expect(done.Status.Message).To(Equal("refused by policy page: page; nothing was changed"), "the message defaults to the name")
+	r1 := &promotionv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r1"}}
+	get(g, r1)
+	g.Expect(r1.Status.VerifiedIn).NotTo(HaveKey("prod-preview"))
+}
