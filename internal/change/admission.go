@@ -22,13 +22,13 @@ import (
 )
 
 // Gated reports whether a stage has a gate the admission policies hold
-// up: an approval, a freeze, promotion windows, verification, or upstream
-// stages a release must pass first. Only an ungated stage (releases
-// straight from the pipeline, no gate) is promoted into while the
-// policies are missing.
+// up: an approval, policy rules, a freeze, promotion windows,
+// verification, or upstream stages a release must pass first. Only an
+// ungated stage (releases straight from the pipeline, no gate) is
+// promoted into while the policies are missing.
 func Gated(st *promotionv1alpha1.Stage) bool {
 	spec := &st.Spec
-	return spec.Approval != nil || spec.Freeze != nil || len(spec.PromotionWindows) > 0 ||
+	return spec.Approval != nil || len(spec.Policies) > 0 || spec.Freeze != nil || len(spec.PromotionWindows) > 0 ||
 		spec.Verification != nil || len(spec.Sources.Stages) > 0
 }
 

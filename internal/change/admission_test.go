@@ -6,6 +6,8 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kptr "k8s.io/utils/ptr"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
 
 // TestExpectedPolicies: the embedded config/policy parses, and each
@@ -97,5 +99,30 @@ func TestPolicyDiffers(t *testing.T) {
 		if got := bindingDiffers(b, live); got != tt.want {
 			t.Errorf("%s: bindingDiffers = %q, want %q", name, got, tt.want)
 		}
+	}
+}
+
+func TestGated(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*promotionv1alpha1.StageSpec)
+		want bool
+	}{
+		{name: "straight from the pipeline", edit: func(*promotionv1alpha1.StageSpec) {}},
+		{name: "approval", edit: func(s *promotionv1alpha1.StageSpec) { s.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1} }, want: true},
+		{name: "policy rules", want: true, edit: func(s *promotionv1alpha1.StageSpec) {
+			s.Policies = []promotionv1alpha1.PolicyRule{{Name: "big", Expression: "counts.total > 20", Action: promotionv1alpha1.PolicyRefuse}}
+		}},
+		{name: "upstream stages", edit: func(s *promotionv1alpha1.StageSpec) { s.Sources.Stages = []string{"dev"} }, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &promotionv1alpha1.Stage{}
+			st.Spec.Sources.Direct = true
+			tt.edit(&st.Spec)
+			if got := Gated(st); got != tt.want {
+				t.Errorf("Gated = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -32,6 +32,11 @@ const (
 	// EventApprovalRejected: a person rejected a promotion, for the reason
 	// in Message.
 	EventApprovalRejected = "ApprovalRejected"
+	// EventPolicyFired: a policy rule of the stage fired on the
+	// promotion's previews (Policy names it, Phase is its action and
+	// Message its message). It is timed at the request, whose changes the
+	// rule judged.
+	EventPolicyFired = "PolicyFired"
 )
 
 // HistoryEntry is one event of the audit trail, read back from the
@@ -61,9 +66,11 @@ type HistoryEntry struct {
 	// Phase is how a promotion ended, or the decision (Approve, Reject)
 	// of an approval.
 	Phase string `json:"phase,omitempty"`
-	// Message is the promotion's message when it ended, or the approver's
-	// comment.
+	// Message is the promotion's message when it ended, the approver's
+	// comment, or a fired policy rule's message.
 	Message string `json:"message,omitempty"`
+	// Policy is the policy rule that fired, for EventPolicyFired.
+	Policy string `json:"policy,omitempty"`
 }
 
 // History returns the audit trail of stage ("" for every stage, with the
@@ -102,6 +109,13 @@ func (c *Client) History(ctx context.Context, stage string) ([]HistoryEntry, err
 		req := base
 		req.Time, req.Event, req.By = p.CreationTimestamp, EventPromotionRequested, p.Spec.RequestedBy
 		out = append(out, req)
+		for _, r := range p.Status.Policies {
+			if r.Fired {
+				fired := base
+				fired.Time, fired.Event, fired.Policy, fired.Phase, fired.Message = p.CreationTimestamp, EventPolicyFired, r.Name, string(r.Action), r.Message
+				out = append(out, fired)
+			}
+		}
 		if t := p.Status.StartTime; t != nil {
 			started := base
 			started.Time, started.Event = *t, EventPromotionStarted
@@ -127,7 +141,7 @@ func (c *Client) History(ctx context.Context, stage string) ([]HistoryEntry, err
 // eventOrder orders events of the same second as they happen.
 func eventOrder(event string) int {
 	return slices.Index([]string{
-		EventReleaseDiscovered, EventPromotionRequested, EventApprovalGiven, EventApprovalRejected, EventPromotionStarted, EventPromotionFinished,
+		EventReleaseDiscovered, EventPromotionRequested, EventPolicyFired, EventApprovalGiven, EventApprovalRejected, EventPromotionStarted, EventPromotionFinished,
 	}, event)
 }
 

@@ -2,6 +2,7 @@ package pipelinectl
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,5 +74,29 @@ func TestPrintRefusesUnknownFormat(t *testing.T) {
 	err := Print(&b, "wide", "PipelineStatus", rows, StageCells, StageColumns, now)
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("-o \"wide\"")) {
 		t.Errorf("want an error naming -o, got %v", err)
+	}
+}
+
+// TestHistoryCells: a fired policy rule shows the rule where a person
+// would be, with its action and message as the result.
+func TestHistoryCells(t *testing.T) {
+	tests := []struct {
+		name string
+		e    HistoryEntry
+		want []string
+	}{
+		{name: "a decision", e: HistoryEntry{Time: *at(0), Event: EventApprovalGiven, Stage: "prod", Release: "r1", Promotion: "prod-1",
+			By: "alice", Phase: "Approve", Message: "fine"},
+			want: []string{"2026-11-25T12:00:00Z", "ApprovalGiven", "prod", "r1", "prod-1", "alice", "Approve: fine"}},
+		{name: "a fired rule", e: HistoryEntry{Time: *at(0), Event: EventPolicyFired, Stage: "prod", Release: "r1", Promotion: "prod-1",
+			Policy: "db-replace", Phase: "RequireApproval", Message: "a database would be replaced"},
+			want: []string{"2026-11-25T12:00:00Z", "PolicyFired", "prod", "r1", "prod-1", "policy db-replace", "RequireApproval: a database would be replaced"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := HistoryCells(tt.e, now); !slices.Equal(got, tt.want) {
+				t.Errorf("HistoryCells = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

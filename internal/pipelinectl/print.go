@@ -91,7 +91,11 @@ func HistoryCells(e HistoryEntry, _ time.Time) []string {
 	if e.Message != "" {
 		result += ": " + oneLine(e.Message, 60)
 	}
-	return []string{e.Time.UTC().Format(time.RFC3339), event, dash(e.Stage), e.Release, dash(e.Promotion), dash(e.By), dash(result)}
+	by := e.By
+	if e.Policy != "" {
+		by = "policy " + e.Policy
+	}
+	return []string{e.Time.UTC().Format(time.RFC3339), event, dash(e.Stage), e.Release, dash(e.Promotion), dash(by), dash(result)}
 }
 
 // short is the first 7 hex digits of a SHA, as git shows it.

@@ -145,6 +145,9 @@ func TestStageGovernance(t *testing.T) {
 		"spec.autoPromotionOptions": func(s *promotionv1alpha1.StageSpec) {
 			s.AutoPromotionOptions = &promotionv1alpha1.AutoPromotionOptions{Enabled: true}
 		},
+		"spec.policies": func(s *promotionv1alpha1.StageSpec) {
+			s.Policies = []promotionv1alpha1.PolicyRule{{Name: "no-deletes", Expression: "counts.delete > 0", Action: promotionv1alpha1.PolicyRefuse}}
+		},
 	} {
 		edited := plain.DeepCopy()
 		edit(&edited.Spec)
@@ -159,6 +162,19 @@ func TestStageGovernance(t *testing.T) {
 	g.Expect(governor.Update(ctx, plain)).To(Succeed())
 	plain.Spec.Freeze = nil
 	g.Expect(governor.Update(ctx, plain)).To(Succeed())
+	// Nor weaken a policy rule the governor set.
+	g.Expect(governor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+	plain.Spec.Policies = []promotionv1alpha1.PolicyRule{{
+		Name: "db", Expression: "changes.exists(c, c.op == 'delete')", Action: promotionv1alpha1.PolicyRequireApproval,
+		Approval: &promotionv1alpha1.RuleApproval{Required: 2, From: []promotionv1alpha1.Approver{{Group: "dba"}}},
+	}}
+	g.Expect(governor.Update(ctx, plain)).To(Succeed())
+	weakened := plain.DeepCopy()
+	weakened.Spec.Policies[0].Expression = "false"
+	g.Expect(editor.Update(ctx, weakened)).To(MatchError(ContainSubstring(`spec.policies: deciding what stage plain deploys`)))
+	weakened = plain.DeepCopy()
+	weakened.Spec.Policies[0].Approval.Required = 1
+	g.Expect(editor.Update(ctx, weakened)).To(MatchError(ContainSubstring(`spec.policies: deciding what stage plain deploys`)))
 	g.Expect(editor.Delete(ctx, plain)).To(MatchError(ContainSubstring("deleting stage plain: deciding what stage plain deploys")))
 	g.Expect(governor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
 	g.Expect(plain.Spec.Approval).NotTo(BeNil(), "the gate is still there")

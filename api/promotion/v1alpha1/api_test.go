@@ -98,6 +98,80 @@ spec:
 `,
 		want: "spec.stacks",
 	}, {
+		name: "policy rules",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: prod, namespace: apps}
+spec:
+  pipeline: web
+  stacks: [{name: prod}]
+  sources: {direct: true}
+  policies:
+  - {name: big, expression: "counts.total > 20", action: Refuse, message: too big}
+  - name: db
+    expression: "changes.exists(c, c.op == 'delete')"
+    action: RequireApproval
+    approval: {required: 2, from: [{group: dba}], requireEach: true}
+`,
+	}, {
+		name: "a RequireApproval rule without approval",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: prod, namespace: apps}
+spec:
+  pipeline: web
+  stacks: [{name: prod}]
+  sources: {direct: true}
+  policies: [{name: db, expression: "true", action: RequireApproval}]
+`,
+		want: "spec.policies[0].approval",
+	}, {
+		name: "a Refuse rule with approval",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: prod, namespace: apps}
+spec:
+  pipeline: web
+  stacks: [{name: prod}]
+  sources: {direct: true}
+  policies: [{name: db, expression: "true", action: Refuse, approval: {required: 1}}]
+`,
+		want: "set it with action RequireApproval, and only then",
+	}, {
+		name: "a rule with an unknown action",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: prod, namespace: apps}
+spec:
+  pipeline: web
+  stacks: [{name: prod}]
+  sources: {direct: true}
+  policies: [{name: db, expression: "true", action: Warn}]
+`,
+		want: "spec.policies[0].action",
+	}, {
+		name: "a rule without an expression",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: prod, namespace: apps}
+spec:
+  pipeline: web
+  stacks: [{name: prod}]
+  sources: {direct: true}
+  policies: [{name: db, action: Refuse}]
+`,
+		want: "spec.policies[0].expression",
+	}, {
 		name: "a release that is not a full SHA",
 		crd:  "releases.promotion.stackyard.dev",
 		manifest: `

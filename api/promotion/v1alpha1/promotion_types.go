@@ -135,6 +135,13 @@ type PromotionStatus struct {
 	// +optional
 	PlanDigest string `json:"planDigest,omitempty"`
 
+	// Policies are the results of the stage's policy rules on the
+	// previews, rule by rule, computed once every preview succeeded and
+	// again whenever a Stack is previewed again.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Policies []PolicyResult `json:"policies,omitempty"`
+
 	// Approvals are the decisions that count, for PlanDigest.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
@@ -273,6 +280,32 @@ type SourceChange struct {
 	// Message says why the history could not be read, when it could not.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// PolicyResult is the outcome of one of the stage's policy rules on a
+// promotion's previews.
+type PolicyResult struct {
+	// Name is the rule's name.
+	Name string `json:"name"`
+	// Fired says the rule's expression was true.
+	Fired bool `json:"fired"`
+	// Action is the rule's action.
+	Action PolicyAction `json:"action"`
+	// Message is the rule's message (its name when it has none), when it
+	// fired.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Required is how many approvals a fired RequireApproval rule needs.
+	// +optional
+	Required int32 `json:"required,omitempty"`
+	// From is who counts for those approvals; empty: anyone allowed to
+	// approve.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	From []Approver `json:"from,omitempty"`
+	// RequireEach says each entry of From must approve.
+	// +optional
+	RequireEach bool `json:"requireEach,omitempty"`
 }
 
 // ApprovalRecord is one decision on a promotion, as the Approval recorded

@@ -196,6 +196,19 @@ type StageSpec struct {
 	// +optional
 	Approval *ApprovalPolicy `json:"approval,omitempty"`
 
+	// Policies are rules over what a promotion's previews would change,
+	// evaluated once every preview succeeded and before anyone is asked to
+	// approve (or, without approvals, before the promotion starts; in a
+	// preview-only stage, before it succeeds). A rule that fires either
+	// refuses the promotion or requires approvals on top of spec.approval.
+	// The results are recorded in the Promotion's status.policies.
+	// Changing them requires the "govern" verb on the stage.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Policies []PolicyRule `json:"policies,omitempty"`
+
 	// Verification adds checks that must pass after a promotion's updates
 	// before the release counts as verified in the stage (beyond the
 	// built-in one: every Stack Ready at the release's commit), and what
@@ -254,6 +267,99 @@ type ApprovalPolicy struct {
 	// SkipForRollback lets an automatic rollback run without approvals.
 	// +optional
 	SkipForRollback bool `json:"skipForRollback,omitempty"`
+}
+
+// PolicyAction is what a policy rule does when it fires.
+//
+// +kubebuilder:validation:Enum=Refuse;RequireApproval
+type PolicyAction string
+
+const (
+	// PolicyRefuse fails the promotion before anything changes.
+	PolicyRefuse PolicyAction = "Refuse"
+	// PolicyRequireApproval requires the rule's approvals, on top of the
+	// stage's.
+	PolicyRequireApproval PolicyAction = "RequireApproval"
+)
+
+// PolicyRule is a rule, written in CEL, over the changes a promotion's
+// previews found. The expression sees these variables, which hold names
+// and counts, never a resource's or a configuration's values:
+//
+//   - changes: a list with one map per resource that would change, in every
+//     Stack of the stage: {stack, urn, type, op, properties}, where op is
+//     "create", "update", "replace" or "delete" and properties lists the
+//     names of the changed properties (a preview lists at most 200
+//     resources per Stack);
+//   - counts: {create, update, replace, delete, same, total}, summed over
+//     the Stacks; total is create + update + replace + delete;
+//   - stacks: a list of {name, counts}, one per Stack, counts as above;
+//   - release: {name, commit, tag, author, subject, paths, rollback}, where
+//     paths are the files the release changes under the Stacks' repoDirs
+//     (empty when unknown) and rollback says the promotion is a rollback;
+//   - promotion: {name, requestedBy}.
+//
+// For example, `changes.exists(c, c.op in ['delete', 'replace'] &&
+// c.type.matches('^aws:rds/'))` fires when a database would be deleted or
+// replaced. The strings extension (e.g. lowerAscii, split) is available.
+//
+// +kubebuilder:validation:XValidation:rule="self.action == 'RequireApproval' ? has(self.approval) : !has(self.approval)",message="approval: set it with action RequireApproval, and only then",fieldPath=".approval"
+type PolicyRule struct {
+	// Name names the rule in the promotion's status and messages.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Description says what the rule is for, for people reading the stage.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Description string `json:"description,omitempty"`
+
+	// Expression is a CEL expression over the variables above that is true
+	// when the rule fires. One that does not compile, does not yield a
+	// bool, or exceeds the evaluation's cost limit fails the promotion,
+	// naming the rule.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Expression string `json:"expression"`
+
+	// Action is what happens when the rule fires: Refuse fails the
+	// promotion before anything changes; RequireApproval requires the
+	// approvals of the approval field, on top of spec.approval's.
+	Action PolicyAction `json:"action"`
+
+	// Message is shown when the rule fires, in the promotion's status and
+	// messages; default: the rule's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// Approval is who must approve when a RequireApproval rule fires; set
+	// it with that action only.
+	// +optional
+	Approval *RuleApproval `json:"approval,omitempty"`
+}
+
+// RuleApproval is what a fired RequireApproval rule requires, counted on
+// the same Approvals as the stage's approval policy and judged alike: an
+// approver needs the verb "approve" on the stage, and the requester's own
+// approval counts only with spec.approval.allowSelfApproval.
+type RuleApproval struct {
+	// Required is how many distinct people among From must approve.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Required int32 `json:"required"`
+
+	// From lists who counts for this rule; empty means anyone allowed the
+	// verb "approve" on the stage.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	From []Approver `json:"from,omitempty"`
+
+	// RequireEach requires an approval from each entry of From, with
+	// Required counting on top.
+	// +optional
+	RequireEach bool `json:"requireEach,omitempty"`
 }
 
 // Verification is what proves a promotion worked.

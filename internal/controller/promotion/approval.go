@@ -14,6 +14,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change/policy"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -40,7 +41,9 @@ const approvalWait = time.Hour
 const maxApprovalRecords = 64
 
 // reconcileApproval computes the promotion's plan digest and, when its
-// stage requires approvals (approvalRequired), keeps it Pending until enough approvals for that digest count.
+// stage or a fired RequireApproval policy rule requires approvals
+// (approvalRequired), keeps it Pending until enough approvals for that
+// digest count, for the stage and for each rule.
 // The digest is computed afresh on every reconcile of a Pending promotion,
 // so right before startPromotion too: when an input changed since the
 // approvals were given, the new digest replaces the old, the approvals no
@@ -59,17 +62,17 @@ func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, err
 	if st.PlanDigest != digest {
 		st.PlanDigest, st.Approvals = digest, nil
 	}
-	if !approvalRequired(s.stage, s.p) {
+	rules := policy.Approvals(st.Policies)
+	if !approvalRequired(s.stage, s.p, rules) {
 		return sreconcile.ResultEmpty, nil
 	}
-	policy := s.stage.Spec.Approval
 	// Read live: the decision to start must not miss a rejection the
 	// cache has not shown yet.
 	var list promotionv1alpha1.ApprovalList
 	if err := s.r.APIReader.List(ctx, &list, client.InNamespace(s.p.Namespace), client.MatchingFields{ApprovalPromotionField: s.p.Name}); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing the approvals of promotion %s: %w", s.p.Name, err))
 	}
-	t := tally(policy, s.p, list.Items, s.now)
+	t := tally(s.stage.Spec.Approval, rules, s.p, list.Items, s.now)
 	st.Approvals = t.records()
 	if r := t.rejected; r != nil {
 		// The reconcile's clock was read before the live list: the end is
@@ -88,14 +91,16 @@ func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, err
 }
 
 // approvalRequired reports whether promotion p into stage must be
-// approved before it starts: the stage requires approvals, and p is not an
-// automatic rollback (asked for by the operator after a failed
-// verification) that the stage lets skip them. A rollback a person asks
-// for is approved like any promotion.
-func approvalRequired(stage *promotionv1alpha1.Stage, p *promotionv1alpha1.Promotion) bool {
+// approved before it starts: the stage requires approvals, or one of the
+// fired RequireApproval policy rules does, and p is not an automatic
+// rollback (asked for by the operator after a failed verification) that
+// the stage lets skip them (approval.skipForRollback skips the rules'
+// approvals too). A rollback a person asks for is approved like any
+// promotion.
+func approvalRequired(stage *promotionv1alpha1.Stage, p *promotionv1alpha1.Promotion, rules []promotionv1alpha1.PolicyResult) bool {
 	policy := stage.Spec.Approval
 	if policy == nil {
-		return false
+		return len(rules) > 0
 	}
 	automatic := p.Spec.Rollback && p.Spec.RequestedBy == promotionv1alpha1.RequestedByAutoPromotion
 	return !(automatic && policy.SkipForRollback)
@@ -111,17 +116,16 @@ func promotionOfApproval(_ context.Context, obj client.Object) []ctrlreconcile.R
 }
 
 // approvalTally is what the Approvals of one promotion add up to under
-// its stage's policy.
+// its stage's policy and its fired policy rules.
 type approvalTally struct {
-	policy *promotionv1alpha1.ApprovalPolicy
-	// counted are the approvals that count, one per user (their newest),
-	// oldest first.
+	// requirements are the stage's policy (when it has one) and the fired
+	// RequireApproval rules, each counted on the same approvals.
+	requirements []requirement
+	// counted are the approvals that count for at least one requirement,
+	// one per user (their newest), oldest first.
 	counted []promotionv1alpha1.Approval
 	// rejected is the first eligible rejection, which fails the promotion.
 	rejected *promotionv1alpha1.Approval
-	// missing are the entries of policy.from no counted approval
-	// represents, with requireEach.
-	missing []promotionv1alpha1.Approver
 	// stale says that someone decided on an earlier plan digest and has
 	// not decided on the current one.
 	stale bool
@@ -132,18 +136,93 @@ type approvalTally struct {
 	expireAfter time.Duration
 }
 
-// tally applies policy to the approvals of the Pending promotion p at
+// requirement is one set of approvals a promotion needs: the stage's
+// approval policy, or a fired RequireApproval policy rule.
+type requirement struct {
+	// rule is the policy rule's name; empty for the stage's policy.
+	rule string
+	// required, from and requireEach are the policy's or the rule's.
+	required    int32
+	from        []promotionv1alpha1.Approver
+	requireEach bool
+	// count is how many counted approvals come from someone in from.
+	count int
+	// missing are the entries of from no counted approval represents,
+	// with requireEach.
+	missing []promotionv1alpha1.Approver
+}
+
+// requirementsOf lists what policy (nil: the stage has none) and the
+// fired RequireApproval rules require, the stage's first.
+func requirementsOf(policy *promotionv1alpha1.ApprovalPolicy, rules []promotionv1alpha1.PolicyResult) []requirement {
+	var out []requirement
+	if policy != nil {
+		out = append(out, requirement{required: policy.Required, from: policy.From, requireEach: policy.RequireEach})
+	}
+	for _, r := range rules {
+		out = append(out, requirement{rule: r.Name, required: r.Required, from: r.From, requireEach: r.RequireEach})
+	}
+	return out
+}
+
+// satisfied reports whether the counted approvals meet r.
+func (r *requirement) satisfied() bool {
+	return r.count >= int(r.required) && len(r.missing) == 0
+}
+
+// describe says what r still needs, e.g. "1 of 2 (needs one from group
+// security)" for the stage, or "policy db-replace needs 2 of group dba: 1
+// so far" for a rule.
+func (r *requirement) describe() string {
+	var b strings.Builder
+	from := make([]string, 0, len(r.from))
+	for _, m := range r.from {
+		from = append(from, approverString(m))
+	}
+	if r.rule == "" {
+		fmt.Fprintf(&b, "%d of %d", r.count, r.required)
+		if len(r.missing) == 0 && len(from) > 0 {
+			fmt.Fprintf(&b, " (from %s)", strings.Join(from, " or "))
+		}
+	} else {
+		fmt.Fprintf(&b, "policy %s needs %d", r.rule, r.required)
+		if len(from) > 0 {
+			fmt.Fprintf(&b, " of %s", strings.Join(from, " or "))
+		} else if r.required == 1 {
+			b.WriteString(" approval")
+		} else {
+			b.WriteString(" approvals")
+		}
+		fmt.Fprintf(&b, ": %d so far", r.count)
+	}
+	if len(r.missing) > 0 {
+		needs := make([]string, 0, len(r.missing))
+		for _, m := range r.missing {
+			needs = append(needs, "one from "+approverString(m))
+		}
+		fmt.Fprintf(&b, " (needs %s)", strings.Join(needs, " and "))
+	}
+	return b.String()
+}
+
+// tally applies the stage's approval policy (nil: none) and the fired
+// RequireApproval rules to the approvals of the Pending promotion p at
 // now. An approval counts when it names p's stage and plan digest, has
-// not expired (creationTimestamp + expireAfter), comes from someone
-// eligible (a user or a member of a group policy.from lists; anyone when
-// from is empty) and, unless policy.allowSelfApproval, not from the user
-// who asked for the promotion; each user counts once. An eligible
-// rejection fails the promotion, whoever gives it: the requester may
-// withdraw.
-func tally(policy *promotionv1alpha1.ApprovalPolicy, p *promotionv1alpha1.Promotion, approvals []promotionv1alpha1.Approval, now time.Time) approvalTally {
-	t := approvalTally{policy: policy}
-	if policy.ExpireAfter != nil {
-		t.expireAfter = policy.ExpireAfter.Duration
+// not expired (creationTimestamp + policy.expireAfter), comes from
+// someone eligible for at least one requirement (a user or a member of a
+// group its from lists; anyone when from is empty) and, unless
+// policy.allowSelfApproval, not from the user who asked for the
+// promotion; each user counts once, for every requirement they are
+// eligible for. An eligible rejection fails the promotion, whoever gives
+// it: the requester may withdraw.
+func tally(policy *promotionv1alpha1.ApprovalPolicy, rules []promotionv1alpha1.PolicyResult, p *promotionv1alpha1.Promotion, approvals []promotionv1alpha1.Approval, now time.Time) approvalTally {
+	t := approvalTally{requirements: requirementsOf(policy, rules)}
+	allowSelf := false
+	if policy != nil {
+		allowSelf = policy.AllowSelfApproval
+		if policy.ExpireAfter != nil {
+			t.expireAfter = policy.ExpireAfter.Duration
+		}
 	}
 	approvals = slices.Clone(approvals)
 	slices.SortFunc(approvals, func(a, b promotionv1alpha1.Approval) int {
@@ -165,13 +244,13 @@ func tally(policy *promotionv1alpha1.ApprovalPolicy, p *promotionv1alpha1.Promot
 		switch {
 		case t.expired(a, now):
 			t.ignore(spec.User, "expired")
-		case !eligible(policy.From, spec):
+		case !t.eligible(spec):
 			t.ignore(spec.User, "not among the approvers of the stage")
 		case spec.Decision == promotionv1alpha1.Reject:
 			if t.rejected == nil {
 				t.rejected = a
 			}
-		case spec.User == p.Spec.RequestedBy && !policy.AllowSelfApproval:
+		case spec.User == p.Spec.RequestedBy && !allowSelf:
 			t.ignore(spec.User, "asked for the promotion")
 		case spec.Decision == promotionv1alpha1.Approve:
 			if j, ok := counted[spec.User]; ok {
@@ -187,19 +266,42 @@ func tally(policy *promotionv1alpha1.ApprovalPolicy, p *promotionv1alpha1.Promot
 			t.stale = true
 		}
 	}
-	if policy.RequireEach {
-		for _, entry := range policy.From {
+	for i := range t.requirements {
+		r := &t.requirements[i]
+		for _, a := range t.counted {
+			if eligible(r.from, &a.Spec) {
+				r.count++
+			}
+		}
+		if !r.requireEach {
+			continue
+		}
+		for _, entry := range r.from {
 			if !slices.ContainsFunc(t.counted, func(a promotionv1alpha1.Approval) bool { return matches(entry, &a.Spec) }) {
-				t.missing = append(t.missing, entry)
+				r.missing = append(r.missing, entry)
 			}
 		}
 	}
 	return t
 }
 
-// approved reports whether enough approvals count.
+// eligible reports whether the decision spec comes from someone who
+// counts for at least one requirement.
+func (t *approvalTally) eligible(spec *promotionv1alpha1.ApprovalSpec) bool {
+	return slices.ContainsFunc(t.requirements, func(r requirement) bool { return eligible(r.from, spec) })
+}
+
+// approved reports whether enough approvals count, for every requirement.
 func (t *approvalTally) approved() bool {
-	return t.rejected == nil && len(t.counted) >= int(t.policy.Required) && len(t.missing) == 0
+	if t.rejected != nil {
+		return false
+	}
+	for i := range t.requirements {
+		if !t.requirements[i].satisfied() {
+			return false
+		}
+	}
+	return true
 }
 
 // expired reports whether a no longer counts at now.
@@ -215,28 +317,21 @@ func (t *approvalTally) ignore(user, why string) {
 	}
 }
 
-// message says what the promotion waits for, e.g. "waiting for approval:
-// 1 of 2 (needs one from group security)".
+// message says what the promotion waits for, requirement by
+// requirement, e.g. "waiting for approval: 1 of 2 (needs one from group
+// security); policy db-replace needs 2 of group dba: 1 so far".
 func (t *approvalTally) message() string {
 	var b strings.Builder
 	if t.stale {
 		b.WriteString("inputs changed since approval; approve again; ")
 	}
-	fmt.Fprintf(&b, "waiting for approval: %d of %d", len(t.counted), t.policy.Required)
-	switch {
-	case len(t.missing) > 0:
-		needs := make([]string, 0, len(t.missing))
-		for _, m := range t.missing {
-			needs = append(needs, "one from "+approverString(m))
+	var waiting []string
+	for i := range t.requirements {
+		if r := &t.requirements[i]; !r.satisfied() {
+			waiting = append(waiting, r.describe())
 		}
-		fmt.Fprintf(&b, " (needs %s)", strings.Join(needs, " and "))
-	case len(t.policy.From) > 0:
-		from := make([]string, 0, len(t.policy.From))
-		for _, m := range t.policy.From {
-			from = append(from, approverString(m))
-		}
-		fmt.Fprintf(&b, " (from %s)", strings.Join(from, " or "))
 	}
+	fmt.Fprintf(&b, "waiting for approval: %s", strings.Join(waiting, "; "))
 	if len(t.ignored) > 0 {
 		fmt.Fprintf(&b, "; not counted: %s", strings.Join(t.ignored, ", "))
 	}

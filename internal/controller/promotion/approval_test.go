@@ -141,7 +141,7 @@ func TestTally(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := t0.Add(tt.now)
-			got := tally(tt.policy, p, tt.approvals, now)
+			got := tally(tt.policy, nil, p, tt.approvals, now)
 			if got.approved() != tt.approved {
 				t.Errorf("approved = %v, want %v (%s)", got.approved(), tt.approved, got.message())
 			}
@@ -179,7 +179,7 @@ func TestApprovalRecords(t *testing.T) {
 	policy := &promotionv1alpha1.ApprovalPolicy{Required: 3}
 	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Name: "prod-1"}}
 	p.Spec.Stage, p.Status.PlanDigest = "prod", digest
-	tallied := tally(policy, p, []promotionv1alpha1.Approval{
+	tallied := tally(policy, nil, p, []promotionv1alpha1.Approval{
 		reject("x", "xavier", 2*time.Second, "security"), approve("b", "bob", time.Second, "qa"), approve("a", "alice", 0),
 	}, t0)
 	got := tallied.records()
@@ -234,7 +234,120 @@ func TestApprovalRequired(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &promotionv1alpha1.Stage{Spec: promotionv1alpha1.StageSpec{Approval: tt.policy}}
 			p := &promotionv1alpha1.Promotion{Spec: promotionv1alpha1.PromotionSpec{Rollback: tt.rollback, RequestedBy: tt.by}}
-			if got := approvalRequired(st, p); got != tt.want {
+			if got := approvalRequired(st, p, nil); got != tt.want {
+				t.Errorf("approvalRequired = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTallyWithRules: fired RequireApproval policy rules add requirements
+// on top of the stage's approval policy, each counted on the same
+// approvals, with the stage's self-approval ban and expiry.
+func TestTallyWithRules(t *testing.T) {
+	dba := promotionv1alpha1.PolicyResult{
+		Name: "db-replace", Fired: true, Action: promotionv1alpha1.PolicyRequireApproval,
+		Required: 2, From: []promotionv1alpha1.Approver{{Group: "dba"}},
+	}
+	audit := promotionv1alpha1.PolicyResult{
+		Name: "audit", Fired: true, Action: promotionv1alpha1.PolicyRequireApproval, Required: 1,
+		From: []promotionv1alpha1.Approver{{Group: "security"}, {User: "carol"}}, RequireEach: true,
+	}
+	anyone := promotionv1alpha1.PolicyResult{Name: "big", Fired: true, Action: promotionv1alpha1.PolicyRequireApproval, Required: 1}
+	qa := &promotionv1alpha1.ApprovalPolicy{Required: 1, From: []promotionv1alpha1.Approver{{Group: "qa"}}}
+	tests := []struct {
+		name      string
+		policy    *promotionv1alpha1.ApprovalPolicy
+		rules     []promotionv1alpha1.PolicyResult
+		approvals []promotionv1alpha1.Approval
+		approved  bool
+		counted   []string
+		rejected  string
+		message   string
+	}{
+		{name: "a rule alone", rules: []promotionv1alpha1.PolicyResult{dba},
+			message: "waiting for approval: policy db-replace needs 2 of group dba: 0 so far"},
+		{name: "the requester's own approval does not count for a rule", rules: []promotionv1alpha1.PolicyResult{dba},
+			approvals: []promotionv1alpha1.Approval{approve("r", "requester", 0, "dba"), approve("d", "dora", 0, "dba")},
+			counted:   []string{"dora"},
+			message:   "waiting for approval: policy db-replace needs 2 of group dba: 1 so far; not counted: requester (asked for the promotion)"},
+		{name: "unless the stage allows it", policy: &promotionv1alpha1.ApprovalPolicy{Required: 1, AllowSelfApproval: true},
+			rules:     []promotionv1alpha1.PolicyResult{dba},
+			approvals: []promotionv1alpha1.Approval{approve("r", "requester", 0, "dba"), approve("d", "dora", 0, "dba")},
+			approved:  true, counted: []string{"dora", "requester"}},
+		{name: "approvals from outside the rule's group do not satisfy it", rules: []promotionv1alpha1.PolicyResult{dba},
+			approvals: []promotionv1alpha1.Approval{approve("d", "dora", 0, "dba"), approve("m", "mallory", 0, "dev")},
+			counted:   []string{"dora"},
+			message:   "waiting for approval: policy db-replace needs 2 of group dba: 1 so far; not counted: mallory (not among the approvers of the stage)"},
+		{name: "the stage's approvers count for the stage, not for the rule", policy: qa, rules: []promotionv1alpha1.PolicyResult{dba},
+			approvals: []promotionv1alpha1.Approval{approve("a", "alice", 0, "qa"), approve("d", "dora", 0, "dba")},
+			counted:   []string{"alice", "dora"}, message: "waiting for approval: policy db-replace needs 2 of group dba: 1 so far"},
+		{name: "both unmet", policy: qa, rules: []promotionv1alpha1.PolicyResult{dba},
+			approvals: []promotionv1alpha1.Approval{approve("d", "dora", 0, "dba")},
+			counted:   []string{"dora"},
+			message:   "waiting for approval: 0 of 1 (from group qa); policy db-replace needs 2 of group dba: 1 so far"},
+		{name: "one person counts for the stage and the rule", policy: qa, rules: []promotionv1alpha1.PolicyResult{dba},
+			approvals: []promotionv1alpha1.Approval{approve("e", "erin", 0, "qa", "dba"), approve("d", "dora", 0, "dba")},
+			approved:  true, counted: []string{"dora", "erin"}},
+		{name: "a rule with require each", rules: []promotionv1alpha1.PolicyResult{audit},
+			approvals: []promotionv1alpha1.Approval{approve("b", "bob", 0, "security")},
+			counted:   []string{"bob"}, message: "waiting for approval: policy audit needs 1 of group security or user carol: 1 so far (needs one from user carol)"},
+		{name: "a rule from anyone", rules: []promotionv1alpha1.PolicyResult{anyone, dba},
+			message: "waiting for approval: policy big needs 1 approval: 0 so far; policy db-replace needs 2 of group dba: 0 so far"},
+		{name: "every rule met", rules: []promotionv1alpha1.PolicyResult{anyone, dba},
+			approvals: []promotionv1alpha1.Approval{approve("d", "dora", 0, "dba"), approve("f", "fred", time.Second, "dba")},
+			approved:  true, counted: []string{"dora", "fred"}},
+		{name: "a rule's approver may reject", policy: qa, rules: []promotionv1alpha1.PolicyResult{dba},
+			approvals: []promotionv1alpha1.Approval{approve("a", "alice", 0, "qa"), reject("d", "dora", time.Second, "dba")},
+			counted:   []string{"alice"}, rejected: "dora"},
+	}
+	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Name: "prod-1"}}
+	p.Spec.Stage, p.Spec.RequestedBy, p.Status.PlanDigest = "prod", "requester", digest
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tally(tt.policy, tt.rules, p, tt.approvals, t0)
+			if got.approved() != tt.approved {
+				t.Errorf("approved = %v, want %v (%s)", got.approved(), tt.approved, got.message())
+			}
+			var users []string
+			for _, a := range got.counted {
+				users = append(users, a.Spec.User)
+			}
+			if !slices.Equal(users, tt.counted) {
+				t.Errorf("counted %v, want %v", users, tt.counted)
+			}
+			if (got.rejected == nil) != (tt.rejected == "") || (got.rejected != nil && got.rejected.Spec.User != tt.rejected) {
+				t.Errorf("rejected = %v, want %q", got.rejected, tt.rejected)
+			}
+			if tt.message != "" && got.message() != tt.message {
+				t.Errorf("message\n %q, want\n %q", got.message(), tt.message)
+			}
+		})
+	}
+}
+
+func TestApprovalRequiredByRules(t *testing.T) {
+	fired := []promotionv1alpha1.PolicyResult{{Name: "db", Fired: true, Action: promotionv1alpha1.PolicyRequireApproval, Required: 1}}
+	skip := &promotionv1alpha1.ApprovalPolicy{Required: 1, SkipForRollback: true}
+	tests := []struct {
+		name     string
+		policy   *promotionv1alpha1.ApprovalPolicy
+		rules    []promotionv1alpha1.PolicyResult
+		rollback bool
+		by       string
+		want     bool
+	}{
+		{name: "no policy, no rule", by: "alice"},
+		{name: "a rule without a stage policy", rules: fired, by: "alice", want: true},
+		{name: "an automatic rollback, with a rule", rules: fired, rollback: true, by: promotionv1alpha1.RequestedByAutoPromotion, want: true},
+		{name: "an automatic rollback the stage lets skip every approval", policy: skip, rules: fired, rollback: true,
+			by: promotionv1alpha1.RequestedByAutoPromotion},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &promotionv1alpha1.Stage{Spec: promotionv1alpha1.StageSpec{Approval: tt.policy}}
+			p := &promotionv1alpha1.Promotion{Spec: promotionv1alpha1.PromotionSpec{Rollback: tt.rollback, RequestedBy: tt.by}}
+			if got := approvalRequired(st, p, tt.rules); got != tt.want {
 				t.Errorf("approvalRequired = %v, want %v", got, tt.want)
 			}
 		})

@@ -57,6 +57,18 @@
 // which verifies the release there without pinning anything. A promotion that finished while previewing (superseded,
 // refused) has its preview Workspaces and unfinished Updates deleted.
 //
+// # Policy gates
+//
+// reconcilePolicies judges the previews, once all are in and while the
+// promotion is Pending, with the stage's policy rules (spec.policies, CEL
+// evaluated by internal/change/policy on names and counts, never values)
+// and records each rule's result in status.policies, afresh on every
+// reconcile, so that a new preview is judged again. A fired Refuse rule
+// fails the promotion and the release in the stage with nothing changed;
+// a rule that cannot be judged fails it without blaming the release.
+// Fired RequireApproval rules become requirements of the approval tally,
+// beside the stage's approval policy and counted on the same Approvals.
+//
 // # Plans
 //
 // Each preview saves its update plan (the Update's spec.savePlan); the
@@ -77,8 +89,8 @@
 // Each reconcile runs
 //
 //	reconcileRequest → reconcileQueue → reconcileWindow → reconcilePreview →
-//	reconcileApproval → startPromotion → pinStacks → observeStacks → verify →
-//	recordOutcome → garbageCollect
+//	reconcilePolicies → reconcileApproval → startPromotion → pinStacks →
+//	observeStacks → verify → recordOutcome → garbageCollect
 //
 // where each step does nothing in a phase it does not concern.
 // startPromotion checks that every Stack can be pinned (git-sourced, not

@@ -122,6 +122,7 @@ func (s *session) reconcilePreview(ctx context.Context) (sreconcile.Result, erro
 	}
 	s.p.Status.Previews = previews
 	if waiting != "" {
+		s.p.Status.Policies = nil // judged again once every preview is in
 		// A Stack's change does not wake a Pending promotion: look again
 		// soon while one is busy.
 		wait := previewWait

@@ -98,8 +98,9 @@ type session struct {
 // Reconcile moves one Promotion along its lifecycle. The chain is:
 //
 //	reconcileRequest → reconcileQueue → reconcileWindow → reconcileAdmission →
-//	reconcilePreview → reconcileInputs → reconcileApproval → startPromotion →
-//	pinStacks → observeStacks → verify → recordOutcome → garbageCollect
+//	reconcilePreview → reconcileInputs → reconcilePolicies → reconcileApproval →
+//	startPromotion → pinStacks → observeStacks → verify → recordOutcome →
+//	garbageCollect
 //
 // finish, in a defer, writes a failure being retried into status.message
 // while the promotion is not finished, patches the status once and maps
@@ -130,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{Name: "reconcileAdmission", Run: s.reconcileAdmission},
 		{Name: "reconcilePreview", Run: s.reconcilePreview},
 		{Name: "reconcileInputs", Run: s.reconcileInputs},
+		{Name: "reconcilePolicies", Run: s.reconcilePolicies},
 		{Name: "reconcileApproval", Run: s.reconcileApproval},
 		{Name: "startPromotion", Run: s.startPromotion},
 		{Name: "pinStacks", Run: s.pinStacks},

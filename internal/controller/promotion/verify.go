@@ -15,6 +15,7 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/change"
+	"github.com/stackyard/stackyard/internal/change/policy"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/verify"
 )
@@ -403,11 +404,12 @@ func (s *session) observe() {
 }
 
 // awaitedApproval reports whether the promotion had to be approved before
-// it started, as reconcileApproval decides: its stage requires approvals,
-// and it is not a rollback the stage lets skip them.
+// it started, as reconcileApproval decides (approvalRequired): its stage,
+// or a policy rule that fired, requires approvals, and it is not an
+// automatic rollback the stage lets skip them.
 func (s *session) awaitedApproval() bool {
-	if s.stage == nil || s.stage.Spec.Approval == nil {
+	if s.stage == nil {
 		return false
 	}
-	return !(s.p.Spec.Rollback && s.stage.Spec.Approval.SkipForRollback)
+	return approvalRequired(s.stage, s.p, policy.Approvals(s.p.Status.Policies))
 }

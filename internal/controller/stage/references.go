@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stackyard/stackyard/internal/change"
+	"github.com/stackyard/stackyard/internal/change/policy"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +20,7 @@ import (
 
 // reconcileReferences checks what the spec names: the Pipeline, each
 // upstream Stage (of the same pipeline, without a cycle back to this one),
-// the promotion windows, and each Stack (and, unless the stage only
+// the promotion windows, the policy rules' expressions, and each Stack (and, unless the stage only
 // previews, that the Stack consents to be deployed by it). Something that
 // may still appear is waited for; a conflict only a
 // person can settle stalls the stage, and is reported before any wait, so
@@ -58,6 +59,9 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 	}
 	windows, err := change.Windows(spec)
 	if err != nil {
+		return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, err)
+	}
+	if err := policy.Check(spec.Policies); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, err)
 	}
 	for i, b := range spec.Stacks {
