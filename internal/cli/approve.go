@@ -16,6 +16,7 @@ func init() {
 type decideFlags struct {
 	listFlags
 	comment string
+	yes     bool
 }
 
 // approveCommand is `stackyard approve PROMOTION [-m comment]`.
@@ -45,6 +46,7 @@ func decideCommand(use, short, usage string, reject bool) *cobra.Command {
 	}
 	f.listFlags.add(cmd)
 	cmd.Flags().StringVarP(&f.comment, "message", "m", "", usage)
+	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "do not show what the promotion would change, nor ask for confirmation on a terminal")
 	if reject {
 		_ = cmd.MarkFlagRequired("message")
 	}
@@ -56,6 +58,20 @@ func (f *decideFlags) run(cmd *cobra.Command, d pipelinectl.Decision) error {
 	c, err := f.client()
 	if err != nil {
 		return err
+	}
+	if !f.yes && f.output == "table" {
+		verb := "Approve"
+		if d.Reject {
+			verb = "Reject"
+		}
+		digest, ok, err := confirm(cmd, c, d.Promotion, verb)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("promotion %s: not confirmed; nothing was recorded", d.Promotion)
+		}
+		d.PlanDigest = digest
 	}
 	a, err := c.Decide(cmd.Context(), d)
 	if err != nil {

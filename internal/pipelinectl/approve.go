@@ -19,6 +19,9 @@ type Decision struct {
 	Reject bool
 	// Comment says why; required to reject.
 	Comment string
+	// PlanDigest, when set, is the plan digest the person reviewed: the
+	// decision is refused when the promotion's plan has changed since.
+	PlanDigest string
 }
 
 // Decide records d as an Approval, on behalf of the user the API server
@@ -42,6 +45,9 @@ func (c *Client) Decide(ctx context.Context, d Decision) (*promotionv1alpha1.App
 	case st.PlanDigest == "":
 		return nil, fmt.Errorf("promotion %s has nothing to approve yet (%s): its plan is decided once it is next in stage %s",
 			p.Name, orNone(st.Message), p.Spec.Stage)
+	}
+	if d.PlanDigest != "" && d.PlanDigest != p.Status.PlanDigest {
+		return nil, fmt.Errorf("promotion %s: its plan changed since you reviewed it (%s, now %s); review it again", p.Name, d.PlanDigest, p.Status.PlanDigest)
 	}
 	who, err := c.Identity(ctx)
 	if err != nil {

@@ -1,6 +1,7 @@
 package promotion_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
+	"github.com/stackyard/stackyard/internal/pipelinectl"
 	"github.com/stackyard/stackyard/internal/valuediff"
 )
 
@@ -113,10 +115,26 @@ func TestValueDiff(t *testing.T) {
 		HaveField("Path", "path"), HaveField("Replaces", true),
 		HaveField("Old", HaveSuffix(`.v1"`)), HaveField("New", HaveSuffix(`.v2"`)))))
 
-	// The secret's plaintext is nowhere: not in the diff, the Updates, the
-	// promotion, the events or the operator's log.
+	// The CLI's review shows the same, as text and as JSON.
+	admin, err := pipelinectl.New(env.Config, ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	review, err := admin.Review(ctx, "to-prod", true)
+	g.Expect(err).NotTo(HaveOccurred())
+	var text, js bytes.Buffer
+	g.Expect(pipelinectl.WriteReview(&text, review)).To(Succeed())
+	g.Expect(pipelinectl.PrintObject(&js, "json", review)).To(Succeed())
+	g.Expect(text.String()).To(SatisfyAll(
+		ContainSubstring(`~ content: "v1" => "v2"`),
+		ContainSubstring(`~ content: "[secret]" => "[secret]"`),
+		ContainSubstring(`~ keepers.nested.version: "v1" => "v2" (forces replacement)`),
+		ContainSubstring("+- replace urn:pulumi:dev::web::stackyardtest:index:Random::id"),
+	), text.String())
+	g.Expect(js.String()).To(SatisfyAll(ContainSubstring(`"apiVersion": "cli.stackyard.dev/v1"`), ContainSubstring(`"kind": "PromotionReview"`)))
+
+	// The secret's plaintext is nowhere: not in the diff, the review, the
+	// Updates, the promotion, the events or the operator's log.
 	var texts []string
-	texts = append(texts, string(plan.Data[autov1alpha1.DiffKey]), describe(p), logs.String())
+	texts = append(texts, string(plan.Data[autov1alpha1.DiffKey]), describe(p), logs.String(), text.String(), js.String())
 	var upds autov1alpha1.UpdateList
 	g.Expect(env.Client.List(ctx, &upds, client.InNamespace(ns))).To(Succeed())
 	for _, u := range upds.Items {
@@ -174,6 +192,17 @@ func TestSourceChange(t *testing.T) {
 	g.Expect(src.Commits[0].Author).NotTo(BeEmpty())
 	g.Expect(src.Commits[0].Time).NotTo(BeNil())
 	g.Expect(patchOf(fwd)).To(SatisfyAll(ContainSubstring("-      content: v1"), ContainSubstring("+      content: v2"), Not(ContainSubstring("README"))))
+	admin, err := pipelinectl.New(env.Config, ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	review, err := admin.Review(ctx, "forward", true)
+	g.Expect(err).NotTo(HaveOccurred())
+	var text bytes.Buffer
+	g.Expect(pipelinectl.WriteReview(&text, review)).To(Succeed())
+	g.Expect(text.String()).To(SatisfyAll(
+		ContainSubstring(fmt.Sprintf("code %s..%s brings 2 commit(s):", c1[:7], c2[:7])),
+		ContainSubstring("files changed under the Stack's directory: 1\n    infra/Pulumi.yaml"),
+		ContainSubstring("+      content: v2"),
+	), text.String())
 
 	create(t, askFor(ns, "back", "prod", "r1", false))
 	back := waitFinished(t, ns, "back", opTimeout)

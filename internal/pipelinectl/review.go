@@ -1,0 +1,325 @@
+package pipelinectl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/valuediff"
+)
+
+// ReviewKind is the kind of the document `stackyard review -o json|yaml`
+// prints.
+const ReviewKind = "PromotionReview"
+
+// Review is everything an approver decides on, for one promotion: what
+// each Stack's preview would change, value by value (secrets masked), the
+// code the release brings, and the policy rules that fired. The CLI
+// (`stackyard review`, `stackyard approve`) and the dashboard's promotion
+// page show the same Review.
+type Review struct {
+	// APIVersion is OutputAPIVersion; Kind is ReviewKind.
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Namespace and Promotion name the promotion.
+	Namespace string `json:"namespace"`
+	Promotion string `json:"promotion"`
+	// Stage, Release and Commit are what it promotes where.
+	Stage   string `json:"stage"`
+	Release string `json:"release"`
+	Commit  string `json:"commit,omitempty"`
+	// Rollback marks a rollback.
+	Rollback bool `json:"rollback,omitempty"`
+	// Phase and Message are the promotion's.
+	Phase   string `json:"phase"`
+	Message string `json:"message,omitempty"`
+	// RequestedBy is who asked.
+	RequestedBy string `json:"requestedBy,omitempty"`
+	// PlanDigest is what an approval is given for.
+	PlanDigest string `json:"planDigest,omitempty"`
+	// Policies are the stage's rules that fired.
+	Policies []promotionv1alpha1.PolicyResult `json:"policies,omitempty"`
+	// Approvals are the decisions that count.
+	Approvals []promotionv1alpha1.ApprovalRecord `json:"approvals,omitempty"`
+	// Stacks are the previews, Stack by Stack.
+	Stacks []StackReview `json:"stacks"`
+}
+
+// StackReview is what a promotion would change on one Stack.
+type StackReview struct {
+	// Name is the Stack's name.
+	Name string `json:"name"`
+	// Summary counts the changes; unset until the preview succeeded.
+	Summary *promotionv1alpha1.ChangeSummary `json:"summary,omitempty"`
+	// Message says how the preview ended.
+	Message string `json:"message,omitempty"`
+	// Resources are the resources that would change, with their value
+	// diffs where the reader may see them.
+	Resources []ResourceReview `json:"resources,omitempty"`
+	// ValuesNote says why the values are not shown, when they are not.
+	ValuesNote string `json:"valuesNote,omitempty"`
+	// Source is the code the release brings to the Stack.
+	Source *promotionv1alpha1.SourceChange `json:"source,omitempty"`
+	// Patch is the unified diff of that code, when asked for.
+	Patch string `json:"patch,omitempty"`
+}
+
+// ResourceReview is one resource that would change.
+type ResourceReview struct {
+	// URN, Type and Op are the resource and the step.
+	URN  string `json:"urn"`
+	Type string `json:"type,omitempty"`
+	Op   string `json:"op"`
+	// Changed names the changed top-level properties.
+	Changed []string `json:"changed,omitempty"`
+	// Properties are the changed values, leaf by leaf.
+	Properties []valuediff.Property `json:"properties,omitempty"`
+	// Truncated says that more properties changed than are listed.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// PlanData is the data of a promotion's plan Secrets, by Secret name; a
+// Secret that could not be read is missing, with why in Unreadable.
+type PlanData struct {
+	// Secrets maps a plan Secret's name to its data.
+	Secrets map[string]map[string][]byte
+	// Unreadable says why the plan Secrets could not be read.
+	Unreadable string
+}
+
+// BuildReview assembles the Review of p from its status and the data of
+// its plan Secrets (the value diffs and the code's patch); withPatch keeps
+// the patch.
+func BuildReview(p *promotionv1alpha1.Promotion, plans PlanData, withPatch bool) Review {
+	st := &p.Status
+	r := Review{
+		APIVersion: OutputAPIVersion, Kind: ReviewKind,
+		Namespace: p.Namespace, Promotion: p.Name, Stage: p.Spec.Stage, Release: p.Spec.Release, Commit: st.Commit,
+		Rollback: p.Spec.Rollback, Phase: string(st.Phase), Message: st.Message, RequestedBy: p.Spec.RequestedBy,
+		PlanDigest: st.PlanDigest, Approvals: st.Approvals,
+	}
+	for _, pr := range st.Policies {
+		if pr.Fired {
+			r.Policies = append(r.Policies, pr)
+		}
+	}
+	for _, pv := range st.Previews {
+		sr := StackReview{Name: pv.Name, Summary: pv.Summary, Message: pv.Message, Source: pv.Source}
+		data, ok := plans.Secrets[pv.Plan]
+		var diff valuediff.Diff
+		switch {
+		case pv.Plan == "":
+		case !ok:
+			sr.ValuesNote = "values not shown: " + orDefault(plans.Unreadable, "the plan Secret "+pv.Plan+" is gone")
+		case len(data[autov1alpha1.DiffKey]) == 0:
+			sr.ValuesNote = "values not shown: the preview recorded none"
+		default:
+			var err error
+			if diff, err = valuediff.Decode(data[autov1alpha1.DiffKey]); err != nil {
+				sr.ValuesNote = "values not shown: " + err.Error()
+			}
+		}
+		if withPatch && ok {
+			sr.Patch = string(data[promotionv1alpha1.SourcePatchKey])
+		}
+		for _, rc := range pv.Changes {
+			rr := ResourceReview{URN: rc.URN, Type: rc.Type, Op: rc.Op, Changed: rc.Properties}
+			if d, found := diff.ForURN(rc.URN, rc.Op); found {
+				rr.Properties, rr.Truncated = d.Properties, d.Truncated
+				if rr.Type == "" {
+					rr.Type = d.Type
+				}
+			}
+			sr.Resources = append(sr.Resources, rr)
+		}
+		r.Stacks = append(r.Stacks, sr)
+	}
+	return r
+}
+
+// Review reads promotion and the plan Secrets it names, with the client's
+// rights, and builds its Review. Without the right to read Secrets in the
+// namespace, the Review has no values and says so.
+func (c *Client) Review(ctx context.Context, promotion string, withPatch bool) (Review, error) {
+	p := &promotionv1alpha1.Promotion{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: promotion}, p); err != nil {
+		return Review{}, fmt.Errorf("promotion %q: %w", promotion, err)
+	}
+	plans := PlanData{Secrets: map[string]map[string][]byte{}}
+	for _, pv := range p.Status.Previews {
+		if pv.Plan == "" {
+			continue
+		}
+		var s corev1.Secret
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: pv.Plan}, &s)
+		switch {
+		case apierrors.IsForbidden(err):
+			plans.Unreadable = "you may not read Secrets in namespace " + c.Namespace + " (the dashboard shows them to those who may list its Stacks)"
+		case err == nil:
+			plans.Secrets[pv.Plan] = s.Data
+		case !apierrors.IsNotFound(err):
+			return Review{}, fmt.Errorf("reading the plan Secret %s: %w", pv.Plan, err)
+		}
+	}
+	return BuildReview(p, plans, withPatch), nil
+}
+
+// WriteReview prints r as text: per Stack, the counts, each resource with
+// its op sign (+ create, ~ update, +- replace, - delete) and its changed
+// values as old => new, the commits and files the release brings, and,
+// when r holds it, the patch. Nothing relies on colour.
+func WriteReview(w io.Writer, r Review) error {
+	b := &strings.Builder{}
+	what := "promotion"
+	if r.Rollback {
+		what = "rollback"
+	}
+	fmt.Fprintf(b, "%s %s: release %s (%s) into stage %s, %s\n", what, r.Promotion, r.Release, shortSHA(r.Commit), r.Stage, r.Phase)
+	if r.RequestedBy != "" {
+		fmt.Fprintf(b, "requested by %s\n", r.RequestedBy)
+	}
+	if r.Message != "" {
+		fmt.Fprintf(b, "%s\n", r.Message)
+	}
+	for _, pr := range r.Policies {
+		fmt.Fprintf(b, "policy %s fired (%s): %s\n", pr.Name, pr.Action, pr.Message)
+	}
+	for _, s := range r.Stacks {
+		fmt.Fprintf(b, "\nStack %s: %s\n", s.Name, describeCounts(s.Summary))
+		if s.Message != "" && s.Summary == nil {
+			fmt.Fprintf(b, "  %s\n", s.Message)
+		}
+		for _, res := range s.Resources {
+			fmt.Fprintf(b, "  %s %s %s\n", opSign(res.Op), res.Op, res.URN)
+			if len(res.Properties) == 0 && len(res.Changed) > 0 {
+				fmt.Fprintf(b, "      changed: %s\n", strings.Join(res.Changed, ", "))
+			}
+			for _, p := range res.Properties {
+				fmt.Fprintf(b, "      %s %s: %s%s\n", kindSign(p.Kind), p.Path, describeValue(p), replaceNote(p))
+			}
+			if res.Truncated {
+				fmt.Fprintf(b, "      … more properties changed\n")
+			}
+		}
+		if s.ValuesNote != "" {
+			fmt.Fprintf(b, "  (%s)\n", s.ValuesNote)
+		}
+		writeSource(b, s)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeSource prints the commits, files and patch of s.
+func writeSource(b *strings.Builder, s StackReview) {
+	src := s.Source
+	if src == nil {
+		return
+	}
+	if src.Message != "" {
+		fmt.Fprintf(b, "  code: %s\n", src.Message)
+		return
+	}
+	if src.From == src.To {
+		fmt.Fprintf(b, "  code: the Stack runs %s already\n", shortSHA(src.To))
+		return
+	}
+	verb := "brings"
+	if src.Reverse {
+		verb = "takes back out"
+	}
+	fmt.Fprintf(b, "  code %s..%s %s %d commit(s):\n", shortSHA(src.From), shortSHA(src.To), verb, src.CommitCount)
+	for _, c := range src.Commits {
+		when := ""
+		if c.Time != nil {
+			when = c.Time.UTC().Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(b, "    %s %s (%s, %s)\n", shortSHA(c.SHA), c.Subject, c.Author, when)
+	}
+	if int(src.CommitCount) > len(src.Commits) {
+		fmt.Fprintf(b, "    … and %d more\n", int(src.CommitCount)-len(src.Commits))
+	}
+	fmt.Fprintf(b, "  files changed under the Stack's directory: %d\n", src.PathCount)
+	for _, p := range src.Paths {
+		fmt.Fprintf(b, "    %s\n", p)
+	}
+	if s.Patch != "" {
+		b.WriteString("\n")
+		b.WriteString(s.Patch)
+		if !strings.HasSuffix(s.Patch, "\n") {
+			b.WriteString("\n")
+		}
+	}
+}
+
+// opSign is the sign of a step, as `pulumi preview` prints it.
+func opSign(op string) string {
+	switch op {
+	case "create":
+		return "+"
+	case "delete":
+		return "-"
+	case "replace":
+		return "+-"
+	default:
+		return "~"
+	}
+}
+
+// kindSign is the sign of a property change.
+func kindSign(kind string) string {
+	switch kind {
+	case valuediff.KindAdd:
+		return "+"
+	case valuediff.KindDelete:
+		return "-"
+	default:
+		return "~"
+	}
+}
+
+// describeValue renders a property change: old => new, or the one side.
+func describeValue(p valuediff.Property) string {
+	switch p.Kind {
+	case valuediff.KindAdd:
+		return p.New
+	case valuediff.KindDelete:
+		return p.Old
+	default:
+		return p.Old + " => " + p.New
+	}
+}
+
+// replaceNote marks a change that forces a replacement.
+func replaceNote(p valuediff.Property) string {
+	if p.Replaces {
+		return " (forces replacement)"
+	}
+	return ""
+}
+
+// describeCounts renders a preview's counts.
+func describeCounts(s *promotionv1alpha1.ChangeSummary) string {
+	if s == nil {
+		return "not previewed"
+	}
+	return fmt.Sprintf("%d to create, %d to update, %d to replace, %d to delete, %d unchanged", s.Create, s.Update, s.Replace, s.Delete, s.Same)
+}
+
+// shortSHA is short(sha), or "-" for none.
+func shortSHA(sha string) string { return orDefault(short(sha), "-") }
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
