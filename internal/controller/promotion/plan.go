@@ -76,10 +76,16 @@ func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackN
 	return name, "", s.createOwned(ctx, plan)
 }
 
+// reviewedKeys are the keys of a promotion's plan Secret that its digest
+// covers: the plan the Stack is held to, and the value diff and the patch
+// the approvers read, so that an approval is bound to what they saw too.
+var reviewedKeys = []string{autov1alpha1.PlanKey, autov1alpha1.DiffKey, promotionv1alpha1.SourcePatchKey}
+
 // planInputs are the plan digest's inputs that the previews add: for each
-// Stack previewed, the sha256 of the plan the promotion holds for it (""
-// when the Secret is gone), so that approvals are bound to the exact plan
-// the Stacks will be held to. The Secrets are read live.
+// Stack previewed, the sha256 of what the promotion's plan Secret holds
+// for it (reviewedKeys; "" when the Secret is gone), so that approvals are
+// bound to the exact plan the Stacks will be held to and to what the
+// approvers were shown. The Secrets are read live.
 func (s *session) planInputs(ctx context.Context) ([]planInput, error) {
 	var inputs []planInput
 	for _, pv := range s.p.Status.Previews {
@@ -92,8 +98,12 @@ func (s *session) planInputs(ctx context.Context) ([]planInput, error) {
 		}
 		digest := ""
 		if sec != nil {
-			sum := sha256.Sum256(sec.Data[autov1alpha1.PlanKey])
-			digest = "sha256:" + hex.EncodeToString(sum[:])
+			h := sha256.New()
+			for _, key := range reviewedKeys {
+				fmt.Fprintf(h, "%s:%d:", key, len(sec.Data[key]))
+				h.Write(sec.Data[key])
+			}
+			digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 		}
 		inputs = append(inputs, planInput{Name: "Plan/" + pv.Name, Value: digest})
 	}
