@@ -75,6 +75,7 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `metrics endpoint ("0" disables)`)
 	f.StringVar(&opts.CloudAPIAddr, "cloud-api-bind-address", "0", `Pulumi Cloud-compatible update history API for Kargo verification, e.g. ":9091" ("0" disables)`)
 	f.StringVar(&opts.DashboardAddr, "dashboard-bind-address", "0", `web dashboard, e.g. ":8090" ("0" disables)`)
+	f.StringVar(&opts.ReceiverAddr, "receiver-bind-address", "0", `webhook endpoint of Receivers (pushes from forges), e.g. ":9292" ("0" disables)`)
 	f.StringVar(&opts.DashboardURL, "dashboard-external-url", "", "address users reach the dashboard at, e.g. https://stackyard.example.com; Updates without a Pulumi Cloud permalink link to its pages")
 	f.BoolVar(&opts.DashboardReadOnly, "dashboard-read-only", false, "serve the dashboard without actions (approve, reject, promote, roll back, reconcile)")
 	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", `health and readiness probes ("0" disables)`)

@@ -31,18 +31,21 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/artifact"
 	"github.com/stackyard/stackyard/internal/cloudapi"
 	"github.com/stackyard/stackyard/internal/controller/program"
+	receiverctl "github.com/stackyard/stackyard/internal/controller/receiver"
 	"github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/controller/update"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
 	"github.com/stackyard/stackyard/internal/dashboard"
 	"github.com/stackyard/stackyard/internal/leader"
 	"github.com/stackyard/stackyard/internal/metrics"
+	"github.com/stackyard/stackyard/internal/receiver"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
 	"github.com/stackyard/stackyard/internal/runtime/local"
@@ -79,6 +82,9 @@ type Options struct {
 	// DashboardAddr is the listen address of the web dashboard
 	// (internal/dashboard); empty or "0" disables it.
 	DashboardAddr string
+	// ReceiverAddr is the listen address of the Receivers' webhook
+	// endpoint (internal/receiver); empty or "0" disables it.
+	ReceiverAddr string
 	// DashboardReadOnly serves the dashboard without its actions.
 	DashboardReadOnly bool
 	// DashboardURL is the address users reach the dashboard at (behind an
@@ -153,7 +159,7 @@ func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, pulumiv1.AddToScheme, pulumiv1alpha1.AddToScheme, autov1alpha1.AddToScheme,
-		promotionv1alpha1.AddToScheme,
+		promotionv1alpha1.AddToScheme, notificationv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, err
@@ -229,6 +235,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 
 	if err := addCloudAPI(mgr, opts); err != nil {
+		return nil, err
+	}
+	if err := addReceivers(mgr, opts); err != nil {
 		return nil, err
 	}
 	dash, err := addDashboard(mgr, opts)
@@ -397,6 +406,30 @@ func addCloudAPI(mgr manager.Manager, opts Options) error {
 		return fmt.Errorf("cloud API: %w", err)
 	}
 	return mgr.Add(cloudapi.NewServer(ln, cloudapi.NewHandler(mgr.GetClient(), mgr.GetLogger().WithName("cloud-api"))))
+}
+
+// addReceivers reconciles Receivers and, when an address is set, serves
+// their webhooks.
+func addReceivers(mgr manager.Manager, opts Options) error {
+	ctx := context.Background()
+	if err := receiver.IndexPath(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing Receivers: %w", err)
+	}
+	if err := (&receiverctl.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if opts.ReceiverAddr == "" || opts.ReceiverAddr == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", opts.ReceiverAddr)
+	if err != nil {
+		return fmt.Errorf("receivers: %w", err)
+	}
+	h := &receiver.Handler{
+		Reader: mgr.GetClient(), Secrets: mgr.GetClient(), Status: mgr.GetClient(),
+		Waker: &receiver.Waker{Client: mgr.GetClient()}, Log: mgr.GetLogger().WithName("receiver"),
+	}
+	return mgr.Add(receiver.NewServer(ln, h))
 }
 
 // addDashboard serves the dashboard when an address is set. It reads

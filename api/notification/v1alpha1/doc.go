@@ -1,0 +1,15 @@
+// Package v1alpha1 holds the notification.stackyard.dev/v1alpha1 API: what
+// tells stackyard about the world, and what stackyard tells the world.
+//
+//   - A Receiver is an endpoint a forge (GitHub, GitLab, Gitea/Forgejo,
+//     Bitbucket) or any system that can sign a request calls on a push. A
+//     verified push wakes, at once, the Pipelines and the branch-tracking
+//     Stacks of the Receiver's namespace that follow the pushed repository
+//     and branch, instead of waiting for their next poll.
+//
+// The objects are namespaced: a team configures its own, and a Receiver
+// never wakes an object of another namespace.
+//
+// +kubebuilder:object:generate=true
+// +groupName=notification.stackyard.dev
+package v1alpha1
