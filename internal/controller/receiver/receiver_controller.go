@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
-	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/receiver"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // Reasons of a Receiver's conditions.
