@@ -40,11 +40,8 @@ func asUser(t *testing.T, token string) client.Client {
 }
 
 // waitingForReview creates, as alice, a promotion into stage in ns, and
-// writes the status the Promotion controller writes once its preview is
-// done: a preview of site-<stage> whose plan Secret holds a value diff
-// (a plain change, a changed secret, a replacement) and the code's patch,
-// the commits the release brings, and a fired RequireApproval policy
-// rule. It returns the promotion's name.
+// records on it what the Promotion controller records once its preview is
+// done (recordReview). It returns the promotion's name.
 func waitingForReview(t *testing.T, ns, stage string) string {
 	t.Helper()
 	g := NewWithT(t)
@@ -56,7 +53,20 @@ func waitingForReview(t *testing.T, ns, stage string) string {
 		},
 	}
 	g.Expect(asUser(t, tokens[ns+"/alice"]).Create(ctx, p)).To(Succeed())
+	g.Expect(recordReview(ctx, p)).To(Succeed())
+	g.Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+	return p.Name
+}
 
+// recordReview creates the plan Secret of p's preview and sets, on p's
+// status (the caller writes it), what the Promotion controller records
+// once that preview is done and p waits for approval: a preview of
+// site-<stage> whose plan Secret holds a value diff (a plain change, a
+// changed secret, a replacement) and the code's patch, the commits the
+// release brings, and a fired RequireApproval policy rule. The Stack's
+// config Secret, and the saved plan, hold reviewSecret.
+func recordReview(ctx context.Context, p *promotionv1alpha1.Promotion) error {
+	ns, stage := p.Namespace, p.Spec.Stage
 	urn := func(typ, name string) string { return "urn:pulumi:" + stage + "::web::" + typ + "::" + name }
 	diff, err := valuediff.Encode(valuediff.Diff{Resources: []valuediff.Resource{
 		{URN: urn("test:index:File", "page"), Type: "test:index:File", Op: "update", Properties: []valuediff.Property{
@@ -70,33 +80,37 @@ func waitingForReview(t *testing.T, ns, stage string) string {
 			{Path: "keepers.note", Kind: valuediff.KindAdd, New: `"new"`},
 		}},
 	}})
-	g.Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		return err
+	}
 	plan := p.Name + "-plan"
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+	for _, sec := range []*corev1.Secret{{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: plan},
 		Data: map[string][]byte{
 			"plan":                           []byte(`{"config":{"web:token":"` + reviewSecret + `"}}`),
 			autov1alpha1.DiffKey:             diff,
-			promotionv1alpha1.SourcePatchKey: []byte("diff --git a/web/Pulumi.yaml b/web/Pulumi.yaml\n--- a/web/Pulumi.yaml\n+++ b/web/Pulumi.yaml\n@@ -1,2 +1,2 @@\n name: web\n-content: <b>v1</b>\n+content: v2\n"),
+			promotionv1alpha1.SourcePatchKey: []byte(reviewPatch),
 		},
-	})).To(Succeed())
-	// The Stack's config Secret holds the plaintext.
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, StringData: map[string]string{"password": reviewSecret}}
-	if err := env.Client.Create(ctx, secret); err != nil {
-		g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, StringData: map[string]string{"password": reviewSecret},
+	}} {
+		if err := env.Client.Create(ctx, sec); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
 	}
 
 	when := metav1.NewTime(time.Now().Add(-time.Hour))
-	p.Status.Phase = promotionv1alpha1.PromotionPending
-	p.Status.Commit = shaNew
-	p.Status.PlanDigest = "sha256:" + strings.Repeat("d", 64)
-	p.Status.Message = "waiting for approval"
-	p.Status.Policies = []promotionv1alpha1.PolicyResult{
+	st := &p.Status
+	st.Phase = promotionv1alpha1.PromotionPending
+	st.Commit = shaNew
+	st.PlanDigest = "sha256:" + strings.Repeat("d", 64)
+	st.Message = "waiting for approval"
+	st.Policies = []promotionv1alpha1.PolicyResult{
 		{Name: "no-replace", Fired: true, Action: promotionv1alpha1.PolicyRequireApproval, Message: "a resource is replaced",
 			Required: 2, From: []promotionv1alpha1.Approver{{Group: "dba"}}},
 		{Name: "quiet", Fired: false, Action: promotionv1alpha1.PolicyRefuse},
 	}
-	p.Status.Previews = []promotionv1alpha1.StackPreview{{
+	st.Previews = []promotionv1alpha1.StackPreview{{
 		Name: "site-" + stage, Plan: plan,
 		Summary: &promotionv1alpha1.ChangeSummary{Update: 2, Replace: 1, Same: 3},
 		Changes: []promotionv1alpha1.ResourceChange{
@@ -112,9 +126,18 @@ func waitingForReview(t *testing.T, ns, stage string) string {
 			},
 		},
 	}}
-	g.Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
-	return p.Name
+	return nil
 }
+
+// reviewPatch is the code's diff recordReview stores with the plan.
+const reviewPatch = `diff --git a/web/Pulumi.yaml b/web/Pulumi.yaml
+--- a/web/Pulumi.yaml
++++ b/web/Pulumi.yaml
+@@ -1,2 +1,2 @@
+ name: web
+-content: <b>v1</b>
++content: v2
+`
 
 // TestPromotionReview: the promotion page shows what approvers decide on,
 // as `stackyard review` does: the value diffs (secrets masked) to those
