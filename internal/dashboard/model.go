@@ -279,6 +279,12 @@ func promotionSummary(p *promotionv1alpha1.Promotion, st *promotionv1alpha1.Stag
 		pv.Required, required = max(pv.Required, r.Required), true
 		pv.Rules = append(pv.Rules, ruleRequirement(r))
 	}
+	// As the Promotion controller decides: an automatic rollback into a
+	// stage that lets rollbacks skip approvals skips the rules' too.
+	automatic := p.Spec.Rollback && p.Spec.RequestedBy == promotionv1alpha1.RequestedByAutoPromotion
+	if st != nil && st.Spec.Approval != nil && st.Spec.Approval.SkipForRollback && automatic {
+		required = false
+	}
 	pv.AwaitsApproval = required && p.Status.Phase == promotionv1alpha1.PromotionPending && p.Status.PlanDigest != ""
 	return pv
 }
