@@ -112,6 +112,17 @@ func TestDashboardInBrowser(t *testing.T) {
 			return env.Client.Status().Update(ctx, &p)
 		}))
 	})
+	// A change to the promotion that the open page must take in live.
+	hooks.HandleFunc("POST /touch", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var p promotionv1alpha1.Promotion
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.URL.Query().Get("promotion")}, &p); err != nil {
+				return err
+			}
+			p.Status.Message = "waiting for approval (as of " + time.Now().Format(time.RFC3339Nano) + ")"
+			return env.Client.Status().Update(ctx, &p)
+		}))
+	})
 	hooks.HandleFunc("POST /restart", func(w http.ResponseWriter, _ *http.Request) {
 		dash.shutdown()
 		dash.start(t)

@@ -123,8 +123,9 @@ try {
     // A live change swaps the page's content in: what the reader opened
     // stays open.
     const before = await page.evaluate(() => document.body.dataset.refreshed || '');
-    await callHook('plan', { promotion });
+    await callHook('touch', { promotion });
     await page.waitForFunction((old) => (document.body.dataset.refreshed || '') !== old, before);
+    await page.locator('#promotion-message', { hasText: 'as of' }).waitFor();
     check(await props.isVisible(), 'a live refresh closed the diff');
     check(await page.locator('#previews pre.patch').isVisible(), 'a live refresh closed the code diff');
     if (process.env.SHOT_DIR) {
