@@ -98,13 +98,28 @@ func TestDashboardInBrowser(t *testing.T) {
 	hooks.HandleFunc("POST /heal", func(w http.ResponseWriter, _ *http.Request) {
 		answer(w, setStage("dev2", promotionv1alpha1.Healthy, ""))
 	})
+	// The plan: a preview with value diffs, commits and a fired policy
+	// rule, as the page's review shows them.
 	hooks.HandleFunc("POST /plan", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			var p promotionv1alpha1.Promotion
 			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.URL.Query().Get("promotion")}, &p); err != nil {
 				return err
 			}
-			decidePlan(&p)
+			if err := recordReview(ctx, &p); err != nil {
+				return err
+			}
+			return env.Client.Status().Update(ctx, &p)
+		}))
+	})
+	// A change to the promotion that the open page must take in live.
+	hooks.HandleFunc("POST /touch", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var p promotionv1alpha1.Promotion
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.URL.Query().Get("promotion")}, &p); err != nil {
+				return err
+			}
+			p.Status.Message = "waiting for approval (as of " + time.Now().Format(time.RFC3339Nano) + ")"
 			return env.Client.Status().Update(ctx, &p)
 		}))
 	})

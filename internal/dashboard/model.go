@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stackyard/stackyard/internal/change"
+	"github.com/stackyard/stackyard/internal/change/policy"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,8 +63,12 @@ type promotionView struct {
 	// AwaitsApproval: its plan is decided and people must approve it.
 	AwaitsApproval bool
 	Approvals      int
-	Required       int32
-	Created        any
+	// Required is the most approvals any requirement asks for: the
+	// stage's policy or a fired RequireApproval policy rule.
+	Required int32
+	// Rules say what each fired RequireApproval rule asks for.
+	Rules   []string
+	Created any
 }
 
 // timelineRow is one release and, per stage in graph order, what
@@ -264,11 +269,30 @@ func promotionSummary(p *promotionv1alpha1.Promotion, st *promotionv1alpha1.Stag
 			pv.Approvals++
 		}
 	}
+	// Each requirement counts the same approvals: the most any of them
+	// asks for is the least the promotion needs.
+	required := false
 	if st != nil && st.Spec.Approval != nil {
-		pv.Required = st.Spec.Approval.Required
-		pv.AwaitsApproval = p.Status.Phase == promotionv1alpha1.PromotionPending && p.Status.PlanDigest != ""
+		pv.Required, required = st.Spec.Approval.Required, true
 	}
+	for _, r := range policy.Approvals(p.Status.Policies) {
+		pv.Required, required = max(pv.Required, r.Required), true
+		pv.Rules = append(pv.Rules, ruleRequirement(r))
+	}
+	// As the Promotion controller decides: an automatic rollback into a
+	// stage that lets rollbacks skip approvals skips the rules' too.
+	automatic := p.Spec.Rollback && p.Spec.RequestedBy == promotionv1alpha1.RequestedByAutoPromotion
+	if st != nil && st.Spec.Approval != nil && st.Spec.Approval.SkipForRollback && automatic {
+		required = false
+	}
+	pv.AwaitsApproval = required && p.Status.Phase == promotionv1alpha1.PromotionPending && p.Status.PlanDigest != ""
 	return pv
+}
+
+// ruleRequirement says in words what a fired RequireApproval rule asks
+// for, e.g. "policy db-replace: 2 approvals from group dba".
+func ruleRequirement(r promotionv1alpha1.PolicyResult) string {
+	return "policy " + r.Name + ": " + approvalsFrom(r.Required, r.From, r.RequireEach)
 }
 
 // timeline lists the pipeline's releases, newest first, each with its

@@ -13,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/authn"
+	"github.com/stackyard/stackyard/internal/valuediff"
 )
 
 // fragmentHeader asks for a page's content only, without the layout: what a
@@ -74,11 +76,69 @@ var funcs = template.FuncMap{
 		}
 		return tm.UTC().Format(time.RFC3339)
 	},
-	"oneline": func(s string) string { first, _, _ := strings.Cut(s, "\n"); return first },
-	"lower":   strings.ToLower,
-	"join":    strings.Join,
-	"trunc":   truncate,
-	"symbol":  healthSymbol,
+	"oneline":  func(s string) string { first, _, _ := strings.Cut(s, "\n"); return first },
+	"lower":    strings.ToLower,
+	"join":     strings.Join,
+	"trunc":    truncate,
+	"symbol":   healthSymbol,
+	"opSign":   opSign,
+	"kindSign": kindSign,
+	"patch":    patchLines,
+	"ruleNeeds": func(r promotionv1alpha1.PolicyResult) string {
+		return approvalsFrom(r.Required, r.From, r.RequireEach)
+	},
+	"more": func(total int32, shown int) int { return max(int(total)-shown, 0) },
+}
+
+// opSign is a resource step's sign, as `pulumi preview` prints it; the
+// page shows it beside the step's word, so colour never carries it alone.
+func opSign(op string) string {
+	switch op {
+	case "create":
+		return "+"
+	case "delete":
+		return "-"
+	case "replace":
+		return "+-"
+	}
+	return "~"
+}
+
+// kindSign is a property change's sign: + added, − removed, ~ changed.
+func kindSign(kind string) string {
+	switch kind {
+	case valuediff.KindAdd:
+		return "+"
+	case valuediff.KindDelete:
+		return "−"
+	}
+	return "~"
+}
+
+// patchLine is one line of a unified diff and its class: add, del, hunk,
+// file, or "" for context.
+type patchLine struct{ Class, Text string }
+
+// patchLines splits a unified diff into lines classed for colour; each
+// line keeps its own +, - or space, which carry the meaning without it.
+func patchLines(patch string) []patchLine {
+	lines := strings.Split(strings.TrimSuffix(patch, "\n"), "\n")
+	out := make([]patchLine, 0, len(lines))
+	for _, l := range lines {
+		class := ""
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "diff "), strings.HasPrefix(l, "index "):
+			class = "file"
+		case strings.HasPrefix(l, "@@"):
+			class = "hunk"
+		case strings.HasPrefix(l, "+"):
+			class = "add"
+		case strings.HasPrefix(l, "-"):
+			class = "del"
+		}
+		out = append(out, patchLine{Class: class, Text: l})
+	}
+	return out
 }
 
 // healthSymbol is a health's sign, shown beside its colour so that health

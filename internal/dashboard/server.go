@@ -8,6 +8,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net"
@@ -40,6 +41,11 @@ type Config struct {
 	// Reviews creates TokenReviews and SubjectAccessReviews as the
 	// operator.
 	Reviews client.Client
+	// APIReader reads, uncached and as the operator, what the cache does
+	// not hold: the plan Secrets whose value diffs a promotion's page
+	// shows to those who may list the namespace's Stacks. Nil: a client
+	// of RESTConfig.
+	APIReader client.Reader
 	// Informers feed live updates (the manager's cache); nil turns them
 	// off.
 	Informers cache.Informers
@@ -63,6 +69,7 @@ type Config struct {
 // given a listener.
 type Server struct {
 	reader     client.Client
+	apiReader  client.Reader
 	reviewer   authn.Reviewer
 	informers  cache.Informers
 	restConfig *rest.Config
@@ -98,6 +105,11 @@ func New(cfg Config) (*Server, error) {
 		pages:     pages, mux: http.NewServeMux(), boot: hex.EncodeToString(boot), stopping: make(chan struct{}),
 		reviews: &ttlCache[[sha256.Size]byte, authenticationv1.UserInfo]{ttl: reviewTTL, maxEntries: maxReviews},
 		access:  &ttlCache[string, bool]{ttl: accessTTL, maxEntries: maxReviews},
+	}
+	if s.apiReader = cfg.APIReader; s.apiReader == nil && cfg.RESTConfig != nil && cfg.Reader != nil {
+		if s.apiReader, err = client.New(cfg.RESTConfig, client.Options{Scheme: cfg.Reader.Scheme()}); err != nil {
+			return nil, fmt.Errorf("dashboard: a client for the plan Secrets: %w", err)
+		}
 	}
 	s.routes()
 	return s, nil

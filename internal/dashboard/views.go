@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,11 +61,13 @@ func (s *Server) pipelinePage(r *http.Request, sess *session) (string, any, erro
 // promotionDetail is a promotion in full.
 type promotionDetail struct {
 	promotionView
-	Pipeline     string
-	Commit       string
-	Start, End   any
-	PlanDigest   string
-	Previews     []promotionv1alpha1.StackPreview
+	Pipeline   string
+	Commit     string
+	Start, End any
+	PlanDigest string
+	// Review is what approvers decide on, as `stackyard review` shows it:
+	// values only to those who may list the namespace's Stacks.
+	Review       pipelinectl.Review
 	Records      []promotionv1alpha1.ApprovalRecord
 	Verification *promotionv1alpha1.VerificationStatus
 	Stacks       []promotionv1alpha1.PromotedStack
@@ -124,16 +127,21 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 	}
 	d := promotionDetail{
 		promotionView: promotionSummary(&p, st), Commit: p.Status.Commit, Start: p.Status.StartTime, End: p.Status.EndTime,
-		PlanDigest: p.Status.PlanDigest, Previews: p.Status.Previews, Records: p.Status.Approvals,
+		PlanDigest: p.Status.PlanDigest, Records: p.Status.Approvals,
 		Verification: p.Status.Verification, Stacks: p.Status.Stacks,
 	}
+	plans, err := s.planData(ctx, sess, &p)
+	if err != nil {
+		return "", nil, err
+	}
+	d.Review = pipelinectl.BuildReview(&p, plans, true)
 	if st != nil {
 		d.Pipeline = st.Spec.Pipeline
 		if a := st.Spec.Approval; a != nil {
 			d.Policy = approvalPolicy(a)
-			d.Decidable = d.AwaitsApproval
 		}
 	}
+	d.Decidable = d.AwaitsApproval
 	// The Updates' messages and logs are shown to those who may read
 	// Updates, as on their own pages.
 	mayUpdates, err := s.mayList(ctx, sess, updatesKind, ns)
@@ -157,28 +165,70 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 	return "Promotion " + name, d, nil
 }
 
+// planData reads the plan Secrets p's previews name, with the
+// dashboard's own rights, when the session's user may list Stacks in p's
+// namespace: the values a preview would change are the Stacks' values.
+// Others get the reason, and the review shows property names only. A
+// Secret the operator cannot read is noted, not an error: the page still
+// shows the rest.
+func (s *Server) planData(ctx context.Context, sess *session, p *promotionv1alpha1.Promotion) (pipelinectl.PlanData, error) {
+	ns := p.Namespace
+	ok, err := s.mayList(ctx, sess, stacksKind, ns)
+	if err != nil || !ok {
+		return pipelinectl.PlanData{Unreadable: "you may not list Stacks in namespace " + ns}, err
+	}
+	plans := pipelinectl.PlanData{Secrets: map[string]map[string][]byte{}}
+	if s.apiReader == nil {
+		plans.Unreadable = "the dashboard has no client for Secrets"
+		return plans, nil
+	}
+	for _, pv := range p.Status.Previews {
+		if pv.Plan == "" || plans.Secrets[pv.Plan] != nil {
+			continue
+		}
+		var sec corev1.Secret
+		err := s.apiReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: pv.Plan}, &sec)
+		switch {
+		case err == nil:
+			plans.Secrets[pv.Plan] = sec.Data
+		case apierrors.IsNotFound(err):
+		default:
+			s.log.Error(err, "Could not read a plan Secret", "namespace", ns, "secret", pv.Plan)
+			plans.Unreadable = "the dashboard could not read the plan Secret; the operator log has the detail"
+		}
+	}
+	return plans, nil
+}
+
 // approvalPolicy says an approval policy in words.
 func approvalPolicy(a *promotionv1alpha1.ApprovalPolicy) string {
-	var from []string
-	for _, f := range a.From {
-		if f.User != "" {
-			from = append(from, "user "+f.User)
-		} else {
-			from = append(from, "group "+f.Group)
-		}
-	}
-	text := pluralize(int(a.Required), "approval", "approvals")
-	if len(from) > 0 {
-		text += " from " + strings.Join(from, ", ")
-		if a.RequireEach {
-			text += " (each of them)"
-		}
-	}
+	text := approvalsFrom(a.Required, a.From, a.RequireEach)
 	if !a.AllowSelfApproval {
 		text += "; the requester's own approval does not count"
 	}
 	if a.ExpireAfter != nil {
 		text += "; approvals expire after " + a.ExpireAfter.Duration.String()
+	}
+	return text
+}
+
+// approvalsFrom says how many approvals from whom, e.g. "2 approvals
+// from group dba".
+func approvalsFrom(required int32, from []promotionv1alpha1.Approver, each bool) string {
+	var who []string
+	for _, f := range from {
+		if f.User != "" {
+			who = append(who, "user "+f.User)
+		} else {
+			who = append(who, "group "+f.Group)
+		}
+	}
+	text := pluralize(int(required), "approval", "approvals")
+	if len(who) > 0 {
+		text += " from " + strings.Join(who, ", ")
+		if each {
+			text += " (each of them)"
+		}
 	}
 	return text
 }

@@ -4,7 +4,9 @@
 // change the cluster (or restart the dashboard) when the page has to notice.
 //
 // It signs in with a token, reads the pipeline graph, sees a change arrive
-// live without a reload, promotes, approves, survives an operator restart,
+// live without a reload, promotes, reads the promotion's review (a
+// resource's value diff, the commits, the code's diff, the fired policy
+// rules, at desktop and phone width), approves, survives an operator restart,
 // filters Stacks, finds the secret output masked and exports the audit
 // trail.
 
@@ -98,6 +100,45 @@ try {
     if (process.env.SHOT_DIR) {
       await page.screenshot({ path: `${process.env.SHOT_DIR}/promotion.png`, fullPage: true });
     }
+  });
+
+  await step('an approver reads the review: value diffs, commits, code, policies', async () => {
+    const row = page.locator('#previews tr.resource[data-urn$="Random::id"]');
+    check((await row.locator('td.op').textContent()).trim() === '+- replace', 'the step has no sign and word');
+    const props = row.locator('ul.props');
+    check(!(await props.isVisible()), 'the diff is open before it is asked for');
+    await row.locator('details.values summary').click();
+    await props.waitFor();
+    const text = await props.textContent();
+    check(text.includes('keepers.version: "v1" → "v2"') && text.includes('forces replacement'), `diff: ${text}`);
+    const secret = await page.locator('#previews tr.resource[data-urn$="File::secretPage"] details.values');
+    await secret.locator('summary').click();
+    check((await secret.textContent()).includes('"[secret]" → "[secret]"'), 'the changed secret is not shown masked');
+    const commits = await page.locator('#previews ol.commits li.commit').allTextContents();
+    check(commits.length === 2 && commits[0].includes('eeeeeee') && commits[0].includes('faster <pages>'), `commits: ${JSON.stringify(commits)}`);
+    await page.locator('#previews p.more', { hasText: '… and 3 more' }).waitFor();
+    await page.locator('#previews details.patch summary').click();
+    await page.locator('#previews pre.patch span.add', { hasText: '+content: v2' }).waitFor();
+    await page.locator('#policies li.policy[data-policy="no-replace"]', { hasText: 'needs 2 approvals from group dba' }).waitFor();
+    // A live change swaps the page's content in: what the reader opened
+    // stays open.
+    const before = await page.evaluate(() => document.body.dataset.refreshed || '');
+    await callHook('touch', { promotion });
+    await page.waitForFunction((old) => (document.body.dataset.refreshed || '') !== old, before);
+    await page.locator('#promotion-message', { hasText: 'as of' }).waitFor();
+    check(await props.isVisible(), 'a live refresh closed the diff');
+    check(await page.locator('#previews pre.patch').isVisible(), 'a live refresh closed the code diff');
+    if (process.env.SHOT_DIR) {
+      await page.screenshot({ path: `${process.env.SHOT_DIR}/review.png`, fullPage: true });
+    }
+    await page.setViewportSize({ width: 375, height: 812 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(overflow <= 1, `the promotion page is ${overflow}px wider than the phone's screen`);
+    if (process.env.SHOT_DIR) {
+      await page.locator('#previews').scrollIntoViewIfNeeded();
+      await page.screenshot({ path: `${process.env.SHOT_DIR}/review-phone.png`, fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   await step('approve it', async () => {

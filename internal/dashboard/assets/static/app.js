@@ -47,7 +47,16 @@
       })
       .then(function (html) {
         if (html !== null && html !== undefined) {
+          // What the reader opened (a resource's diff, the code's diff)
+          // stays open across the swap.
+          var opened = [];
+          main.querySelectorAll('details[open][data-key]').forEach(function (d) { opened.push(d.dataset.key); });
           main.innerHTML = html;
+          main.querySelectorAll('details[data-key]').forEach(function (d) {
+            if (opened.indexOf(d.dataset.key) >= 0) {
+              d.open = true;
+            }
+          });
           body.dataset.refreshed = String(Date.now());
         }
       })
