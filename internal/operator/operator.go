@@ -439,7 +439,7 @@ func addDashboard(mgr manager.Manager, opts Options) (*dashboard.Server, error) 
 		return nil, nil
 	}
 	srv, err := dashboard.New(dashboard.Config{
-		Reader: mgr.GetClient(), Reviews: mgr.GetClient(), Informers: mgr.GetCache(), RESTConfig: mgr.GetConfig(),
+		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Reviews: mgr.GetClient(), Informers: mgr.GetCache(), RESTConfig: mgr.GetConfig(),
 		ReadOnly: opts.DashboardReadOnly, Log: mgr.GetLogger().WithName("dashboard"),
 	})
 	if err != nil {
