@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -49,7 +50,7 @@ func (w *Waker) Wake(ctx context.Context, namespace, receiver string, push Push)
 	}
 	branch, isBranch := strings.CutPrefix(push.Ref, "refs/heads/")
 	_, isTag := strings.CutPrefix(push.Ref, "refs/tags/")
-	request := fmt.Sprintf("receiver/%s/%d", receiver, w.now().UnixNano())
+	request := fmt.Sprintf("%s%s/%d", notificationv1alpha1.WakeRequestPrefix, receiver, w.now().UnixNano())
 	var woken []Woken
 
 	var pipelines promotionv1alpha1.PipelineList

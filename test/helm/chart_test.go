@@ -34,6 +34,7 @@ var listenerFlags = map[string]string{
 	"artifacts": "artifact-listen",
 	"cloud-api": "cloud-api-bind-address",
 	"dashboard": "dashboard-bind-address",
+	"receivers": "receiver-bind-address",
 }
 
 // operator is the rendered Deployment, decoded, with the flags its
@@ -349,9 +350,9 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("the chart passes --%s=%s by default, the operator's default is %s: keep values.yaml in step", name, got, def)
 		}
 	}
-	for _, name := range []string{"cloud-api-bind-address", "dashboard-bind-address", "dashboard-read-only"} {
+	for _, name := range []string{"cloud-api-bind-address", "dashboard-bind-address", "dashboard-read-only", "receiver-bind-address"} {
 		if v, ok := o.flags[name]; ok {
-			t.Errorf("--%s=%s by default; the cloud API and the dashboard are opt-in", name, v)
+			t.Errorf("--%s=%s by default; the cloud API, the dashboard and the receivers are opt-in", name, v)
 		}
 	}
 	// Every namespace is watched, and the ClusterRole bound cluster-wide.
@@ -391,11 +392,12 @@ func TestRenderEverything(t *testing.T) {
 		t.Errorf("image %s, want %s", o.container.Image, want)
 	}
 	for flag, want := range map[string]string{
-		"agent-image":         "registry.example.com/platform/stackyard-agent:v0.1.0",
-		"dashboard-read-only": "true",
-		"stack-concurrency":   "8",
-		"zap-log-level":       "debug",
-		"zap-time-encoding":   "rfc3339",
+		"agent-image":           "registry.example.com/platform/stackyard-agent:v0.1.0",
+		"dashboard-read-only":   "true",
+		"receiver-bind-address": ":9292",
+		"stack-concurrency":     "8",
+		"zap-log-level":         "debug",
+		"zap-time-encoding":     "rfc3339",
 		// The first host of the Ingress, which its tls covers.
 		"dashboard-external-url": "https://stackyard.example.com",
 	} {
@@ -428,12 +430,12 @@ func TestRenderEverything(t *testing.T) {
 		t.Errorf("the dashboard Service's port is %d, want 8090", p)
 	}
 
-	ingresses := m.ofKind("Ingress")
-	if len(ingresses) != 1 {
-		t.Fatalf("%d Ingresses, want 1", len(ingresses))
+	dashboardIngress := m.get("Ingress", "stackyard-dashboard")
+	if dashboardIngress == nil || len(m.ofKind("Ingress")) != 2 {
+		t.Fatalf("%d Ingresses, want the dashboard's and the receivers'", len(m.ofKind("Ingress")))
 	}
 	var ing networkingv1.Ingress
-	fromUnstructured(t, ingresses[0], &ing)
+	fromUnstructured(t, dashboardIngress, &ing)
 	if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != "stackyard.example.com" || len(ing.Spec.TLS) != 1 ||
 		ing.Annotations["nginx.ingress.kubernetes.io/auth-response-headers"] != "Authorization" || ptr.Deref(ing.Spec.IngressClassName, "") != "nginx" {
 		t.Errorf("the Ingress does not carry the host, TLS, class and annotations of the values: %+v", ing)
@@ -607,6 +609,19 @@ func TestRenderOptions(t *testing.T) {
 		name:  "service monitor",
 		args:  []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.interval=30s", "--set", "metrics.serviceMonitor.labels.release=prometheus"},
 		check: checkServiceMonitor,
+	}, {
+		name: "receivers",
+		args: []string{"--values", everything()},
+		check: func(t *testing.T, m manifest, o operator) {
+			servicePort(t, m, "stackyard-receivers", "receivers")
+			ing := m.get("Ingress", "stackyard-receivers")
+			if ing == nil {
+				t.Fatal("no Ingress for the receivers")
+			}
+			if text := fmt.Sprint(ing.Object["spec"]); !strings.Contains(text, "path:/hook/") || strings.Contains(text, "path:/ ") {
+				t.Errorf("the receivers' Ingress routes more than /hook/: %s", text)
+			}
+		},
 	}, {
 		name: "dashboard without ingress",
 		args: []string{"--set", "dashboard.enabled=true"},

@@ -29,6 +29,16 @@ const (
 	ReceiverGeneric ReceiverType = "generic"
 )
 
+// WakeRequestPrefix begins the value a Receiver sets in the
+// pulumi.com/reconciliation-request annotation of the objects a push
+// wakes ("receiver/<receiver>/<time>"): an object carrying it has a
+// Receiver, and polls less often.
+const WakeRequestPrefix = "receiver/"
+
+// HeardSlowdown is how much longer a Pipeline woken by a Receiver waits
+// between polls than its spec.interval: polling stays as the fallback.
+const HeardSlowdown = 4
+
 // ReceiverTokenKey is the key of the token in the Secret a Receiver names.
 const ReceiverTokenKey = "token"
 

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
@@ -211,7 +213,8 @@ func (r *Reconciler) finish(ctx context.Context, s *session, patcher *sreconcile
 
 // Interval is how often p polls its repository: spec.interval, by default
 // DefaultInterval, and never less than floor (DefaultMinInterval when not
-// positive).
+// positive); notificationv1alpha1.HeardSlowdown times that once a Receiver
+// has woken p, since pushes then arrive by themselves.
 func Interval(p *promotionv1alpha1.Pipeline, floor time.Duration) time.Duration {
 	if floor <= 0 {
 		floor = DefaultMinInterval
@@ -220,7 +223,11 @@ func Interval(p *promotionv1alpha1.Pipeline, floor time.Duration) time.Duration 
 	if p.Spec.Interval != nil && p.Spec.Interval.Duration > 0 {
 		d = p.Spec.Interval.Duration
 	}
-	return max(d, floor)
+	d = max(d, floor)
+	if strings.HasPrefix(p.Annotations[shared.ReconcileRequestAnnotation], notificationv1alpha1.WakeRequestPrefix) {
+		d *= notificationv1alpha1.HeardSlowdown
+	}
+	return d
 }
 
 // freshPollWanted reports whether p carries a reconcile request
