@@ -14,5 +14,5 @@ BENCH_RUN ?=
 
 .PHONY: bench-e2e
 bench-e2e: $(TOOLS) ## Measure latency, burst and idle cost end to end; writes docs/benchmarks.md (~11 min on 2 cores).
-	BENCH_N="$(BENCH_N)" BENCH_REPEAT="$(BENCH_REPEAT)" go test -tags bench -count=1 -timeout 120m -v \
+	BENCH_N="$(BENCH_N)" BENCH_REPEAT="$(BENCH_REPEAT)" BENCH_RUN="$(BENCH_RUN)" go test -tags bench -count=1 -timeout 120m -v \
 		-run '^TestBench$$$(if $(BENCH_RUN),/^($(BENCH_RUN))$$)' ./test/bench/

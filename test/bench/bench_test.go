@@ -52,7 +52,15 @@ func TestBench(t *testing.T) {
 	self0 := treeCPU(tree(os.Getpid()))
 	settings.OperatorArgs = h.opArgs
 	res := &Results{Machine: machine, Settings: settings}
+	// A run of some figures (BENCH_RUN) keeps the others from the previous
+	// results, and says which it measured.
+	prev, _ := readResults(resultsFile())
+	subset := os.Getenv("BENCH_RUN")
 	save := func() {
+		if subset != "" {
+			res.Measured = []string{subset}
+			res.keep(prev)
+		}
 		res.Took = Sec(time.Since(began))
 		busy := machineBusyTicks() - busy0
 		ours := treeCPU(tree(os.Getpid())) - self0
@@ -75,6 +83,9 @@ func TestBench(t *testing.T) {
 		return
 	}
 	if !t.Run("promotion", func(t *testing.T) { res.Promotion = benchPromotion(t, h, settings.Repeat) }) {
+		return
+	}
+	if !t.Run("push", func(t *testing.T) { res.Push = benchPush(t, h, settings.Repeat) }) {
 		return
 	}
 	largest := ""

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -74,9 +75,11 @@ type harness struct {
 	progDir string // a checkout of the program for the bare CLI
 	rec     *recorder
 
-	op        *testenv.Operator
-	opArgs    []string
-	idleAfter time.Duration
+	op     *testenv.Operator
+	opArgs []string
+	// receiverURL is the operator's Receiver endpoint.
+	receiverURL string
+	idleAfter   time.Duration
 }
 
 // startHarness starts the control plane, the git server with the program,
@@ -104,7 +107,9 @@ func startHarness(t *testing.T, idleAfter time.Duration) *harness {
 	h.repo = h.git.CreateRepo(project)
 	h.repo.Commit("main", map[string]string{"Pulumi.yaml": program(outDir)})
 
-	env, err := testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{pulumiv1.AddToScheme, autov1alpha1.AddToScheme, promotionv1alpha1.AddToScheme}})
+	env, err := testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{
+		pulumiv1.AddToScheme, autov1alpha1.AddToScheme, promotionv1alpha1.AddToScheme, notificationv1alpha1.AddToScheme,
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +142,13 @@ func (h *harness) startOperator(t *testing.T, tmp string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := testenv.FreeAddr(t)
+	h.receiverURL = "http://" + addr
 	h.op = testenv.StartOperator(t, testenv.OperatorOptions{
 		Bin:    bin,
 		Dir:    tmp,
 		Config: h.env.Config,
-		Args:   []string{"--idle-after", h.idleAfter.String()},
+		Args:   []string{"--idle-after", h.idleAfter.String(), "--receiver-bind-address", addr},
 	})
 	h.opArgs = h.op.Args
 }

@@ -55,11 +55,16 @@ func render(r *Results) string {
 		p("steadier than the absolute numbers.\n\n")
 	}
 
+	if len(r.Measured) > 0 {
+		p("This run measured only %s (`BENCH_RUN`); the other figures are kept from the run before it, on the\n", strings.Join(r.Measured, ", "))
+		p("machine that run described.\n\n")
+	}
 	renderTargets(&b, r)
 	renderLatency(&b, r)
 	renderBurst(&b, r)
 	renderIdle(&b, r)
 	renderPromotion(&b, r)
+	renderPush(&b, r)
 	renderFixes(&b)
 	return b.String()
 }
@@ -158,7 +163,32 @@ func renderTargets(b *strings.Builder, r *Results) {
 		p("| 1 git query per repository and branch per interval | %.2f ref listings, %.2f fetches | %s |\n",
 			i.RefListsPerInterval, i.FetchesPerInterval, yes(i.RefListsPerInterval <= 1.05 && i.FetchesPerInterval <= 1.05))
 	}
+	if pu := r.Push; pu != nil {
+		p("| Push → Release created < %.0f s | %.3f s (median) | %s |\n", targetPushRelease, pu.Release.Median, yes(pu.Release.Median < targetPushRelease))
+		p("| Push → Stack Ready within %.0f s + the `pulumi up` | %.2f s added (median) | %s |\n", targetPushRelease, pu.Added.Median, yes(pu.Added.Median < targetPushRelease))
+	}
 	p("\n")
+}
+
+// targetPushRelease is issue 21's bound on what a push adds, in seconds.
+const targetPushRelease = 1.0
+
+// renderPush writes figure 5.
+func renderPush(b *strings.Builder, r *Results) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("## 5. Push latency\n\n")
+	p("Command: `make bench-e2e BENCH_RUN=push BENCH_REPEAT=%d`\n\n", r.Settings.Repeat)
+	pu := r.Push
+	if pu == nil {
+		p("Not measured in this run.\n\n")
+		return
+	}
+	p("A Pipeline and a branch-tracking Stack follow a repository of their own and poll it only once an\n")
+	p("hour. Each repetition commits a change of the file the program writes, delivers the push to a\n")
+	p("Receiver (`generic`, HMAC-signed) and times until the Pipeline's Release of the commit exists and\n")
+	p("until the Stack is Ready at it. By hand, the same change is deployed with `pulumi up`.\n\n")
+	p("| n | push → Release | push → Stack Ready | by hand: `pulumi up` | added |\n|---|---|---|---|---|\n")
+	p("| %d | %s | %s | %s | %s |\n\n", pu.Ready.N, spread(pu.Release, "s"), spread(pu.Ready, "s"), spread(pu.Bare, "s"), spread(pu.Added, "s"))
 }
 
 // renderLatency writes figure 1.

@@ -26,8 +26,35 @@ type Results struct {
 	Idle     *IdleResult     `json:"idle,omitempty"`
 	// Promotion is the release's way through a dev → prod pipeline.
 	Promotion *PromotionResult `json:"promotion,omitempty"`
+	// Push is a push through a Receiver to a branch-tracking Stack.
+	Push *PushResult `json:"push,omitempty"`
 	// Took is the wall time of the whole run.
 	Took Seconds `json:"took"`
+	// Measured names the figures this run measured when BENCH_RUN chose
+	// some; the others are kept from the previous run's results.
+	Measured []string `json:"measured,omitempty"`
+}
+
+// keep fills the figures r did not measure from prev.
+func (r *Results) keep(prev *Results) {
+	if prev == nil {
+		return
+	}
+	if len(r.Latency) == 0 {
+		r.Latency = prev.Latency
+	}
+	if len(r.Burst) == 0 {
+		r.Burst = prev.Burst
+	}
+	if r.Idle == nil {
+		r.Idle = prev.Idle
+	}
+	if r.Promotion == nil {
+		r.Promotion = prev.Promotion
+	}
+	if r.Push == nil {
+		r.Push = prev.Push
+	}
 }
 
 // Settings are the knobs the run used.
