@@ -16,8 +16,8 @@ import (
 	"time"
 
 	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
-	"github.com/stackyard/stackyard/internal/redact"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/redact"
 	"github.com/stackyard/stackyard/internal/verify"
 )
 

@@ -169,10 +169,10 @@ func TestSupports(t *testing.T) {
 func TestRepoPath(t *testing.T) {
 	g := NewWithT(t)
 	for in, want := range map[string]string{
-		"https://github.com/acme/web.git":        "acme/web",
-		"https://github.com/acme/web":            "acme/web",
-		"ssh://git@gitea.example.com/acme/web":   "acme/web",
-		"git@gitlab.com:group/sub/web.git":       "group/sub/web",
+		"https://github.com/acme/web.git":         "acme/web",
+		"https://github.com/acme/web":             "acme/web",
+		"ssh://git@gitea.example.com/acme/web":    "acme/web",
+		"git@gitlab.com:group/sub/web.git":        "group/sub/web",
 		"https://gitea.example.com/acme/web.git/": "acme/web",
 	} {
 		got, err := RepoPath(in)
