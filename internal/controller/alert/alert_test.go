@@ -227,7 +227,6 @@ func TestFailingProviderRetried(t *testing.T) {
 	flaky := newHook(t, 3)
 	provider(t, ns, "flaky", notificationv1alpha1.ProviderWebhook, flaky.URL, nil)
 	newAlert(t, ns, "flaky", "flaky", notificationv1alpha1.EventPromotionFailed)
-	// Slow the retries down enough to see the failure in status.
 	now := metav1.Now()
 	promote(t, ns, "web-r1-prod", promotionv1alpha1.PromotionStatus{
 		Phase: promotionv1alpha1.PromotionFailed, Message: "stack web-prod failed", Commit: sha, EndTime: &now,
