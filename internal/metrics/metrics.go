@@ -10,6 +10,8 @@
 //     stackyard_promotion_approval_wait_seconds{namespace,stage} and
 //     stackyard_verification_checks_total{namespace,stage,check,result}:
 //     change management (promotions.go);
+//   - stackyard_notifications_total{namespace,alert,result}: the Alerts'
+//     delivery attempts (notifications.go);
 //   - the work queue depth, latency and retries of every controller, which
 //     controller-runtime exports itself (workqueue_depth{name=...}).
 package metrics

@@ -37,6 +37,7 @@ import (
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/artifact"
 	"github.com/stackyard/stackyard/internal/cloudapi"
+	alertctl "github.com/stackyard/stackyard/internal/controller/alert"
 	"github.com/stackyard/stackyard/internal/controller/program"
 	receiverctl "github.com/stackyard/stackyard/internal/controller/receiver"
 	"github.com/stackyard/stackyard/internal/controller/stack"
@@ -45,6 +46,7 @@ import (
 	"github.com/stackyard/stackyard/internal/dashboard"
 	"github.com/stackyard/stackyard/internal/leader"
 	"github.com/stackyard/stackyard/internal/metrics"
+	"github.com/stackyard/stackyard/internal/notify"
 	"github.com/stackyard/stackyard/internal/receiver"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
@@ -240,6 +242,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := addReceivers(mgr, opts); err != nil {
 		return nil, err
 	}
+	if err := addAlerts(mgr, opts); err != nil {
+		return nil, err
+	}
 	dash, err := addDashboard(mgr, opts)
 	if err != nil {
 		return nil, err
@@ -430,6 +435,24 @@ func addReceivers(mgr manager.Manager, opts Options) error {
 		Waker: &receiver.Waker{Client: mgr.GetClient()}, Log: mgr.GetLogger().WithName("receiver"),
 	}
 	return mgr.Add(receiver.NewServer(ln, h))
+}
+
+// addAlerts runs the Alert controller, the only place notifications are
+// sent from: a slow or failing Provider delays its Alerts and no other
+// reconciler.
+func addAlerts(mgr manager.Manager, opts Options) error {
+	counts := metrics.NewNotifications()
+	if err := metrics.RegisterCollectors(counts.Collectors()...); err != nil {
+		return err
+	}
+	r := &alertctl.Reconciler{
+		Client: mgr.GetClient(), Secrets: mgr.GetClient(), Sender: notify.NewSender(),
+		DashboardURL: opts.DashboardURL, Metrics: counts,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("alert controller: %w", err)
+	}
+	return nil
 }
 
 // addDashboard serves the dashboard when an address is set. It reads

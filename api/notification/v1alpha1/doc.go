@@ -8,7 +8,7 @@
 //     and branch, instead of waiting for their next poll.
 //
 // The objects are namespaced: a team configures its own, and a Receiver
-// never wakes an object of another namespace.
+// never wakes an object of another namespace, nor does an Alert report one.
 //
 // +kubebuilder:object:generate=true
 // +groupName=notification.stackyard.dev
