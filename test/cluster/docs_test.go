@@ -379,8 +379,8 @@ func waitOperatorGone(t *testing.T, c *cluster) {
 	if len(left) > 0 {
 		t.Errorf("the uninstall left operator-owned objects behind:\n%s", strings.Join(left, "\n"))
 	}
-	if crds, err := stackyardCRDs(t.Context(), c); err != nil || len(crds) != 9 {
-		t.Errorf("the uninstall should leave the 9 CRDs: %v %v", crds, err)
+	if crds, err := stackyardCRDs(t.Context(), c); err != nil || len(crds) != 12 {
+		t.Errorf("the uninstall should leave the 12 CRDs: %v %v", crds, err)
 	}
 }
 

@@ -357,7 +357,7 @@ func stackyardCRDs(ctx context.Context, c *cluster) ([]string, error) {
 	for _, o := range l.Items {
 		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
 		switch group {
-		case "pulumi.com", "auto.pulumi.com", "promotion.stackyard.dev":
+		case "pulumi.com", "auto.pulumi.com", "promotion.stackyard.dev", "notification.stackyard.dev":
 			names = append(names, o.GetName())
 		}
 	}

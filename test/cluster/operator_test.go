@@ -278,8 +278,8 @@ func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, im
 	// ---- uninstall -------------------------------------------------------
 	installed.uninstall(t)
 	waitNoLeftovers(t, c, installed.objects)
-	if crds, err := stackyardCRDs(ctx, c); err != nil || len(crds) != 9 {
-		t.Errorf("the uninstall should leave the 9 CRDs: %v %v", crds, err)
+	if crds, err := stackyardCRDs(ctx, c); err != nil || len(crds) != 12 {
+		t.Errorf("the uninstall should leave the 12 CRDs: %v %v", crds, err)
 	}
 	step("uninstalled; only the CRDs remain")
 }
