@@ -3,9 +3,6 @@ package notify
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +13,7 @@ import (
 	"time"
 
 	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
+	"github.com/stackyard/stackyard/internal/receiver"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/redact"
 	"github.com/stackyard/stackyard/internal/verify"
@@ -152,11 +150,7 @@ func Request(t Target, e *Event) (*http.Request, error) {
 // Sign returns the hex HMAC-SHA256 of body with token, as a webhook
 // Provider sends it in X-Signature after "sha256=" (the same signature a
 // generic Receiver checks).
-func Sign(body []byte, token string) string {
-	mac := hmac.New(sha256.New, []byte(token))
-	mac.Write(body)
-	return hex.EncodeToString(mac.Sum(nil))
-}
+func Sign(body []byte, token string) string { return receiver.Sign(body, token) }
 
 // slackMessage is a Slack incoming-webhook message: {"text": …}, in
 // Slack's mrkdwn, which Mattermost and Rocket.Chat read too.

@@ -1,6 +1,7 @@
 package pipelinectl
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -117,7 +118,7 @@ func BuildReview(p *promotionv1alpha1.Promotion, plans PlanData, withPatch bool)
 		switch {
 		case pv.Plan == "":
 		case !ok:
-			sr.ValuesNote = "values not shown: " + orDefault(plans.Unreadable, "the plan Secret "+pv.Plan+" is gone")
+			sr.ValuesNote = "values not shown: " + cmp.Or(plans.Unreadable, "the plan Secret "+pv.Plan+" is gone")
 		case len(data[autov1alpha1.DiffKey]) == 0:
 			sr.ValuesNote = "values not shown: the preview recorded none"
 		default:
@@ -314,12 +315,4 @@ func describeCounts(s *promotionv1alpha1.ChangeSummary) string {
 }
 
 // shortSHA is short(sha), or "-" for none.
-func shortSHA(sha string) string { return orDefault(short(sha), "-") }
-
-// orDefault is s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
+func shortSHA(sha string) string { return cmp.Or(short(sha), "-") }

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits that keep a diff small enough to sit next to a plan in a Secret.
@@ -283,16 +284,13 @@ func Render(v any) string {
 	s := string(b)
 	if len(s) > MaxValue {
 		cut := MaxValue
-		for cut > 0 && !utf8Start(s[cut]) {
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
 		s = fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
 	}
 	return s
 }
-
-// utf8Start reports whether b begins a UTF-8 sequence.
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // mask replaces the special values in v by their masks, recursively.
 func mask(v any) any {
