@@ -446,7 +446,7 @@ func addAlerts(mgr manager.Manager, opts Options) error {
 		return err
 	}
 	r := &alertctl.Reconciler{
-		Client: mgr.GetClient(), Secrets: mgr.GetClient(), Sender: notify.NewSender(),
+		Client: mgr.GetClient(), Secrets: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sender: notify.NewSender(),
 		DashboardURL: opts.DashboardURL, Metrics: counts,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {

@@ -53,6 +53,10 @@ type Reconciler struct {
 	Client client.Client
 	// Secrets reads the Providers' Secrets.
 	Secrets client.Reader
+	// APIReader reads the Alert itself, uncached: the keys it delivered
+	// are in its status, and a cache one patch behind would send them
+	// again. Client when nil.
+	APIReader client.Reader
 	// Sender sends the events.
 	Sender *notify.Sender
 	// DashboardURL is the dashboard's external address, linked from the
@@ -67,7 +71,11 @@ type Reconciler struct {
 // Reconcile sends one Alert's events that hold and were not sent yet.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &notificationv1alpha1.Alert{}
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := reader.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.DeletionTimestamp.IsZero() {

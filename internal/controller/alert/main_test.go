@@ -84,7 +84,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	r := &alert.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetClient(), Sender: notify.NewSender(), DashboardURL: dashboardURL, Metrics: counts}
+	r := &alert.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sender: notify.NewSender(), DashboardURL: dashboardURL, Metrics: counts}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
