@@ -239,11 +239,17 @@ func jobFinished(job *batchv1.Job) bool {
 // so that a slow endpoint never holds the controller's one worker for its
 // timeout. A reconcile starts a measurement and returns; the goroutine
 // keeps the result and wakes the promotion through Wake; the next
-// reconcile collects it. Results live in memory only: an operator that
-// restarts takes the measurement again.
+// reconcile collects it. A result stays until the verification ends, so
+// that a reconcile that read the promotion from a cache a patch behind
+// collects the same measurement again instead of calling the endpoint a
+// second time. Results live in memory only: an operator that restarts
+// takes the measurement again.
 type probes struct {
 	mu   sync.Mutex
 	runs map[probeKey]*probe
+	// begun is when each promotion's verification began, for the same
+	// reason: a reconcile a patch behind starts it at the same time.
+	begun map[types.UID]time.Time
 	// wake carries the promotions whose measurement ended; the
 	// controller watches it (SetupWithManager).
 	wake chan event.GenericEvent
@@ -267,13 +273,15 @@ type probe struct {
 	result         verify.Result
 }
 
-// forgetAfter is how long a result nobody collected (its promotion was
-// deleted or ended otherwise) is kept.
+// forgetAfter is how long a result, or the start of a verification, is
+// kept when nobody forgets it (its promotion was deleted or ended
+// otherwise): far longer than a cache stays a patch behind.
 const forgetAfter = time.Hour
 
 func newProbes() *probes {
 	return &probes{
 		runs:      map[probeKey]*probe{},
+		begun:     map[types.UID]time.Time{},
 		wake:      make(chan event.GenericEvent, 1024),
 		strict:    verify.NewHTTPClient(false),
 		linkLocal: verify.NewHTTPClient(true),
@@ -290,17 +298,31 @@ func (r *Reconciler) prober() *probes {
 	return r.probes
 }
 
-// poll returns the result of measurement key once it is done, forgetting
-// it; started is when it began, zero when it never did.
+// begin returns when the verification of promotion began: now, the first
+// time it is asked.
+func (p *probes) begin(promotion types.UID, now time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.begun[promotion]; ok {
+		return t
+	}
+	for uid, t := range p.begun {
+		if now.Sub(t) > forgetAfter {
+			delete(p.begun, uid)
+		}
+	}
+	p.begun[promotion] = now
+	return now
+}
+
+// poll returns the result of measurement key once it is done; started is
+// when it began, zero when it never did.
 func (p *probes) poll(key probeKey) (res verify.Result, started time.Time, done bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	run := p.runs[key]
 	if run == nil {
 		return verify.Result{}, time.Time{}, false
-	}
-	if run.done {
-		delete(p.runs, key)
 	}
 	return run.result, run.started, run.done
 }
@@ -343,4 +365,5 @@ func (p *probes) forget(promotion types.UID) {
 			delete(p.runs, k)
 		}
 	}
+	delete(p.begun, promotion)
 }

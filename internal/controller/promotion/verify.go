@@ -75,7 +75,7 @@ func (s *session) verify(ctx context.Context) (sreconcile.Result, error) {
 		if len(checks) == 0 {
 			return sreconcile.ResultEmpty, nil
 		}
-		start := metav1.NewTime(s.now.Truncate(time.Second))
+		start := metav1.NewTime(s.r.prober().begin(s.p.UID, s.now).Truncate(time.Second))
 		v = &promotionv1alpha1.VerificationStatus{Phase: verify.Running, StartTime: &start}
 		st.Verification = v
 	}

@@ -150,6 +150,56 @@ func TestVerifyHTTPCheck(t *testing.T) {
 	}
 }
 
+// TestVerifyStaleRead: a reconcile that reads the promotion from a cache
+// a patch behind (without the verification's start, or without the
+// measurement just recorded) begins at the same time and collects the
+// same measurement: the endpoint is called once per measurement.
+func TestVerifyStaleRead(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"calls":%d}`, calls.Add(1))
+	}))
+	defer srv.Close()
+	f := newVerifyFixture(t, promotionv1alpha1.Verification{Checks: []promotionv1alpha1.VerificationCheck{{
+		Name: "health", Count: 2, Interval: &metav1.Duration{Duration: 10 * time.Second}, HTTP: &promotionv1alpha1.HTTPCheck{URL: srv.URL},
+	}}})
+	start := f.clock.now
+	behind := f.p.DeepCopy()
+	f.step() // begins, and starts measurement 1
+	f.measured()
+
+	// A patch behind: verification not begun, a second later.
+	f.p = behind.DeepCopy()
+	f.clock.now = start.Add(time.Second)
+	f.step()
+	v := f.p.Status.Verification
+	if !v.StartTime.Time.Equal(start) {
+		t.Errorf("verification begun again at %v, want %v", v.StartTime.Time, start)
+	}
+	if ms := v.Checks[0].Measurements; len(ms) != 1 || ms[0].Value != `{"calls":1}` || !ms[0].Time.Time.Equal(start) {
+		t.Errorf("measurements %+v, want the first call's, at %v", ms, start)
+	}
+	// Again a patch behind, without the measurement just recorded.
+	recorded := f.p.DeepCopy()
+	f.p = behind.DeepCopy()
+	f.step()
+	if ms := f.p.Status.Verification.Checks[0].Measurements; len(ms) != 1 || ms[0].Value != `{"calls":1}` {
+		t.Errorf("measurements %+v, want the first call's again", ms)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d calls for one measurement", n)
+	}
+	// Measurement 2 is a call of its own.
+	f.p = recorded
+	f.clock.now = start.Add(10 * time.Second)
+	f.step()
+	f.measured()
+	f.step()
+	if v := f.p.Status.Verification; v.Phase != verify.Succeeded || calls.Load() != 2 {
+		t.Errorf("verification %+v after %d calls, want Succeeded after 2", v, calls.Load())
+	}
+}
+
 // TestVerifyJobCheck creates a Job owned by the promotion and judges it by
 // its conditions, written by hand here as no Job controller runs; a Job
 // that failed fails the check, and with rollbackOnFailure a rollback of
