@@ -13,6 +13,7 @@ echo ">> building $(basename "$out") from $pkg (module $moddir) ..." >&2
 mkdir -p "$(dirname "$out")"
 tmp="$out.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
-( cd "$moddir" && CGO_ENABLED=0 go build -trimpath "$@" -o "$tmp" "$pkg" )
+# A tool that needs cgo (Gitea, for SQLite) sets TOOL_CGO=1.
+( cd "$moddir" && CGO_ENABLED=${TOOL_CGO:-0} go build -trimpath "$@" -o "$tmp" "$pkg" )
 mv -f "$tmp" "$out"
 echo ">> built $(basename "$out") in $(( $(date +%s) - start ))s" >&2

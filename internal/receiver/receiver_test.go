@@ -24,6 +24,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/receiver"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/test/forge"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
 
@@ -82,6 +83,42 @@ func giteaDelivery(repoURL, ref, token, delivery string) (http.Header, []byte) {
 	return h, body
 }
 
+// newPipeline creates a Pipeline "web" in ns following main of repoURL,
+// polling only once an hour.
+func newPipeline(g Gomega, ns, repoURL string) {
+	p := &promotionv1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
+	p.Spec.Git = promotionv1alpha1.GitSubscription{RepoURL: repoURL, Branch: "main"}
+	p.Spec.Interval = &metav1.Duration{Duration: time.Hour}
+	g.Expect(env.Client.Create(context.Background(), p)).To(Succeed())
+}
+
+// newStack creates a Stack "web" in ns tracking main of repoURL, looking
+// again only once an hour, and returns the file its program writes.
+func newStack(t *testing.T, ns, repoURL string) string {
+	dir := t.TempDir()
+	NewWithT(t).Expect(os.MkdirAll(filepath.Join(dir, "state"), 0o755)).To(Succeed())
+	target := filepath.Join(dir, "page.txt")
+	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: shared.StackSpec{
+		Stack: "dev", Backend: "file://" + filepath.Join(dir, "state"),
+		Config:                 map[string]apiextensionsv1.JSON{"web:path": {Raw: []byte(fmt.Sprintf("%q", target))}},
+		GitSource:              &shared.GitSource{ProjectRepo: repoURL, Branch: "main"},
+		ResyncFrequencySeconds: 3600,
+	}}
+	NewWithT(t).Expect(env.Client.Create(context.Background(), stack)).To(Succeed())
+	return target
+}
+
+// releaseCommits lists the commits of the Releases of ns.
+func releaseCommits(g Gomega, ns string) []string {
+	var list promotionv1alpha1.ReleaseList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	var shas []string
+	for _, r := range list.Items {
+		shas = append(shas, r.Spec.Commit.SHA)
+	}
+	return shas
+}
+
 // TestPushWakes pushes to a repository that a Pipeline and a
 // branch-tracking Stack follow, both polling only once an hour, and
 // delivers the push to a Receiver: the Pipeline records the release and
@@ -95,33 +132,12 @@ func TestPushWakes(t *testing.T) {
 	repo := gitserver.New(t).CreateRepo("web")
 	repo.Commit("main", map[string]string{"Pulumi.yaml": project("v1")})
 
-	hour := &metav1.Duration{Duration: time.Hour}
 	for _, n := range []string{ns, other} {
-		p := &promotionv1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: n}}
-		p.Spec.Git = promotionv1alpha1.GitSubscription{RepoURL: repo.URL, Branch: "main"}
-		p.Spec.Interval = hour
-		g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+		newPipeline(g, n, repo.URL)
 	}
-	dir := t.TempDir()
-	g.Expect(os.MkdirAll(filepath.Join(dir, "state"), 0o755)).To(Succeed())
-	target := filepath.Join(dir, "page.txt")
-	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: shared.StackSpec{
-		Stack: "dev", Backend: "file://" + filepath.Join(dir, "state"),
-		Config:                 map[string]apiextensionsv1.JSON{"web:path": {Raw: []byte(fmt.Sprintf("%q", target))}},
-		GitSource:              &shared.GitSource{ProjectRepo: repo.URL, Branch: "main"},
-		ResyncFrequencySeconds: 3600,
-	}}
-	g.Expect(env.Client.Create(ctx, stack)).To(Succeed())
+	target := newStack(t, ns, repo.URL)
 	g.Eventually(func() string { b, _ := os.ReadFile(target); return string(b) }, opTimeout, 200*time.Millisecond).Should(Equal("v1"))
-	releases := func(n string) []string {
-		var list promotionv1alpha1.ReleaseList
-		g.Expect(env.Client.List(ctx, &list, client.InNamespace(n))).To(Succeed())
-		var shas []string
-		for _, r := range list.Items {
-			shas = append(shas, r.Spec.Commit.SHA)
-		}
-		return shas
-	}
+	releases := func(n string) []string { return releaseCommits(g, n) }
 	g.Eventually(func() []string { return releases(ns) }, 30*time.Second, 200*time.Millisecond).Should(HaveLen(1))
 	g.Eventually(func() []string { return releases(other) }, 30*time.Second, 200*time.Millisecond).Should(HaveLen(1))
 
@@ -183,4 +199,49 @@ func TestRefused(t *testing.T) {
 	g.Expect(first).To(HavePrefix("receiver/forge/"))
 	g.Expect(post(g, url, h, body)).To(Equal(http.StatusConflict), "a replay was accepted")
 	g.Expect(requested()).To(Equal(first), "a replay woke the Pipeline again")
+}
+
+// TestGiteaWebhook runs a push through a real forge: Gitea delivers its
+// own webhook, signed with the Receiver's token, and the Pipeline and the
+// branch-tracking Stack that follow the repository, polling once an hour,
+// act at once. A webhook Gitea signs with another secret is refused, and
+// wakes nothing.
+func TestGiteaWebhook(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.NewNamespace(t, "receiver-gitea-")
+	gitea := forge.StartGitea(t)
+	repoURL := gitea.CreateRepo("web")
+	local := gitserver.New(t).CreateRepo("web")
+	push := func(content string) string {
+		sha := local.Commit("main", map[string]string{"Pulumi.yaml": project(content)})
+		local.Git("push", gitea.PushURL("web"), "main")
+		gitea.WaitBranch("web", "main", sha)
+		return sha
+	}
+	c1 := push("v1")
+	newPipeline(g, ns, repoURL)
+	target := newStack(t, ns, repoURL)
+	g.Eventually(func() string { b, _ := os.ReadFile(target); return string(b) }, opTimeout, 200*time.Millisecond).Should(Equal("v1"))
+	g.Eventually(func() []string { return releaseCommits(g, ns) }, 30*time.Second, 200*time.Millisecond).Should(ConsistOf(c1))
+
+	const token = "receiver-token-gitea-3c7e"
+	url := newReceiver(t, ns, "gitea", notificationv1alpha1.ReceiverGitea, token)
+	gitea.AddWebhook("web", url, "another-secret", "push")
+	push("v2")
+	refused := func() bool {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, "refused a request with a wrong signature") && strings.Contains(line, `"`+ns+`/gitea"`) {
+				return true
+			}
+		}
+		return false
+	}
+	g.Eventually(refused, 30*time.Second, 200*time.Millisecond).Should(BeTrue(), "Gitea's delivery did not arrive")
+	g.Consistently(func() []string { return releaseCommits(g, ns) }, 2*time.Second, 200*time.Millisecond).Should(ConsistOf(c1),
+		"a delivery with a wrong signature woke the Pipeline")
+
+	gitea.AddWebhook("web", url, token, "push")
+	c3 := push("v3")
+	g.Eventually(func() []string { return releaseCommits(g, ns) }, 30*time.Second, 100*time.Millisecond).Should(ContainElement(c3))
+	g.Eventually(func() string { b, _ := os.ReadFile(target); return string(b) }, opTimeout, 200*time.Millisecond).Should(Equal("v3"))
 }
