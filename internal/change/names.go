@@ -76,3 +76,11 @@ const planSecretSuffix = ".plan"
 func PlanSecretName(promotionName, stackName string, round int32) string {
 	return PreviewName(promotionName, stackName, round) + planSecretSuffix
 }
+
+// PullRequestPreviewName is the name of the Workspace and Update that
+// preview commit head of pull request number of the Pipeline pipeline
+// against the Stack stackName: "<pipeline>-pr<number>-<stack>-<head[:7]>",
+// bounded as PreviewName bounds its names.
+func PullRequestPreviewName(pipeline string, number int64, stackName, head string) string {
+	return PreviewName(pipeline+"-pr"+strconv.FormatInt(number, 10), stackName+"-"+head[:min(len(head), 7)], 1)
+}

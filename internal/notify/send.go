@@ -13,8 +13,9 @@ import (
 	"time"
 
 	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/forge"
 	"github.com/stackyard/stackyard/internal/receiver"
-	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/redact"
 	"github.com/stackyard/stackyard/internal/verify"
 )
@@ -66,9 +67,6 @@ var commitStates = map[notificationv1alpha1.EventType]string{
 	notificationv1alpha1.EventPromotionFailed:           "failure",
 	notificationv1alpha1.EventVerificationFailed:        "failure",
 }
-
-// gitlabStates maps GitHub's commit states to GitLab's.
-var gitlabStates = map[string]string{"pending": "pending", "success": "success", "failure": "failed", "error": "failed"}
 
 // Sender sends events to Providers.
 type Sender struct {
@@ -169,15 +167,12 @@ func teamsCard(e *Event) map[string]any {
 	}
 }
 
-// maxDescription is the length commit status descriptions are cut to.
-const maxDescription = 140
-
 // StatusContext is the context (GitLab: name) of the commit status of a
 // promotion into stage.
 func StatusContext(stage string) string { return "stackyard/" + stage }
 
 // commitStatus returns the address and body of the commit status for e,
-// and sets the token header.
+// and sets the token header, as internal/forge speaks to the forge.
 func commitStatus(t Target, e *Event, header http.Header) (string, any, error) {
 	state, ok := commitStates[notificationv1alpha1.EventType(e.Type)]
 	if !ok {
@@ -186,66 +181,23 @@ func commitStatus(t Target, e *Event, header http.Header) (string, any, error) {
 	if e.Commit == "" {
 		return "", nil, fmt.Errorf("event %s has no commit", e.Key)
 	}
-	path, err := RepoPath(e.RepoURL)
+	path, err := forge.RepoPath(e.RepoURL)
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("the pipeline's repository: %w", err)
 	}
-	base := strings.TrimRight(t.Address, "/")
+	f := promotionv1alpha1.Forge(t.Type)
 	desc := e.Title()
 	if e.Message != "" {
 		desc += ": " + e.Message
 	}
-	desc = sreconcile.Truncate(desc, maxDescription)
-	if t.Type == notificationv1alpha1.ProviderGitLab {
-		header.Set("PRIVATE-TOKEN", t.Token)
-		body := map[string]string{"state": gitlabStates[state], "name": StatusContext(e.Stage), "description": desc}
-		if e.URL != "" {
-			body["target_url"] = e.URL
-		}
-		return base + "/projects/" + url.PathEscape(path) + "/statuses/" + url.PathEscape(e.Commit), body, nil
+	target, body, err := forge.StatusRequest(f, t.Address, path, e.Commit, forge.Status{
+		State: state, Context: StatusContext(e.Stage), Description: desc, TargetURL: e.URL,
+	})
+	if err != nil {
+		return "", nil, err
 	}
-	segs := strings.Split(path, "/")
-	if len(segs) < 2 {
-		return "", nil, fmt.Errorf("the pipeline's repository %q has no owner/name path", path)
-	}
-	owner, repo := segs[len(segs)-2], segs[len(segs)-1]
-	if t.Type == notificationv1alpha1.ProviderGitHub {
-		header.Set("Authorization", "Bearer "+t.Token)
-		header.Set("Accept", "application/vnd.github+json")
-		header.Set("X-GitHub-Api-Version", "2022-11-28")
-	} else {
-		header.Set("Authorization", "token "+t.Token)
-	}
-	body := map[string]string{"state": state, "context": StatusContext(e.Stage), "description": desc}
-	if e.URL != "" {
-		body["target_url"] = e.URL
-	}
-	return base + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(repo) + "/statuses/" + url.PathEscape(e.Commit), body, nil
-}
-
-// RepoPath returns the path of a repository URL without ".git" ("owner/
-// name", or "group/subgroup/name" on GitLab): https://, http://, ssh://
-// and scp-like (git@host:owner/name.git) URLs.
-func RepoPath(repoURL string) (string, error) {
-	var p string
-	if !strings.Contains(repoURL, "://") {
-		_, after, ok := strings.Cut(repoURL, ":")
-		if !ok {
-			return "", errors.New("the pipeline's repository URL has no path")
-		}
-		p = after
-	} else {
-		u, err := url.Parse(repoURL)
-		if err != nil {
-			return "", errors.New("the pipeline's repository URL cannot be parsed")
-		}
-		p = u.Path
-	}
-	p = strings.TrimSuffix(strings.Trim(p, "/"), ".git")
-	if p == "" {
-		return "", errors.New("the pipeline's repository URL has no path")
-	}
-	return p, nil
+	forge.Authorize(f, header, t.Token)
+	return target, body, nil
 }
 
 // do sends req and reads the answer: anything but 2xx is an error.

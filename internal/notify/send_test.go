@@ -166,23 +166,6 @@ func TestSupports(t *testing.T) {
 	g.Expect(Supports(notificationv1alpha1.ProviderSlack, notificationv1alpha1.EventReleaseDiscovered)).To(BeTrue())
 }
 
-func TestRepoPath(t *testing.T) {
-	g := NewWithT(t)
-	for in, want := range map[string]string{
-		"https://github.com/acme/web.git":         "acme/web",
-		"https://github.com/acme/web":             "acme/web",
-		"ssh://git@gitea.example.com/acme/web":    "acme/web",
-		"git@gitlab.com:group/sub/web.git":        "group/sub/web",
-		"https://gitea.example.com/acme/web.git/": "acme/web",
-	} {
-		got, err := RepoPath(in)
-		g.Expect(err).NotTo(HaveOccurred(), in)
-		g.Expect(got).To(Equal(want), in)
-	}
-	_, err := RepoPath("https://example.com/")
-	g.Expect(err).To(HaveOccurred())
-}
-
 func TestRefusalHidesSecrets(t *testing.T) {
 	g := NewWithT(t)
 	srv, _ := server(t, http.StatusUnauthorized)

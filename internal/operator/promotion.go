@@ -10,6 +10,7 @@ import (
 
 	"github.com/stackyard/stackyard/internal/controller/pipeline"
 	"github.com/stackyard/stackyard/internal/controller/promotion"
+	"github.com/stackyard/stackyard/internal/controller/pullrequest"
 	"github.com/stackyard/stackyard/internal/controller/stage"
 	"github.com/stackyard/stackyard/internal/metrics"
 	"github.com/stackyard/stackyard/internal/source"
@@ -51,6 +52,12 @@ func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poll
 		Metrics: promotions, Admission: admission,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("promotion controller: %w", err)
+	}
+	if err := (&pullrequest.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("pullrequest-controller"),
+		DashboardURL: opts.DashboardURL,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("pull-request controller: %w", err)
 	}
 	return nil
 }

@@ -35,7 +35,8 @@ const password = "stackyard-forge-password-5e1a"
 type Gitea struct {
 	// URL is the server's root, "http://127.0.0.1:PORT".
 	URL string
-	// Token is Owner's API token, with every scope the tests use.
+	// Token is Owner's API token, with every scope the tests use
+	// (administration included, to create users).
 	Token string
 
 	t      testing.TB
@@ -83,7 +84,7 @@ func StartGitea(t testing.TB) *Gitea {
 		SHA1 string `json:"sha1"`
 	}
 	g.do(http.MethodPost, "/api/v1/users/"+Owner+"/tokens", map[string]any{
-		"name": "tests", "scopes": []string{"write:repository", "write:issue", "write:user"},
+		"name": "tests", "scopes": []string{"write:repository", "write:issue", "write:user", "write:admin"},
 	}, &token, func(r *http.Request) { r.SetBasicAuth(Owner, password) })
 	g.Token = token.SHA1
 	return g
@@ -240,9 +241,12 @@ func (g *Gitea) CreateRepo(name string) string {
 	return repo.CloneURL
 }
 
-// PushURL is the URL that pushes to repository name as Owner.
-func (g *Gitea) PushURL(name string) string {
-	return strings.Replace(g.URL, "http://", "http://"+Owner+":"+password+"@", 1) + "/" + Owner + "/" + name + ".git"
+// PushURL is the URL that pushes to repository name of Owner, as Owner.
+func (g *Gitea) PushURL(name string) string { return g.userURL(Owner, Owner, name) }
+
+// userURL is the URL of repository name of owner, authenticated as user.
+func (g *Gitea) userURL(user, owner, name string) string {
+	return strings.Replace(g.URL, "http://", "http://"+user+":"+password+"@", 1) + "/" + owner + "/" + name + ".git"
 }
 
 // AddWebhook makes repository name deliver events (push,
@@ -305,4 +309,86 @@ func (g *Gitea) WaitBranch(name, branch, sha string) {
 		}
 	}
 	g.t.Fatalf("Gitea did not show %s on branch %s of %s: %v", sha, branch, name, last)
+}
+
+// User is another user of the forge, with an API token of theirs.
+type User struct {
+	// Name is the user's login.
+	Name string
+	// Token is their API token.
+	Token string
+
+	g *Gitea
+}
+
+// CreateUser creates a user who is not an administrator.
+func (g *Gitea) CreateUser(name string) *User {
+	g.t.Helper()
+	g.do(http.MethodPost, "/api/v1/admin/users", map[string]any{
+		"username": name, "password": password, "email": name + "@example.invalid", "must_change_password": false,
+	}, nil)
+	var token struct {
+		SHA1 string `json:"sha1"`
+	}
+	g.do(http.MethodPost, "/api/v1/users/"+name+"/tokens", map[string]any{
+		"name": "tests", "scopes": []string{"write:repository", "write:issue", "write:user"},
+	}, &token, func(r *http.Request) { r.SetBasicAuth(name, password) })
+	return &User{Name: name, Token: token.SHA1, g: g}
+}
+
+// as authenticates a request as u.
+func (u *User) as(r *http.Request) { r.Header.Set("Authorization", "token "+u.Token) }
+
+// Fork forks repository name of Owner into u's account.
+func (u *User) Fork(name string) {
+	u.g.t.Helper()
+	u.g.do(http.MethodPost, "/api/v1/repos/"+Owner+"/"+name+"/forks", map[string]any{}, nil, u.as)
+}
+
+// PushURL is the URL that pushes to u's fork of repository name.
+func (u *User) PushURL(name string) string { return u.g.userURL(u.Name, u.Name, name) }
+
+// OpenPullRequest opens a pull request of head ("branch", or
+// "user:branch" from a fork) into base of repository name of Owner, as
+// Owner, and returns its number.
+func (g *Gitea) OpenPullRequest(name, head, base, title string) int64 {
+	g.t.Helper()
+	return g.openPullRequest(name, head, base, title)
+}
+
+// OpenPullRequest opens a pull request as u.
+func (u *User) OpenPullRequest(name, head, base, title string) int64 {
+	u.g.t.Helper()
+	return u.g.openPullRequest(name, head, base, title, u.as)
+}
+
+func (g *Gitea) openPullRequest(name, head, base, title string, authenticate ...func(*http.Request)) int64 {
+	g.t.Helper()
+	var pr struct {
+		Number int64 `json:"number"`
+	}
+	g.do(http.MethodPost, "/api/v1/repos/"+Owner+"/"+name+"/pulls", map[string]any{"head": head, "base": base, "title": title}, &pr, authenticate...)
+	return pr.Number
+}
+
+// ClosePullRequest closes pull request number of repository name.
+func (g *Gitea) ClosePullRequest(name string, number int64) {
+	g.t.Helper()
+	g.do(http.MethodPatch, fmt.Sprintf("/api/v1/repos/%s/%s/pulls/%d", Owner, name, number), map[string]any{"state": "closed"}, nil)
+}
+
+// Comment is a comment on a pull request.
+type Comment struct {
+	ID   int64  `json:"id"`
+	Body string `json:"body"`
+	User struct {
+		Login string `json:"login"`
+	} `json:"user"`
+}
+
+// Comments lists the comments of pull request number of repository name.
+func (g *Gitea) Comments(name string, number int64) ([]Comment, error) {
+	var out []Comment
+	err := g.Call(http.MethodGet, fmt.Sprintf("/api/v1/repos/%s/%s/issues/%d/comments", Owner, name, number), nil, &out)
+	return out, err
 }

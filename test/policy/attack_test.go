@@ -383,6 +383,64 @@ func TestAttackSecretReferences(t *testing.T) {
 	unchanged(t, &notificationv1alpha1.Provider{}, admins)
 }
 
+// TestAttackPipelinePullRequests: previewing pull requests runs their
+// programs with the Stacks' credentials, so a user who may edit Pipelines
+// and does not govern them can neither turn it on, nor, once it is on,
+// point the Pipeline at another repository; and naming a Secret the user
+// cannot read, for git or for the forge, is refused.
+func TestAttackPipelinePullRequests(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "cloud-admin"}, StringData: map[string]string{"token": "s3cr3t"}})
+	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "forge"}, StringData: map[string]string{"token": "f0rge"}})
+	readForge := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"forge"}, Verbs: []string{"get"}}
+	mallory := attacker(t, f.ns, "mallory", rule("pipelines", "get", "create", "update", "patch"), readForge)
+	previews := &promotionv1alpha1.PullRequestPreviews{Forge: promotionv1alpha1.ForgeGitea, APIURL: "https://git.example.invalid/api/v1",
+		SecretRef: corev1.LocalObjectReference{Name: "forge"}, Stages: []string{"prod"}}
+	pipeline := func(name string) *promotionv1alpha1.Pipeline {
+		p := &promotionv1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}
+		p.Spec.Git = promotionv1alpha1.GitSubscription{RepoURL: "https://git.example.invalid/web.git", Branch: "main"}
+		return p
+	}
+	withPreviews := pipeline("previews")
+	withPreviews.Spec.PullRequests = previews
+	eventually(t, func() error { return mallory.Create(ctx, withPreviews.DeepCopy()) }).Should(MatchError(ContainSubstring(
+		`spec.pullRequests: previewing the pull requests of pipeline previews runs their programs with the credentials of the Stacks previewed, which needs the verb "govern" on pipelines.promotion.stackyard.dev`)))
+	stolen := pipeline("stolen")
+	stolen.Spec.Git.SecretRef = &corev1.LocalObjectReference{Name: "cloud-admin"}
+	g.Expect(mallory.Create(ctx, stolen)).To(MatchError(ContainSubstring(
+		`spec.git.secretRef: the operator uses the Secret cloud-admin on behalf of this Pipeline, which needs the verb "get" on that Secret`)))
+
+	// Made by the administrator: its previews, and the repository they
+	// come from, stay out of the user's reach; its labels do not.
+	mustCreate(t, withPreviews)
+	before := withPreviews.DeepCopy()
+	for _, patch := range []map[string]any{
+		{"spec": map[string]any{"pullRequests": map[string]any{"allowForks": true}}},
+		{"spec": map[string]any{"pullRequests": nil}},
+		{"spec": map[string]any{"git": map[string]any{"repoURL": "https://attacker.example.invalid/web.git"}}},
+	} {
+		g.Expect(mallory.Patch(ctx, withPreviews.DeepCopy(), mergePatch(t, patch))).To(MatchError(ContainSubstring(`needs the verb "govern" on pipelines`)), "%v", patch)
+	}
+	unchanged(t, &promotionv1alpha1.Pipeline{}, before)
+	g.Expect(mallory.Patch(ctx, withPreviews.DeepCopy(), mergePatch(t, map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "web"}}}))).To(Succeed())
+
+	// Governing the pipeline is not enough: the Stacks previewed are the
+	// stages'. Who governs both, and may read the forge's Secret, turns
+	// previews on.
+	governed := func() *promotionv1alpha1.Pipeline {
+		p := pipeline("governed")
+		p.Spec.PullRequests = previews
+		return p
+	}
+	pipelineGovernor := attacker(t, f.ns, "pipeline-governor", rule("pipelines", "get", "create", "update", "patch", "govern"), readForge)
+	g.Expect(pipelineGovernor.Create(ctx, governed())).To(MatchError(ContainSubstring(
+		`spec.pullRequests.stages: previewing pull requests against the Stacks of a stage hands their credentials to the pull requests' programs, which needs the verb "govern" on each stage named`)))
+	governor := attacker(t, f.ns, "governor", rule("pipelines", "get", "create", "update", "patch", "govern"), govern("prod"), readForge)
+	g.Expect(governor.Create(ctx, governed())).To(Succeed())
+}
+
 // whoAmI is the user name c is authenticated as.
 func whoAmI(t *testing.T, c client.Client) string {
 	t.Helper()
@@ -410,7 +468,7 @@ func TestAttackOperatorOwned(t *testing.T) {
 		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "prod", StackName: "prod", Type: autov1alpha1.UpType},
 	}
 	eventually(t, func() error { return mallory.Create(ctx, forged.DeepCopy()) }).Should(MatchError(ContainSubstring(
-		`metadata.ownerReferences: updates made by a Stack or a Promotion are written only by the stackyard operator (the verb "record" on stacks.pulumi.com`)))
+		`metadata.ownerReferences: updates made by a Stack, a Promotion or a Pipeline are written only by the stackyard operator (the verb "record" on stacks.pulumi.com`)))
 	ws := &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "prod", OwnerReferences: claim}}
 	g.Expect(mallory.Create(ctx, ws)).To(MatchError(ContainSubstring("metadata.ownerReferences: workspaces made by a Stack")))
 

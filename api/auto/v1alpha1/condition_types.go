@@ -80,6 +80,19 @@ func (s *WorkspaceStatus) IsStalled() bool {
 	return apimeta.IsStatusConditionTrue(s.Conditions, WorkspaceStalled)
 }
 
+// StalledNow returns ws's Stalled condition when it is True for ws's
+// current generation, nil otherwise (also for a nil Workspace).
+func (ws *Workspace) StalledNow() *metav1.Condition {
+	if ws == nil {
+		return nil
+	}
+	c := apimeta.FindStatusCondition(ws.Status.Conditions, WorkspaceStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ws.Generation {
+		return nil
+	}
+	return c
+}
+
 // IsComplete reports whether the operation has finished, whatever its
 // outcome.
 func (s *UpdateStatus) IsComplete() bool {

@@ -111,6 +111,12 @@ type PipelineSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	PromotionRetention int32 `json:"promotionRetention,omitempty"`
+
+	// PullRequests, when set, previews each open pull request against the
+	// branch and posts the outcome back to it. Setting or changing it
+	// needs the verb "govern" on the Pipeline.
+	// +optional
+	PullRequests *PullRequestPreviews `json:"pullRequests,omitempty"`
 }
 
 // PipelineStatus is what the Pipeline found.
@@ -133,6 +139,10 @@ type PipelineStatus struct {
 	// LatestRelease is the name of the newest Release.
 	// +optional
 	LatestRelease string `json:"latestRelease,omitempty"`
+
+	// PullRequests is what spec.pullRequests found and did.
+	// +optional
+	PullRequests *PullRequestPreviewsStatus `json:"pullRequests,omitempty"`
 }
 
 // Pipeline subscribes to a git repository and records its new versions as

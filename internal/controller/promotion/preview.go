@@ -231,7 +231,7 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		// A Workspace that cannot be set up (the commit cannot be
 		// fetched, `pulumi install` fails) would keep the Update
 		// pending for ever.
-		if c := workspaceStalled(ws); c != nil {
+		if c := ws.StalledNow(); c != nil {
 			pv.Message = sreconcile.Truncate(c.Reason+": "+c.Message, maxMessage)
 			return fmt.Sprintf("the preview of Stack %s cannot run: its Workspace %s is stalled: %s", stack.Name, ws.Name, c.Message), nil
 		}
@@ -253,8 +253,8 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		return failure, err
 	}
 	pv.Plan, pv.Source = plan, src
-	pv.Summary, pv.Changes = summarize(upd)
-	pv.Message = DescribeSummary(pv.Summary)
+	pv.Summary, pv.Changes = change.Summarize(upd, maxPreviewChanges)
+	pv.Message = change.DescribeSummary(pv.Summary)
 	return "", nil
 }
 
@@ -262,19 +262,6 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 // (kind, name) exists and is not the promotion's.
 func foreignPreview(kind, name, stackName string) string {
 	return fmt.Sprintf("%s %s, where the preview of Stack %s runs, exists and does not belong to the promotion", kind, name, stackName)
-}
-
-// workspaceStalled returns ws's Stalled condition when it is True for its
-// generation, else nil (also for no Workspace).
-func workspaceStalled(ws *autov1alpha1.Workspace) *metav1.Condition {
-	if ws == nil {
-		return nil
-	}
-	c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceStalled)
-	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ws.Generation {
-		return nil
-	}
-	return c
 }
 
 // failureOf turns a Stalling error (the Stack's spec cannot make a
@@ -437,63 +424,6 @@ func previewAttempt(name, updName string) int {
 	return 1
 }
 
-// summarize reads a successful preview Update's outcome: the counts per
-// kind of change, and the resources that would change with the names of
-// their changed properties (never values), at most maxPreviewChanges.
-func summarize(upd *autov1alpha1.Update) (*promotionv1alpha1.ChangeSummary, []promotionv1alpha1.ResourceChange) {
-	c := upd.Status.Changes
-	sum := &promotionv1alpha1.ChangeSummary{
-		Create:  int32(c["create"] + c["import"]),
-		Update:  int32(c["update"]),
-		Replace: int32(c["replace"]),
-		Delete:  int32(c["delete"]),
-		Same:    int32(c["same"]),
-	}
-	var changes []promotionv1alpha1.ResourceChange
-	for _, rc := range upd.Status.ResourceChanges {
-		op := rc.Op
-		switch op {
-		case "import":
-			op = "create"
-		case "create", "update", "replace", "delete":
-		default:
-			// The halves of a replacement (create-replacement,
-			// delete-replaced), reads, refreshes: the replace step and
-			// the counts say it already.
-			continue
-		}
-		if len(changes) == maxPreviewChanges {
-			break
-		}
-		changes = append(changes, promotionv1alpha1.ResourceChange{URN: rc.URN, Type: rc.Type, Op: op, Properties: rc.Properties})
-	}
-	return sum, changes
-}
-
-// DescribeSummary renders a preview's counts: "1 to update, 3 unchanged",
-// or "no changes".
-func DescribeSummary(sum *promotionv1alpha1.ChangeSummary) string {
-	if sum == nil {
-		return "not previewed"
-	}
-	var parts []string
-	for _, c := range []struct {
-		n    int32
-		what string
-	}{{sum.Create, "to create"}, {sum.Update, "to update"}, {sum.Replace, "to replace"}, {sum.Delete, "to delete"}} {
-		if c.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
-		}
-	}
-	if len(parts) == 0 {
-		return "no changes"
-	}
-	if sum.Same > 0 {
-		parts = append(parts, fmt.Sprintf("%d unchanged", sum.Same))
-	}
-	return strings.Join(parts, ", ")
-}
-
 // DescribePreviews renders the previews of a promotion, Stack by Stack:
 // "web: 1 to update; db: no changes".
 func DescribePreviews(previews []promotionv1alpha1.StackPreview) string {
@@ -502,7 +432,7 @@ func DescribePreviews(previews []promotionv1alpha1.StackPreview) string {
 	}
 	parts := make([]string, 0, len(previews))
 	for _, pv := range previews {
-		parts = append(parts, pv.Name+": "+DescribeSummary(pv.Summary))
+		parts = append(parts, pv.Name+": "+change.DescribeSummary(pv.Summary))
 	}
 	return strings.Join(parts, "; ")
 }

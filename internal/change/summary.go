@@ -1,0 +1,66 @@
+package change
+
+import (
+	"fmt"
+	"strings"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+)
+
+// Summarize reads a successful preview Update's outcome: the counts per
+// kind of change, and the resources that would change with the names of
+// their changed properties (never values), at most limit.
+func Summarize(upd *autov1alpha1.Update, limit int) (*promotionv1alpha1.ChangeSummary, []promotionv1alpha1.ResourceChange) {
+	c := upd.Status.Changes
+	sum := &promotionv1alpha1.ChangeSummary{
+		Create:  int32(c["create"] + c["import"]),
+		Update:  int32(c["update"]),
+		Replace: int32(c["replace"]),
+		Delete:  int32(c["delete"]),
+		Same:    int32(c["same"]),
+	}
+	var changes []promotionv1alpha1.ResourceChange
+	for _, rc := range upd.Status.ResourceChanges {
+		op := rc.Op
+		switch op {
+		case "import":
+			op = "create"
+		case "create", "update", "replace", "delete":
+		default:
+			// The halves of a replacement (create-replacement,
+			// delete-replaced), reads, refreshes: the replace step and
+			// the counts say it already.
+			continue
+		}
+		if len(changes) == limit {
+			break
+		}
+		changes = append(changes, promotionv1alpha1.ResourceChange{URN: rc.URN, Type: rc.Type, Op: op, Properties: rc.Properties})
+	}
+	return sum, changes
+}
+
+// DescribeSummary renders a preview's counts: "1 to update, 3 unchanged",
+// or "no changes".
+func DescribeSummary(sum *promotionv1alpha1.ChangeSummary) string {
+	if sum == nil {
+		return "not previewed"
+	}
+	var parts []string
+	for _, c := range []struct {
+		n    int32
+		what string
+	}{{sum.Create, "to create"}, {sum.Update, "to update"}, {sum.Replace, "to replace"}, {sum.Delete, "to delete"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if len(parts) == 0 {
+		return "no changes"
+	}
+	if sum.Same > 0 {
+		parts = append(parts, fmt.Sprintf("%d unchanged", sum.Same))
+	}
+	return strings.Join(parts, ", ")
+}

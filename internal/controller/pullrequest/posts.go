@@ -1,0 +1,158 @@
+package pullrequest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change"
+	"github.com/stackyard/stackyard/internal/forge"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// maxListed is how many changed resources a comment lists per Stack.
+const maxListed = 30
+
+// reconcilePosts posts each pull request whose previews ended, or that
+// was skipped, and whose head is not posted yet: one comment, edited from
+// head to head, and a commit status.
+func (s *session) reconcilePosts(ctx context.Context) (sreconcile.Result, error) {
+	for i := range s.p.Status.PullRequests.PullRequests {
+		e := &s.p.Status.PullRequests.PullRequests[i]
+		switch e.Phase {
+		case promotionv1alpha1.PullRequestPreviewed, promotionv1alpha1.PullRequestFailed, promotionv1alpha1.PullRequestSkipped:
+		default:
+			continue
+		}
+		if e.Posted == e.Head {
+			continue
+		}
+		if err := s.post(ctx, e); err != nil {
+			msg := sreconcile.Truncate(fmt.Sprintf("posting to pull request #%d: %v", e.Number, err), 1024)
+			s.p.Status.PullRequests.Error = msg
+			s.event(corev1.EventTypeWarning, EventForgeFailed, msg)
+			return sreconcile.ResultEmpty, sreconcile.NewGeneric(reasonForge, errors.New(msg))
+		}
+		e.Posted = e.Head
+		if e.Phase != promotionv1alpha1.PullRequestSkipped {
+			s.event(corev1.EventTypeNormal, EventPreviewed, fmt.Sprintf("pull request #%d at %s: %s", e.Number, short(e.Head), e.Message))
+		}
+	}
+	return sreconcile.ResultEmpty, nil
+}
+
+// post writes e's comment, creating it (or finding it by its marker, when
+// a status was lost) the first time, and sets the commit status.
+func (s *session) post(ctx context.Context, e *promotionv1alpha1.PullRequestStatus) error {
+	body, err := s.comment(ctx, e)
+	if err != nil {
+		return err
+	}
+	if e.CommentID == "" {
+		if e.CommentID, err = s.forge.FindComment(ctx, e.Number, s.marker()); err != nil {
+			return err
+		}
+	}
+	if e.CommentID != "" {
+		err = s.forge.EditComment(ctx, e.Number, e.CommentID, body)
+		if !errors.Is(err, forge.ErrCommentGone) {
+			if err != nil {
+				return err
+			}
+			return s.finalStatus(ctx, e)
+		}
+	}
+	if e.CommentID, err = s.forge.CreateComment(ctx, e.Number, body); err != nil {
+		return err
+	}
+	return s.finalStatus(ctx, e)
+}
+
+// finalStatus sets the commit status of e's ended previews; a skipped
+// pull request gets none.
+func (s *session) finalStatus(ctx context.Context, e *promotionv1alpha1.PullRequestStatus) error {
+	st := forge.Status{Context: StatusContext(s.p.Name), TargetURL: s.link(), Description: e.Message}
+	switch e.Phase {
+	case promotionv1alpha1.PullRequestPreviewed:
+		st.State = "success"
+	case promotionv1alpha1.PullRequestFailed:
+		st.State = "failure"
+	default:
+		return nil
+	}
+	return s.forge.SetStatus(ctx, e.Head, st)
+}
+
+// marker is the hidden line that makes a comment the Pipeline's.
+func (s *session) marker() string {
+	return fmt.Sprintf("<!-- stackyard:pull-request-preview %s/%s -->", s.p.Namespace, s.p.Name)
+}
+
+// comment renders e's comment in Markdown: per Stack, what its preview
+// would change, or why it failed; for each, the resources that would
+// change and the names of their changed properties (never values: the
+// comment is read by whoever can read the pull request).
+func (s *session) comment(ctx context.Context, e *promotionv1alpha1.PullRequestStatus) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n### stackyard preview of `%s`\n\n", s.marker(), short(e.Head))
+	fmt.Fprintf(&b, "Pipeline `%s/%s`", s.p.Namespace, s.p.Name)
+	if link := s.link(); link != "" {
+		fmt.Fprintf(&b, " ([dashboard](%s))", link)
+	}
+	b.WriteString("\n\n")
+	if e.Phase == promotionv1alpha1.PullRequestSkipped {
+		b.WriteString(e.Message + ".\n")
+		return b.String(), nil
+	}
+	b.WriteString("| Stage | Stack | Preview |\n|---|---|---|\n")
+	for _, sp := range e.Stacks {
+		what := change.DescribeSummary(sp.Summary)
+		if sp.Failure != "" {
+			what = "**failed**: " + cell(sp.Failure)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(sp.Stage), cell(sp.Stack), what)
+	}
+	for _, sp := range e.Stacks {
+		if sp.Summary == nil || sp.Update == "" {
+			continue
+		}
+		upd := &autov1alpha1.Update{}
+		if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: sp.Update}, upd); err != nil {
+			return "", sreconcile.NewGeneric("", fmt.Errorf("reading preview Update %s: %w", sp.Update, client.IgnoreNotFound(err)))
+		}
+		_, changes := change.Summarize(upd, maxListed)
+		if len(changes) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", cell(sp.Stack), change.DescribeSummary(sp.Summary))
+		for _, rc := range changes {
+			fmt.Fprintf(&b, "- `%s` %s `%s`", rc.Op, cell(rc.Type), cell(urnName(rc.URN)))
+			if len(rc.Properties) > 0 {
+				fmt.Fprintf(&b, ": %s", cell(strings.Join(rc.Properties, ", ")))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n</details>\n")
+	}
+	return b.String(), nil
+}
+
+// urnName is the resource's name, the last part of its URN.
+func urnName(urn string) string {
+	if i := strings.LastIndex(urn, "::"); i >= 0 {
+		return urn[i+2:]
+	}
+	return urn
+}
+
+// cell makes text safe in a Markdown table cell and in a code span: no
+// line breaks, pipes or backticks.
+func cell(text string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ", "|", "\\|", "`", "'", "<", "&lt;").Replace(text)
+}
