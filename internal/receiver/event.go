@@ -29,8 +29,13 @@ type Push struct {
 	// RepoURLs are the repository's URLs the payload gives (clone, SSH,
 	// web); any of them may be what a Pipeline or Stack names.
 	RepoURLs []string
-	// Ref is the full ref pushed: refs/heads/<branch> or refs/tags/<tag>.
+	// Ref is the full ref pushed: refs/heads/<branch> or refs/tags/<tag>;
+	// for a pull request, the branch it is into.
 	Ref string
+	// PullRequest says the event is of a pull request (opened, pushed to,
+	// closed), not a push: it wakes the Pipelines that preview pull
+	// requests into Ref, and nothing else.
+	PullRequest bool
 }
 
 // Request is what Parse reads of an HTTP request.
@@ -46,7 +51,7 @@ var ErrUnauthorized = errors.New("the request is not signed with the Receiver's 
 
 // ErrIgnored is a verified request that asks for nothing (a ping, another
 // event).
-var ErrIgnored = errors.New("the event is not a push")
+var ErrIgnored = errors.New("the event is neither a push nor a pull request's")
 
 // Verify checks that r comes from who holds token, the way a forge of type
 // typ proves it: an HMAC-SHA256 of the body (GitHub, Gitea, Bitbucket,
@@ -123,35 +128,51 @@ func DeliveryID(typ notificationv1alpha1.ReceiverType, h http.Header) string {
 	}
 }
 
-// Parse reads the push a verified request of type typ announces.
-// ErrIgnored is a request that announces none (a ping, a pull request
-// event); any other error is a malformed body.
+// Parse reads the push, or the pull request event, a verified request of
+// type typ announces. ErrIgnored is a request that announces neither (a
+// ping, an issue); any other error is a malformed body.
 func Parse(typ notificationv1alpha1.ReceiverType, r Request) (Push, error) {
 	switch typ {
 	case notificationv1alpha1.ReceiverGitHub:
-		if ev := r.Header.Get("X-GitHub-Event"); ev != "push" {
+		switch ev := r.Header.Get("X-GitHub-Event"); ev {
+		case "push":
+			return parseHubPush(r.Body)
+		case "pull_request":
+			return parseHubPullRequest(r.Body)
+		default:
 			return Push{}, fmt.Errorf("%w: X-GitHub-Event %q", ErrIgnored, ev)
 		}
-		return parseHubPush(r.Body)
 	case notificationv1alpha1.ReceiverGitea:
 		ev := r.Header.Get("X-Gitea-Event")
 		if ev == "" {
 			ev = r.Header.Get("X-Forgejo-Event")
 		}
-		if ev != "push" {
+		switch ev {
+		case "push":
+			return parseHubPush(r.Body)
+		case "pull_request":
+			return parseHubPullRequest(r.Body)
+		default:
 			return Push{}, fmt.Errorf("%w: X-Gitea-Event %q", ErrIgnored, ev)
 		}
-		return parseHubPush(r.Body)
 	case notificationv1alpha1.ReceiverGitLab:
-		if ev := r.Header.Get("X-Gitlab-Event"); ev != "Push Hook" && ev != "Tag Push Hook" {
+		switch ev := r.Header.Get("X-Gitlab-Event"); ev {
+		case "Push Hook", "Tag Push Hook":
+			return parseGitLabPush(r.Body)
+		case "Merge Request Hook":
+			return parseGitLabMergeRequest(r.Body)
+		default:
 			return Push{}, fmt.Errorf("%w: X-Gitlab-Event %q", ErrIgnored, ev)
 		}
-		return parseGitLabPush(r.Body)
 	case notificationv1alpha1.ReceiverBitbucket:
-		if ev := r.Header.Get("X-Event-Key"); ev != "repo:push" {
+		switch ev := r.Header.Get("X-Event-Key"); ev {
+		case "repo:push":
+			return parseBitbucketPush(r.Body)
+		case "pullrequest:created", "pullrequest:updated", "pullrequest:fulfilled", "pullrequest:rejected":
+			return parseBitbucketPullRequest(r.Body)
+		default:
 			return Push{}, fmt.Errorf("%w: X-Event-Key %q", ErrIgnored, ev)
 		}
-		return parseBitbucketPush(r.Body)
 	case notificationv1alpha1.ReceiverGeneric:
 		var p struct {
 			Repository string `json:"repository"`
@@ -182,6 +203,92 @@ func parseHubPush(body []byte) (Push, error) {
 	}
 	r := p.Repository
 	return checked(Push{RepoURLs: []string{r.CloneURL, r.SSHURL, r.HTMLURL, r.GitURL}, Ref: p.Ref})
+}
+
+// parseHubPullRequest reads a pull_request event of GitHub's shape, which
+// Gitea and Forgejo share: the branch it is into (pull_request.base.ref)
+// and the repository's URLs.
+func parseHubPullRequest(body []byte) (Push, error) {
+	var p struct {
+		PullRequest struct {
+			Base struct {
+				Ref string `json:"ref"`
+			} `json:"base"`
+		} `json:"pull_request"`
+		Repository struct {
+			CloneURL string `json:"clone_url"`
+			SSHURL   string `json:"ssh_url"`
+			HTMLURL  string `json:"html_url"`
+		} `json:"repository"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return Push{}, fmt.Errorf("reading the body: %w", err)
+	}
+	r := p.Repository
+	return checkedPullRequest(Push{RepoURLs: []string{r.CloneURL, r.SSHURL, r.HTMLURL}, Ref: p.PullRequest.Base.Ref})
+}
+
+// parseGitLabMergeRequest reads a GitLab merge request event: the target
+// branch and the target project's URLs.
+func parseGitLabMergeRequest(body []byte) (Push, error) {
+	var p struct {
+		ObjectAttributes struct {
+			TargetBranch string `json:"target_branch"`
+			Target       struct {
+				HTTPURL string `json:"git_http_url"`
+				SSHURL  string `json:"git_ssh_url"`
+				WebURL  string `json:"web_url"`
+			} `json:"target"`
+		} `json:"object_attributes"`
+		Project struct {
+			HTTPURL string `json:"git_http_url"`
+			SSHURL  string `json:"git_ssh_url"`
+			WebURL  string `json:"web_url"`
+		} `json:"project"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return Push{}, fmt.Errorf("reading the body: %w", err)
+	}
+	t := p.ObjectAttributes.Target
+	return checkedPullRequest(Push{
+		RepoURLs: []string{t.HTTPURL, t.SSHURL, t.WebURL, p.Project.HTTPURL, p.Project.SSHURL, p.Project.WebURL},
+		Ref:      p.ObjectAttributes.TargetBranch,
+	})
+}
+
+// parseBitbucketPullRequest reads a Bitbucket Cloud pullrequest event:
+// the destination branch and the repository's web link.
+func parseBitbucketPullRequest(body []byte) (Push, error) {
+	var p struct {
+		PullRequest struct {
+			Destination struct {
+				Branch struct {
+					Name string `json:"name"`
+				} `json:"branch"`
+			} `json:"destination"`
+		} `json:"pullrequest"`
+		Repository struct {
+			Links struct {
+				HTML struct {
+					Href string `json:"href"`
+				} `json:"html"`
+			} `json:"links"`
+		} `json:"repository"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return Push{}, fmt.Errorf("reading the body: %w", err)
+	}
+	return checkedPullRequest(Push{RepoURLs: []string{p.Repository.Links.HTML.Href}, Ref: p.PullRequest.Destination.Branch.Name})
+}
+
+// checkedPullRequest makes p a pull request event into the branch its Ref
+// names, then checks it as a push.
+func checkedPullRequest(p Push) (Push, error) {
+	if p.Ref == "" {
+		return Push{}, errors.New("the body names no branch the pull request is into")
+	}
+	p.Ref, p.PullRequest = "refs/heads/"+p.Ref, true
+	return checked(p)
 }
 
 // parseGitLabPush reads a GitLab push or tag push event: ref, and the

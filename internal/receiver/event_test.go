@@ -30,6 +30,21 @@ const (
 	bitbucketPush = `{"push":{"changes":[{"new":{"type":"branch","name":"main","target":{"hash":"1111"}},"old":{"type":"branch","name":"main"}}]},
 		"repository":{"full_name":"acme/web","links":{"html":{"href":"https://bitbucket.org/acme/web"}}}}`
 	genericPush = `{"repository":"https://git.example.com/acme/web.git","ref":"refs/heads/main"}`
+
+	// Pull request events (GitHub and Gitea "pull_request", GitLab "Merge
+	// Request Hook", Bitbucket Cloud "pullrequest:*"), in the same way.
+	githubPullRequest = `{"action":"synchronize","number":2,
+		"pull_request":{"number":2,"head":{"ref":"feature","sha":"2222"},"base":{"ref":"main","sha":"1111"}},
+		"repository":{"full_name":"acme/web","html_url":"https://github.com/acme/web","clone_url":"https://github.com/acme/web.git"}}`
+	giteaPullRequest = `{"action":"opened","number":3,
+		"pull_request":{"number":3,"head":{"ref":"feature","sha":"2222"},"base":{"ref":"main","sha":"1111"}},
+		"repository":{"full_name":"acme/web","clone_url":"http://127.0.0.1:3000/acme/web.git"}}`
+	gitlabMergeRequest = `{"object_kind":"merge_request","event_type":"merge_request",
+		"project":{"id":1,"web_url":"https://gitlab.example.com/acme/web","git_http_url":"https://gitlab.example.com/acme/web.git"},
+		"object_attributes":{"iid":1,"target_branch":"main","source_branch":"feature","action":"update",
+			"target":{"git_http_url":"https://gitlab.example.com/acme/web.git"}}}`
+	bitbucketPullRequest = `{"pullrequest":{"id":1,"source":{"branch":{"name":"feature"}},"destination":{"branch":{"name":"main"}}},
+		"repository":{"full_name":"acme/web","links":{"html":{"href":"https://bitbucket.org/acme/web"}}}}`
 )
 
 // signed is a request of typ for body, signed with token as typ signs.
@@ -68,13 +83,18 @@ func TestVerifyAndParse(t *testing.T) {
 		ref    string
 		repo   string // one of the URLs, normalized
 		delive bool
+		pr     bool
 	}{
-		{notificationv1alpha1.ReceiverGitHub, "push", githubPush, "refs/heads/main", "github.com/acme/web", true},
-		{notificationv1alpha1.ReceiverGitLab, "Push Hook", gitlabPush, "refs/heads/main", "gitlab.example.com/acme/web", true},
-		{notificationv1alpha1.ReceiverGitLab, "Tag Push Hook", gitlabTagPush, "refs/tags/v1.2.0", "gitlab.example.com/acme/web", true},
-		{notificationv1alpha1.ReceiverGitea, "push", giteaPush, "refs/heads/main", "127.0.0.1/acme/web", true},
-		{notificationv1alpha1.ReceiverBitbucket, "repo:push", bitbucketPush, "refs/heads/main", "bitbucket.org/acme/web", true},
-		{notificationv1alpha1.ReceiverGeneric, "", genericPush, "refs/heads/main", "git.example.com/acme/web", false},
+		{notificationv1alpha1.ReceiverGitHub, "push", githubPush, "refs/heads/main", "github.com/acme/web", true, false},
+		{notificationv1alpha1.ReceiverGitLab, "Push Hook", gitlabPush, "refs/heads/main", "gitlab.example.com/acme/web", true, false},
+		{notificationv1alpha1.ReceiverGitLab, "Tag Push Hook", gitlabTagPush, "refs/tags/v1.2.0", "gitlab.example.com/acme/web", true, false},
+		{notificationv1alpha1.ReceiverGitea, "push", giteaPush, "refs/heads/main", "127.0.0.1/acme/web", true, false},
+		{notificationv1alpha1.ReceiverBitbucket, "repo:push", bitbucketPush, "refs/heads/main", "bitbucket.org/acme/web", true, false},
+		{notificationv1alpha1.ReceiverGeneric, "", genericPush, "refs/heads/main", "git.example.com/acme/web", false, false},
+		{notificationv1alpha1.ReceiverGitHub, "pull_request", githubPullRequest, "refs/heads/main", "github.com/acme/web", true, true},
+		{notificationv1alpha1.ReceiverGitea, "pull_request", giteaPullRequest, "refs/heads/main", "127.0.0.1/acme/web", true, true},
+		{notificationv1alpha1.ReceiverGitLab, "Merge Request Hook", gitlabMergeRequest, "refs/heads/main", "gitlab.example.com/acme/web", true, true},
+		{notificationv1alpha1.ReceiverBitbucket, "pullrequest:updated", bitbucketPullRequest, "refs/heads/main", "bitbucket.org/acme/web", true, true},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.typ)+" "+tt.event, func(t *testing.T) {
@@ -100,7 +120,7 @@ func TestVerifyAndParse(t *testing.T) {
 			for _, u := range p.RepoURLs {
 				norm = append(norm, NormalizeRepo(u))
 			}
-			if p.Ref != tt.ref || !slices.Contains(norm, tt.repo) {
+			if p.Ref != tt.ref || !slices.Contains(norm, tt.repo) || p.PullRequest != tt.pr {
 				t.Errorf("Parse = %+v (normalized %v), want ref %s and repository %s", p, norm, tt.ref, tt.repo)
 			}
 		})
@@ -110,9 +130,9 @@ func TestVerifyAndParse(t *testing.T) {
 func TestParseIgnoresOtherEvents(t *testing.T) {
 	for typ, event := range map[notificationv1alpha1.ReceiverType]string{
 		notificationv1alpha1.ReceiverGitHub:    "ping",
-		notificationv1alpha1.ReceiverGitLab:    "Merge Request Hook",
-		notificationv1alpha1.ReceiverGitea:     "pull_request",
-		notificationv1alpha1.ReceiverBitbucket: "pullrequest:created",
+		notificationv1alpha1.ReceiverGitLab:    "Issue Hook",
+		notificationv1alpha1.ReceiverGitea:     "issues",
+		notificationv1alpha1.ReceiverBitbucket: "repo:fork",
 	} {
 		if _, err := Parse(typ, signed(typ, event, `{}`, "t")); !errors.Is(err, ErrIgnored) {
 			t.Errorf("%s %s: Parse = %v, want ErrIgnored", typ, event, err)

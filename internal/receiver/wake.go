@@ -40,7 +40,9 @@ type Waker struct {
 // Wake sets, on every Pipeline of namespace that follows push's repository
 // (its branch, for NewestFromBranch; any tag, for the tag strategies) and
 // every Stack of namespace that tracks push's repository and branch (not
-// a pinned one), the reconcile-request annotation to a new value, which
+// a pinned one), or, for a pull request event, on every Pipeline that
+// previews the pull requests into its branch, the reconcile-request
+// annotation to a new value, which
 // makes each look at its source at once instead of at its next poll. The
 // value names the Receiver. Objects of other namespaces are never read.
 func (w *Waker) Wake(ctx context.Context, namespace, receiver string, push Push) ([]Woken, error) {
@@ -63,7 +65,14 @@ func (w *Waker) Wake(ctx context.Context, namespace, receiver string, push Push)
 			continue
 		}
 		byBranch := g.CommitSelectionStrategy == "" || g.CommitSelectionStrategy == promotionv1alpha1.NewestFromBranch
-		if (byBranch && !(isBranch && g.Branch == branch)) || (!byBranch && !isTag) {
+		switch {
+		case push.PullRequest:
+			// Only a Pipeline that previews pull requests into that
+			// branch has anything to do.
+			if p.Spec.PullRequests == nil || g.Branch != branch {
+				continue
+			}
+		case (byBranch && !(isBranch && g.Branch == branch)) || (!byBranch && !isTag):
 			continue
 		}
 		if err := w.request(ctx, &promotionv1alpha1.Pipeline{}, namespace, p.Name, request); err != nil {
@@ -72,7 +81,7 @@ func (w *Waker) Wake(ctx context.Context, namespace, receiver string, push Push)
 		woken = append(woken, Woken{Kind: "Pipeline", Name: p.Name})
 	}
 
-	if !isBranch {
+	if !isBranch || push.PullRequest {
 		return woken, nil
 	}
 	var stacks pulumiv1.StackList

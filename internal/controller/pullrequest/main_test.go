@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/operator"
@@ -24,13 +26,16 @@ import (
 // The whole operator runs against the real API server as its
 // ServiceAccount, bound to the generated RBAC only, with the admission
 // policies applied, the real pulumi CLI, YAML host and test provider, and
-// Gitea as the forge (test/forge): its pull requests, comments and commit
-// statuses are real.
+// Gitea as the forge (test/forge): its pull requests, comments, commit
+// statuses and the webhooks that tell the operator of them are real.
 var (
 	env *testenv.Env
 	// logs holds everything the operator logged; STACKYARD_TEST_LOG=1
 	// also prints it.
 	logs testenv.SyncBuffer
+	// receiverURL is the operator's receiver endpoint, where Gitea
+	// delivers its pull request events.
+	receiverURL string
 )
 
 const passphrase = "passphrase-of-the-pull-request-suite-7e21"
@@ -64,7 +69,9 @@ func run(m *testing.M) int {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(out), zap.Level(zapcore.Level(-4))))
 	env, err = testenv.Start(testenv.Options{
-		AddToScheme: []func(*k8sruntime.Scheme) error{pulumiv1.AddToScheme, autov1alpha1.AddToScheme, promotionv1alpha1.AddToScheme},
+		AddToScheme: []func(*k8sruntime.Scheme) error{
+			pulumiv1.AddToScheme, autov1alpha1.AddToScheme, promotionv1alpha1.AddToScheme, notificationv1alpha1.AddToScheme,
+		},
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
@@ -80,6 +87,14 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	receiverURL = "http://" + addr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	op, err := operator.New(ctx, cfg, operator.Options{
@@ -90,6 +105,7 @@ func run(m *testing.M) int {
 		AgentEnv:     map[string]string{"PULUMI_CONFIG_PASSPHRASE": passphrase},
 		IdleAfter:    5 * time.Second,
 		DashboardURL: dashboardURL,
+		ReceiverAddr: addr,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: assembling the operator: %v\n", err)

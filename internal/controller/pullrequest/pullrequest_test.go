@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -81,6 +82,21 @@ func newFixture(t *testing.T) *fixture {
 		Stages: []string{"staging"}, Interval: &metav1.Duration{Duration: time.Hour},
 	}
 	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+
+	// Gitea tells the operator of its pull requests, through a Receiver;
+	// nothing else wakes the Pipeline within the test.
+	const token = "receiver-token-of-the-pull-request-suite"
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: f.ns},
+		StringData: map[string]string{notificationv1alpha1.ReceiverTokenKey: token}})).To(Succeed())
+	rcv := &notificationv1alpha1.Receiver{ObjectMeta: metav1.ObjectMeta{Name: "gitea", Namespace: f.ns},
+		Spec: notificationv1alpha1.ReceiverSpec{Type: notificationv1alpha1.ReceiverGitea, SecretRef: notificationv1alpha1.SecretReference{Name: "hook"}}}
+	g.Expect(env.Client.Create(ctx, rcv)).To(Succeed())
+	g.Eventually(func(g Gomega) string {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rcv), rcv)).To(Succeed())
+		return rcv.Status.WebhookPath
+	}, 30*time.Second, poll).ShouldNot(BeEmpty())
+	f.gitea.AddWebhook("web", receiverURL+rcv.Status.WebhookPath, token, "pull_request", "pull_request_sync")
+
 	g.Eventually(f.page, opTimeout, poll).Should(Equal("v1"))
 	return f
 }
@@ -98,18 +114,6 @@ func (f *fixture) push(branch, content string) string {
 func (f *fixture) page() string {
 	b, _ := os.ReadFile(f.target)
 	return string(b)
-}
-
-// wake asks the Pipeline to look at the forge now, as a Receiver does.
-func (f *fixture) wake(g Gomega) {
-	p := &promotionv1alpha1.Pipeline{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web"}, p)).To(Succeed())
-	patch := client.MergeFrom(p.DeepCopy())
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	p.Annotations[shared.ReconcileRequestAnnotation] = time.Now().Format(time.RFC3339Nano)
-	g.Expect(env.Client.Patch(context.Background(), p, patch)).To(Succeed())
 }
 
 // pullRequest is the Pipeline's status of pull request number.
@@ -145,17 +149,17 @@ func (f *fixture) previews(g Gomega, number int64) []string {
 	return names
 }
 
-// TestPullRequestPreviews opens a pull request in Gitea: its head is
-// previewed against the staging Stack, with nothing deployed, and one
-// comment and a commit status say what it would change. A new push
-// previews again and edits the same comment. Closing the pull request
-// deletes its previews.
+// TestPullRequestPreviews opens a pull request in Gitea, whose webhook
+// tells the operator: its head is previewed against the staging Stack,
+// with nothing deployed, and one comment and a commit status say what it
+// would change. A new push previews again and edits the same comment.
+// Closing the pull request deletes its previews. The Pipeline polls once
+// an hour: every step is driven by Gitea's events.
 func TestPullRequestPreviews(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t)
 	head := f.push("feature", "v2")
 	number := f.gitea.OpenPullRequest("web", "feature", "main", "v2 of the page")
-	f.wake(g)
 
 	comment := func(g Gomega) forge.Comment {
 		comments, err := f.gitea.Comments("web", number)
@@ -180,7 +184,6 @@ func TestPullRequestPreviews(t *testing.T) {
 
 	// A new push: previewed again, the same comment edited.
 	head2 := f.push("feature", "v3")
-	f.wake(g)
 	g.Eventually(func(g Gomega) {
 		c := comment(g)
 		g.Expect(c.ID).To(Equal(first))
@@ -191,7 +194,6 @@ func TestPullRequestPreviews(t *testing.T) {
 
 	// Closed: its previews go.
 	f.gitea.ClosePullRequest("web", number)
-	f.wake(g)
 	g.Eventually(func(g Gomega) []string { return f.previews(g, number) }, 30*time.Second, poll).Should(BeEmpty())
 	g.Eventually(func(g Gomega) *promotionv1alpha1.PullRequestStatus { return f.pullRequest(g, number) }, 30*time.Second, poll).Should(BeNil())
 	g.Expect(f.page()).To(Equal("v1"))
@@ -207,7 +209,6 @@ func TestForkPullRequest(t *testing.T) {
 	sha := f.local.Commit("evil", map[string]string{"Pulumi.yaml": project("pwned")})
 	f.local.Git("push", contributor.PushURL("web"), "evil")
 	number := contributor.OpenPullRequest("web", "contributor:evil", "main", "a harmless change")
-	f.wake(g)
 
 	g.Eventually(func(g Gomega) {
 		comments, err := f.gitea.Comments("web", number)
