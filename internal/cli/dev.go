@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,6 +58,24 @@ func newDevCommand() *cobra.Command {
 	cmd.Flags().StringVar(&dashboardAddr, "dashboard-bind-address", "127.0.0.1:8090", `web dashboard ("0" disables)`)
 	cmd.Flags().StringVar(&logFile, "log-file", "", "operator log file (default: <state-dir>/operator.log)")
 	cmd.Flags().DurationVar(&untilReady, "until-ready", 0, "stop with status 0 once the sample Stack is Ready and the sample pipeline's first promotion succeeded, or with an error naming what was missing after this long (0: run until interrupted)")
+	cmd.AddCommand(newDevNotifyCommand())
+	return cmd
+}
+
+// newDevNotifyCommand builds `stackyard dev notify`, which the sample
+// repository's git hooks run: it tells the running `stackyard dev` of the
+// new commit.
+func newDevNotifyCommand() *cobra.Command {
+	var stateDir string
+	cmd := &cobra.Command{
+		Use:   "notify",
+		Short: "Tell the running `stackyard dev` of a new commit in the sample repository (its git hooks run this)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return devenv.Notify(cmd.Context(), stateDir)
+		},
+	}
+	cmd.Flags().StringVar(&stateDir, "state-dir", ".stackyard", "the state directory of the `stackyard dev` to tell")
 	return cmd
 }
 
@@ -105,9 +124,14 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 	}
 	defer func() { _ = git.Stop(context.Background()) }()
 
+	receiverAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return err
+	}
 	opCtx, stopOperator := context.WithCancel(ctx)
 	defer stopOperator()
 	op, err := operator.New(opCtx, cp.Config, operator.Options{
+		ReceiverAddr:  receiverAddr,
 		Runtime:       operator.RuntimeLocal,
 		StateDir:      filepath.Join(opts.StateDir, "operator"),
 		ToolDirs:      []string{opts.BinDir},
@@ -133,6 +157,13 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 	}
 	if err := sample.EnsurePipeline(ctx, c, repoURL); err != nil {
 		return fmt.Errorf("creating the sample pipeline: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := sample.EnsureReceiver(ctx, c, opts.StateDir, "http://"+receiverAddr, repoURL, self); err != nil {
+		return fmt.Errorf("creating the sample Receiver: %w", err)
 	}
 
 	dashboard := ""
@@ -210,9 +241,9 @@ Try:
   bin/kubectl get stack sample -o yaml          # status: conditions, lastUpdate, outputs, history
   bin/kubectl wait stack/sample --for=condition=Ready --timeout=5m
 
-Then change the program and watch the Stack update:
+Then change the program and watch the Stack update at once (the sample
+repository's git hooks tell the operator's Receiver of each commit):
   cd %s && sed -i 's/length: 6/length: 8/' Pulumi.yaml && git commit -qam "longer suffix"
-  bin/kubectl annotate stack sample pulumi.com/reconciliation-request="$(date +%%s)" --overwrite   # or wait for the next poll (60s)
 
 Press Ctrl-C to stop everything; a later 'make dev' carries on where this one stopped.
 `, cp.Config.Host, cp.KubeconfigPath, logFile, s.RepoDir, dashboard, s.OutputFile, cp.KubeconfigPath, s.RepoDir)
@@ -225,4 +256,15 @@ func devDashboardURL(addr string) string {
 		return ""
 	}
 	return "http://" + addr
+}
+
+// freeLoopbackAddr is a free port on 127.0.0.1, for the Receivers'
+// endpoint of `stackyard dev`.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
 }

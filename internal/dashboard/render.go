@@ -81,27 +81,13 @@ var funcs = template.FuncMap{
 	"join":     strings.Join,
 	"trunc":    truncate,
 	"symbol":   healthSymbol,
-	"opSign":   opSign,
+	"opSign":   valuediff.OpSign,
 	"kindSign": kindSign,
 	"patch":    patchLines,
 	"ruleNeeds": func(r promotionv1alpha1.PolicyResult) string {
 		return approvalsFrom(r.Required, r.From, r.RequireEach)
 	},
 	"more": func(total int32, shown int) int { return max(int(total)-shown, 0) },
-}
-
-// opSign is a resource step's sign, as `pulumi preview` prints it; the
-// page shows it beside the step's word, so colour never carries it alone.
-func opSign(op string) string {
-	switch op {
-	case "create":
-		return "+"
-	case "delete":
-		return "-"
-	case "replace":
-		return "+-"
-	}
-	return "~"
 }
 
 // kindSign is a property change's sign: + added, − removed, ~ changed.

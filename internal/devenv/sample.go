@@ -66,7 +66,7 @@ outputs:
 // are.
 func PrepareSample(stateDir string) (*Sample, error) {
 	s := &Sample{
-		RepoDir:    filepath.Join(stateDir, "git", SampleName),
+		RepoDir:    sampleRepoDir(stateDir),
 		OutputFile: filepath.Join(stateDir, "sample-output", "greeting.txt"),
 		BackendDir: filepath.Join(stateDir, "pulumi-state"),
 	}
@@ -93,6 +93,9 @@ func PrepareSample(stateDir string) (*Sample, error) {
 	}
 	return s, nil
 }
+
+// sampleRepoDir is the sample repository's working tree under stateDir.
+func sampleRepoDir(stateDir string) string { return filepath.Join(stateDir, "git", SampleName) }
 
 // EnsureStack creates the sample Stack in the default namespace unless it
 // exists, pointing at repoURL.

@@ -198,12 +198,12 @@ func WriteReview(w io.Writer, r Review) error {
 			fmt.Fprintf(b, "  %s\n", s.Message)
 		}
 		for _, res := range s.Resources {
-			fmt.Fprintf(b, "  %s %s %s\n", opSign(res.Op), res.Op, res.URN)
+			fmt.Fprintf(b, "  %s %s %s\n", valuediff.OpSign(res.Op), res.Op, res.URN)
 			if len(res.Properties) == 0 && len(res.Changed) > 0 {
 				fmt.Fprintf(b, "      changed: %s\n", strings.Join(res.Changed, ", "))
 			}
 			for _, p := range res.Properties {
-				fmt.Fprintf(b, "      %s %s: %s%s\n", kindSign(p.Kind), p.Path, describeValue(p), replaceNote(p))
+				fmt.Fprintf(b, "      %s %s: %s\n", valuediff.KindSign(p.Kind), p.Path, p.Describe())
 			}
 			if res.Truncated {
 				fmt.Fprintf(b, "      … more properties changed\n")
@@ -258,52 +258,6 @@ func writeSource(b *strings.Builder, s StackReview) {
 			b.WriteString("\n")
 		}
 	}
-}
-
-// opSign is the sign of a step, as `pulumi preview` prints it.
-func opSign(op string) string {
-	switch op {
-	case "create":
-		return "+"
-	case "delete":
-		return "-"
-	case "replace":
-		return "+-"
-	default:
-		return "~"
-	}
-}
-
-// kindSign is the sign of a property change.
-func kindSign(kind string) string {
-	switch kind {
-	case valuediff.KindAdd:
-		return "+"
-	case valuediff.KindDelete:
-		return "-"
-	default:
-		return "~"
-	}
-}
-
-// describeValue renders a property change: old => new, or the one side.
-func describeValue(p valuediff.Property) string {
-	switch p.Kind {
-	case valuediff.KindAdd:
-		return p.New
-	case valuediff.KindDelete:
-		return p.Old
-	default:
-		return p.Old + " => " + p.New
-	}
-}
-
-// replaceNote marks a change that forces a replacement.
-func replaceNote(p valuediff.Property) string {
-	if p.Replaces {
-		return " (forces replacement)"
-	}
-	return ""
 }
 
 // describeCounts renders a preview's counts.

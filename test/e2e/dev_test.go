@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/testenv"
@@ -181,6 +182,23 @@ func TestDev(t *testing.T) {
 	greeting, err := os.ReadFile(filepath.Join(stateDir, "sample-output", "greeting.txt"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(greeting)).To(Equal("hello from stackyard dev"))
+
+	// A commit in the sample repository reaches the Stack through the
+	// Receiver the repository's git hooks post to, not through a poll.
+	commit := exec.Command("git", "-c", "user.name=dev", "-c", "user.email=dev@example.invalid", "commit", "-q", "--allow-empty", "-m", "a new commit")
+	commit.Dir = filepath.Join(stateDir, "git", "sample")
+	out, err := commit.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Expect(string(out)).NotTo(ContainSubstring("Error"), "the git hook failed")
+	head, err = exec.Command("git", "-C", commit.Dir, "rev-parse", "HEAD").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(context.Background(), key, &stack)).To(Succeed())
+		g.Expect(stack.Annotations).To(HaveKeyWithValue(shared.ReconcileRequestAnnotation, HavePrefix("receiver/sample/")))
+		g.Expect(stack.Status.LastUpdate).NotTo(BeNil())
+		g.Expect(stack.Status.LastUpdate.LastSuccessfulCommit).To(Equal(strings.TrimSpace(string(head))))
+		g.Expect(sreconcile.IsReady(stack.Status.Conditions)).To(BeTrue())
+	}, 2*time.Minute, time.Second).Should(Succeed(), func() string { return run.output.String() })
 	firstUpdate := stack.Status.LastUpdate.Name
 	checkDevDashboard(t, run)
 	run.stop(t)

@@ -111,3 +111,24 @@ func UserToken(ctx context.Context, c client.Client, namespace, name string, rul
 	}
 	return tr.Status.Token, nil
 }
+
+// Impersonate grants the user name, in namespace, the rules (a Role and a
+// RoleBinding named after them) and returns a config that acts as them,
+// members of groups, through impersonation.
+func (e *Env) Impersonate(ctx context.Context, namespace, name string, groups []string, rules ...rbacv1.PolicyRule) (*rest.Config, error) {
+	for _, obj := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Rules: rules},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}},
+		},
+	} {
+		if err := e.Client.Create(ctx, obj); err != nil {
+			return nil, fmt.Errorf("creating %T %s: %w", obj, name, err)
+		}
+	}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: name, Groups: groups}
+	return cfg, nil
+}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -160,14 +159,10 @@ func TestApprovalGate(t *testing.T) {
 // granted rules in ns.
 func actAs(t *testing.T, ns, user string, groups []string, rules ...rbacv1.PolicyRule) *pipelinectl.Client {
 	t.Helper()
-	create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: rules})
-	create(t, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	})
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	cfg, err := env.Impersonate(context.Background(), ns, user, groups, rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := pipelinectl.New(cfg, ns)
 	if err != nil {
 		t.Fatal(err)

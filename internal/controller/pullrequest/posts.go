@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -14,6 +15,7 @@ import (
 	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/forge"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/valuediff"
 )
 
 // maxListed is how many changed resources a comment lists per Stack.
@@ -95,9 +97,8 @@ func (s *session) marker() string {
 }
 
 // comment renders e's comment in Markdown: per Stack, what its preview
-// would change, or why it failed; for each, the resources that would
-// change and the names of their changed properties (never values: the
-// comment is read by whoever can read the pull request).
+// would change, or why it failed; for each, the value diff (secret values
+// masked, as approvers see it).
 func (s *session) comment(ctx context.Context, e *promotionv1alpha1.PullRequestStatus) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n### stackyard preview of `%s`\n\n", s.marker(), short(e.Head))
@@ -122,25 +123,94 @@ func (s *session) comment(ctx context.Context, e *promotionv1alpha1.PullRequestS
 		if sp.Summary == nil || sp.Update == "" {
 			continue
 		}
-		upd := &autov1alpha1.Update{}
-		if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: sp.Update}, upd); err != nil {
-			return "", sreconcile.NewGeneric("", fmt.Errorf("reading preview Update %s: %w", sp.Update, client.IgnoreNotFound(err)))
+		details, err := s.details(ctx, sp)
+		if err != nil {
+			return "", err
 		}
-		_, changes := change.Summarize(upd, maxListed)
-		if len(changes) == 0 {
-			continue
+		if details != "" {
+			fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n%s\n</details>\n", cell(sp.Stack), change.DescribeSummary(sp.Summary), details)
 		}
-		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", cell(sp.Stack), change.DescribeSummary(sp.Summary))
-		for _, rc := range changes {
-			fmt.Fprintf(&b, "- `%s` %s `%s`", rc.Op, cell(rc.Type), cell(urnName(rc.URN)))
-			if len(rc.Properties) > 0 {
-				fmt.Fprintf(&b, ": %s", cell(strings.Join(rc.Properties, ", ")))
-			}
-			b.WriteString("\n")
-		}
-		b.WriteString("\n</details>\n")
+	}
+	if b.Len() > maxComment {
+		return b.String()[:maxComment] + "\n\n… cut: the preview is longer than a comment holds.\n", nil
 	}
 	return b.String(), nil
+}
+
+// maxComment bounds a comment (GitHub takes 65,536 characters).
+const maxComment = 60000
+
+// details renders what the preview sp would change: the value diff the
+// preview saved, as `pulumi preview --diff` shows it (secret values
+// masked by the engine), or, without one, the resources and the names of
+// their changed properties.
+func (s *session) details(ctx context.Context, sp promotionv1alpha1.PullRequestStackPreview) (string, error) {
+	upd := &autov1alpha1.Update{}
+	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: sp.Update}, upd); err != nil {
+		return "", sreconcile.NewGeneric("", fmt.Errorf("reading preview Update %s: %w", sp.Update, err))
+	}
+	if diff, ok, err := s.valueDiff(ctx, upd); err != nil || ok {
+		if err != nil || len(diff.Resources) == 0 {
+			return "", err
+		}
+		var b strings.Builder
+		for _, r := range diff.Resources {
+			fmt.Fprintf(&b, "%s %s %s %s\n", valuediff.OpSign(r.Op), r.Op, r.Type, urnName(r.URN))
+			for _, p := range r.Properties {
+				fmt.Fprintf(&b, "    %s %s: %s\n", valuediff.KindSign(p.Kind), p.Path, p.Describe())
+			}
+			if r.Truncated {
+				b.WriteString("    … more properties changed\n")
+			}
+		}
+		if diff.Truncated {
+			b.WriteString("… more resources changed\n")
+		}
+		return fenced("diff", b.String()), nil
+	}
+	_, changes := change.Summarize(upd, maxListed)
+	var b strings.Builder
+	for _, rc := range changes {
+		fmt.Fprintf(&b, "- `%s` %s `%s`", rc.Op, cell(rc.Type), cell(urnName(rc.URN)))
+		if len(rc.Properties) > 0 {
+			fmt.Fprintf(&b, ": %s", cell(strings.Join(rc.Properties, ", ")))
+		}
+		b.WriteString("\n")
+	}
+	return b.String(), nil
+}
+
+// valueDiff reads the value diff the preview upd saved beside its plan;
+// ok is false when it saved none.
+func (s *session) valueDiff(ctx context.Context, upd *autov1alpha1.Update) (diff valuediff.Diff, ok bool, err error) {
+	if upd.Status.Plan == "" {
+		return diff, false, nil
+	}
+	secret := &corev1.Secret{}
+	if err := s.r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: upd.Status.Plan}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return diff, false, nil
+		}
+		return diff, false, sreconcile.NewGeneric("", fmt.Errorf("reading the plan Secret of preview %s: %w", upd.Name, err))
+	}
+	data := secret.Data[autov1alpha1.DiffKey]
+	if len(data) == 0 {
+		return diff, false, nil
+	}
+	if diff, err = valuediff.Decode(data); err != nil {
+		return diff, false, nil
+	}
+	return diff, true, nil
+}
+
+// fenced puts text in a Markdown code block of lang, fenced with more
+// backticks than any run in text, so that no value can end it.
+func fenced(lang, text string) string {
+	fence := "```"
+	for strings.Contains(text, fence) {
+		fence += "`"
+	}
+	return fence + lang + "\n" + text + fence + "\n"
 }
 
 // urnName is the resource's name, the last part of its URN.

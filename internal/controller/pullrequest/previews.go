@@ -278,6 +278,8 @@ func (s *session) ensureUpdate(ctx context.Context, e *promotionv1alpha1.PullReq
 	upd = stackctl.BuildUpdate(stack, e.Head, autov1alpha1.PreviewType, TriggerPullRequest)
 	upd.Name, upd.Spec.WorkspaceName, upd.Labels = updName, wsName, s.labels(e, stack.Name, upd.Labels)
 	upd.Spec.Message = ptr.To(fmt.Sprintf("preview of pull request #%d (%s) for pipeline %s", e.Number, short(e.Head), s.p.Name))
+	// The value diff is saved beside the plan; the plan is never applied.
+	upd.Spec.SavePlan = ptr.To(true)
 	return nil, s.create(ctx, upd)
 }
 

@@ -172,7 +172,7 @@ func TestPullRequestPreviews(t *testing.T) {
 		g.Expect(c.Body).To(ContainSubstring("<!-- stackyard:pull-request-preview " + f.ns + "/web -->"))
 		g.Expect(c.Body).To(ContainSubstring("stackyard preview of `" + head[:7] + "`"))
 		g.Expect(c.Body).To(ContainSubstring("| staging | web-staging | 1 to update, 1 unchanged |"))
-		g.Expect(c.Body).To(ContainSubstring("- `update` stackyardtest:index:File `page`: content"))
+		g.Expect(c.Body).To(ContainSubstring("~ update stackyardtest:index:File page\n    ~ content: \"v1\" => \"v2\"\n"))
 	}, opTimeout, poll).Should(Succeed(), func() string { return logs.String() })
 	first := comment(g).ID
 	g.Eventually(func() ([]forge.CommitStatus, error) { return f.gitea.Statuses("web", head) }, 30*time.Second, poll).Should(ContainElement(SatisfyAll(
