@@ -8,11 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/change"
+	"github.com/stackyard/stackyard/internal/change/policy"
 	"github.com/stackyard/stackyard/internal/forge"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/valuediff"
@@ -119,6 +121,16 @@ func (s *session) comment(ctx context.Context, e *promotionv1alpha1.PullRequestS
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(sp.Stage), cell(sp.Stack), what)
 	}
+	policies, err := s.policies(ctx, e)
+	if err != nil {
+		return "", err
+	}
+	if len(policies) > 0 {
+		b.WriteString("\nWhat the stages' policies would decide, were this merged and promoted:\n\n")
+		for _, line := range policies {
+			b.WriteString("- " + line + "\n")
+		}
+	}
 	for _, sp := range e.Stacks {
 		if sp.Summary == nil || sp.Update == "" {
 			continue
@@ -136,6 +148,74 @@ func (s *session) comment(ctx context.Context, e *promotionv1alpha1.PullRequestS
 	}
 	return b.String(), nil
 }
+
+// policies evaluates, stage by stage, the stage's policy rules on the
+// previews of e's head against its Stacks, as a promotion into the stage
+// would, and says which fired: a pull request is never gated by them, but
+// its author and reviewers learn what its promotion would meet. A stage
+// whose previews did not all succeed is left out.
+func (s *session) policies(ctx context.Context, e *promotionv1alpha1.PullRequestStatus) ([]string, error) {
+	var lines []string
+	for _, name := range s.p.Spec.PullRequests.Stages {
+		stage := &promotionv1alpha1.Stage{}
+		if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: name}, stage); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, sreconcile.NewGeneric("", fmt.Errorf("reading stage %s: %w", name, err))
+		}
+		if len(stage.Spec.Policies) == 0 {
+			continue
+		}
+		// The facts a promotion of the head into the stage would have.
+		p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pull-request-%d", e.Number)},
+			Spec: promotionv1alpha1.PromotionSpec{Stage: name, Release: fmt.Sprintf("pull request #%d", e.Number)}}
+		p.Status.Commit = e.Head
+		complete := true
+		for _, sp := range e.Stacks {
+			if sp.Stage != name {
+				continue
+			}
+			if sp.Summary == nil || sp.Update == "" {
+				complete = false
+				break
+			}
+			upd := &autov1alpha1.Update{}
+			if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: sp.Update}, upd); err != nil {
+				return nil, sreconcile.NewGeneric("", fmt.Errorf("reading preview Update %s: %w", sp.Update, err))
+			}
+			sum, changes := change.Summarize(upd, maxPolicyChanges)
+			p.Status.Previews = append(p.Status.Previews, promotionv1alpha1.StackPreview{Name: sp.Stack, Summary: sum, Changes: changes})
+		}
+		if !complete {
+			continue
+		}
+		compiled, err := policy.Compile(stage.Spec.Policies)
+		var results []promotionv1alpha1.PolicyResult
+		if err == nil {
+			results, err = compiled.Evaluate(ctx, policy.FactsOf(p, nil))
+		}
+		if err != nil {
+			lines = append(lines, fmt.Sprintf("stage %s: its policies cannot be evaluated: %s", cell(name), cell(err.Error())))
+			continue
+		}
+		for _, r := range results {
+			switch {
+			case !r.Fired:
+				lines = append(lines, fmt.Sprintf("stage %s, policy %s: passes", cell(name), cell(r.Name)))
+			case r.Action == promotionv1alpha1.PolicyRefuse:
+				lines = append(lines, fmt.Sprintf("stage %s, policy %s: **would refuse** the promotion: %s", cell(name), cell(r.Name), cell(r.Message)))
+			default:
+				lines = append(lines, fmt.Sprintf("stage %s, policy %s: would ask for %d more approval(s): %s", cell(name), cell(r.Name), max(r.Required, 1), cell(r.Message)))
+			}
+		}
+	}
+	return lines, nil
+}
+
+// maxPolicyChanges is how many changes of a preview the policies see, as
+// a promotion's status keeps.
+const maxPolicyChanges = 200
 
 // maxComment bounds a comment (GitHub takes 65,536 characters).
 const maxComment = 60000

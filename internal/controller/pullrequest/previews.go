@@ -198,21 +198,31 @@ func (s *session) runPreview(ctx context.Context, e *promotionv1alpha1.PullReque
 	if sp.Update == "" {
 		sp.Update = name
 	}
-	ws, err := s.ensureWorkspace(ctx, e, stack, name)
+	var ws *autov1alpha1.Workspace
+	upd := &autov1alpha1.Update{}
+	found, err := s.get(ctx, sp.Update, upd)
 	if err != nil {
-		return failed(sp, err)
+		return err
 	}
-	upd, err := s.ensureUpdate(ctx, e, stack, name, sp.Update)
-	if err != nil {
-		return failed(sp, err)
+	if !found || !upd.Status.IsComplete() {
+		// Once the Update has ended its Workspace is deleted: a reconcile
+		// that reads an older status must not make it again.
+		if ws, err = s.ensureWorkspace(ctx, e, stack, name); err != nil {
+			return failed(sp, err)
+		}
+		if upd, err = s.ensureUpdate(ctx, e, stack, name, sp.Update); err != nil {
+			return failed(sp, err)
+		}
 	}
 	// One made by someone else before the Pipeline got to it would post
 	// its outcome as the pull request's.
-	for _, obj := range []client.Object{ws, upd} {
-		if obj != nil && !metav1.IsControlledBy(obj, s.p) {
-			sp.Failure = fmt.Sprintf("%s %s exists and does not belong to the Pipeline", kindOf(obj), obj.GetName())
-			return nil
-		}
+	switch {
+	case ws != nil && !metav1.IsControlledBy(ws, s.p):
+		sp.Failure = fmt.Sprintf("Workspace %s exists and does not belong to the Pipeline", ws.Name)
+		return nil
+	case upd != nil && !metav1.IsControlledBy(upd, s.p):
+		sp.Failure = fmt.Sprintf("Update %s exists and does not belong to the Pipeline", upd.Name)
+		return nil
 	}
 	if upd == nil || !upd.Status.IsComplete() {
 		if c := ws.StalledNow(); c != nil {

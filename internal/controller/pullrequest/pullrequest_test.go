@@ -157,7 +157,16 @@ func (f *fixture) previews(g Gomega, number int64) []string {
 // an hour: every step is driven by Gitea's events.
 func TestPullRequestPreviews(t *testing.T) {
 	g := NewWithT(t)
+	ctx := context.Background()
 	f := newFixture(t)
+	stage := &promotionv1alpha1.Stage{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "staging"}, stage)).To(Succeed())
+	stage.Spec.Policies = []promotionv1alpha1.PolicyRule{
+		{Name: "no-deletes", Expression: "counts.delete > 0", Action: promotionv1alpha1.PolicyRefuse},
+		{Name: "page-frozen", Expression: `changes.exists(c, c.op == "update" && "content" in c.properties)`,
+			Action: promotionv1alpha1.PolicyRefuse, Message: "the page is frozen"},
+	}
+	g.Expect(env.Client.Update(ctx, stage)).To(Succeed())
 	head := f.push("feature", "v2")
 	number := f.gitea.OpenPullRequest("web", "feature", "main", "v2 of the page")
 
@@ -173,13 +182,20 @@ func TestPullRequestPreviews(t *testing.T) {
 		g.Expect(c.Body).To(ContainSubstring("stackyard preview of `" + head[:7] + "`"))
 		g.Expect(c.Body).To(ContainSubstring("| staging | web-staging | 1 to update, 1 unchanged |"))
 		g.Expect(c.Body).To(ContainSubstring("~ update stackyardtest:index:File page\n    ~ content: \"v1\" => \"v2\"\n"))
+		g.Expect(c.Body).To(ContainSubstring("- stage staging, policy no-deletes: passes\n"))
+		g.Expect(c.Body).To(ContainSubstring("- stage staging, policy page-frozen: **would refuse** the promotion: the page is frozen\n"))
 	}, opTimeout, poll).Should(Succeed(), func() string { return logs.String() })
 	first := comment(g).ID
 	g.Eventually(func() ([]forge.CommitStatus, error) { return f.gitea.Statuses("web", head) }, 30*time.Second, poll).Should(ContainElement(SatisfyAll(
 		HaveField("Context", "stackyard/preview/web"), HaveField("State", "success"), HaveField("Description", "web-staging: 1 to update, 1 unchanged"))))
-	pr := f.pullRequest(g, number)
-	g.Expect(pr.Phase).To(Equal(promotionv1alpha1.PullRequestPreviewed))
-	g.Expect(pr.Stacks).To(ConsistOf(SatisfyAll(HaveField("Stack", "web-staging"), HaveField("Summary.Update", int32(1)))))
+	// The status is patched at the end of the reconcile that posts.
+	g.Eventually(func(g Gomega) {
+		pr := f.pullRequest(g, number)
+		g.Expect(pr).NotTo(BeNil())
+		g.Expect(pr.Phase).To(Equal(promotionv1alpha1.PullRequestPreviewed))
+		g.Expect(pr.Posted).To(Equal(head))
+		g.Expect(pr.Stacks).To(ConsistOf(SatisfyAll(HaveField("Stack", "web-staging"), HaveField("Summary.Update", int32(1)))))
+	}, 30*time.Second, poll).Should(Succeed())
 	g.Expect(f.page()).To(Equal("v1"), "a preview changed the Stack")
 
 	// A new push: previewed again, the same comment edited.
@@ -215,8 +231,8 @@ func TestForkPullRequest(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(comments).To(ConsistOf(HaveField("Body", ContainSubstring("not previewed: the pull request comes from a fork"))))
 	}, 30*time.Second, poll).Should(Succeed())
-	pr := f.pullRequest(g, number)
-	g.Expect(pr).To(HaveValue(SatisfyAll(HaveField("Phase", promotionv1alpha1.PullRequestSkipped), HaveField("Fork", true), HaveField("Head", sha))))
+	g.Eventually(func(g Gomega) *promotionv1alpha1.PullRequestStatus { return f.pullRequest(g, number) }, 30*time.Second, poll).Should(
+		HaveValue(SatisfyAll(HaveField("Phase", promotionv1alpha1.PullRequestSkipped), HaveField("Fork", true), HaveField("Head", sha))))
 	g.Consistently(func(g Gomega) []string { return f.previews(g, number) }, 3*time.Second, poll).Should(BeEmpty(),
 		"a fork's pull request was given a Workspace with the Stacks' secrets")
 	statuses, err := f.gitea.Statuses("web", sha)
