@@ -395,7 +395,7 @@ func TestAttackPipelinePullRequests(t *testing.T) {
 	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "cloud-admin"}, StringData: map[string]string{"token": "s3cr3t"}})
 	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "forge"}, StringData: map[string]string{"token": "f0rge"}})
 	readForge := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"forge"}, Verbs: []string{"get"}}
-	mallory := attacker(t, f.ns, "mallory", rule("pipelines", "get", "create", "update", "patch"), readForge)
+	mallory := attacker(t, f.ns, "mallory", rule("pipelines", "get", "create", "update", "patch"), rule("pipelines/status", "update", "patch"), readForge)
 	previews := &promotionv1alpha1.PullRequestPreviews{Forge: promotionv1alpha1.ForgeGitea, APIURL: "https://git.example.invalid/api/v1",
 		SecretRef: corev1.LocalObjectReference{Name: "forge"}, Stages: []string{"prod"}}
 	pipeline := func(name string) *promotionv1alpha1.Pipeline {
@@ -423,6 +423,11 @@ func TestAttackPipelinePullRequests(t *testing.T) {
 	} {
 		g.Expect(mallory.Patch(ctx, withPreviews.DeepCopy(), mergePatch(t, patch))).To(MatchError(ContainSubstring(`needs the verb "govern" on pipelines`)), "%v", patch)
 	}
+	// Its status names the comment the operator edits with the forge's
+	// token: pointing it at someone else's comment is a record's change.
+	g.Expect(mallory.Status().Patch(ctx, withPreviews.DeepCopy(), mergePatch(t, map[string]any{"status": map[string]any{"pullRequests": map[string]any{
+		"pullRequests": []any{map[string]any{"number": 1, "head": "0123456789abcdef0123456789abcdef01234567", "phase": "Previewed", "commentID": "42"}},
+	}}}))).To(MatchError(ContainSubstring("pipelines/status: a record of change management")))
 	unchanged(t, &promotionv1alpha1.Pipeline{}, before)
 	g.Expect(mallory.Patch(ctx, withPreviews.DeepCopy(), mergePatch(t, map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "web"}}}))).To(Succeed())
 

@@ -106,6 +106,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		err error
 	)
 	defer func() {
+		// What went wrong is for the Pipeline's users to see; a wait is
+		// not wrong.
+		var waiting *sreconcile.Waiting
+		if st := p.Status.PullRequests; st != nil && err != nil && !errors.As(err, &waiting) {
+			st.Error = sreconcile.Truncate(err.Error(), 1024)
+		}
 		if perr := patcher.Patch(ctx, p); perr != nil {
 			err = errors.Join(err, perr)
 		}

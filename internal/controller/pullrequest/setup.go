@@ -14,6 +14,7 @@ import (
 // +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=pipelines,verbs=get;list;watch
 // +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=pipelines/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=pipelines/finalizers,verbs=update
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=pipelines,verbs=record
 // +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=stages,verbs=get;list;watch
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=auto.pulumi.com,resources=workspaces;updates,verbs=get;list;watch;create;delete
