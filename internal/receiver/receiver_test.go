@@ -26,6 +26,7 @@ import (
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/forge"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // opTimeout bounds a wait that includes a Pulumi operation: a guard
@@ -54,7 +55,9 @@ func newReceiver(t *testing.T, ns, name string, typ notificationv1alpha1.Receive
 		g.Expect(rcv.Status.WebhookPath).To(HavePrefix(receiver.PathPrefix))
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	g.Expect(rcv.Status.WebhookPath).NotTo(ContainSubstring(name), "the path names the Receiver")
-	return receiverURL + rcv.Status.WebhookPath
+	url := receiverURL + rcv.Status.WebhookPath
+	g.Expect(testenv.AwaitWebhook(url, 10*time.Second)).To(Succeed())
+	return url
 }
 
 // post sends body to url with the headers and returns the status code.

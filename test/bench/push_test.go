@@ -21,6 +21,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	"github.com/stackyard/stackyard/internal/receiver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // PushResult is a push delivered to a Receiver, against the same change
@@ -88,6 +89,9 @@ func benchPush(t *testing.T, h *harness, repeat int) *PushResult {
 		t.Fatal("the Receiver has no path after a minute")
 	}
 	url := h.receiverURL + rcv.Status.WebhookPath
+	if err := testenv.AwaitWebhook(url, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(bareDir, "Pulumi.yaml"), []byte(promoProgram(outDir, "push-0")), 0o644); err != nil {
 		t.Fatal(err)
 	}

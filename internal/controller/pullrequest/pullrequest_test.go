@@ -23,6 +23,7 @@ import (
 	"github.com/stackyard/stackyard/internal/controller/pullrequest"
 	"github.com/stackyard/stackyard/test/forge"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 const (
@@ -95,6 +96,7 @@ func newFixture(t *testing.T) *fixture {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rcv), rcv)).To(Succeed())
 		return rcv.Status.WebhookPath
 	}, 30*time.Second, poll).ShouldNot(BeEmpty())
+	g.Expect(testenv.AwaitWebhook(receiverURL+rcv.Status.WebhookPath, 10*time.Second)).To(Succeed())
 	f.gitea.AddWebhook("web", receiverURL+rcv.Status.WebhookPath, token, "pull_request", "pull_request_sync")
 
 	g.Eventually(f.page, opTimeout, poll).Should(Equal("v1"))
