@@ -38,6 +38,20 @@ func PinRequest(promotionName, uid string) string {
 // set.
 func IsPinRequest(request string) bool { return strings.HasPrefix(request, pinRequestPrefix) }
 
+// ParsePinRequest is the promotion's name and UID in a reconcile request
+// PinRequest made; ok is false for any other request.
+func ParsePinRequest(request string) (name, uid string, ok bool) {
+	rest, found := strings.CutPrefix(request, pinRequestPrefix)
+	if !found {
+		return "", "", false
+	}
+	i := strings.LastIndex(rest, "/")
+	if i <= 0 || i == len(rest)-1 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+1:], true
+}
+
 // maxPreviewName keeps a preview Workspace's name short enough for what a
 // runtime derives from it (the kubernetes runtime's StatefulSet
 // "<name>-workspace", whose pods' revision label adds 11 more characters

@@ -197,6 +197,9 @@ func TestAttackStackConsent(t *testing.T) {
 		{"spec", map[string]any{"spec": map[string]any{"config": map[string]any{"web:replicas": 0}}}},
 		{"metadata.annotations[promotion.stackyard.dev/plan]", map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 			"promotion.stackyard.dev/plan": nil, "promotion.stackyard.dev/plan-commit": "x"}}}},
+		// The digest of the inputs the pin holds the up to.
+		{"metadata.annotations[promotion.stackyard.dev/plan]", map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			"promotion.stackyard.dev/plan-inputs": "sha256:0"}}}},
 	} {
 		g.Expect(mallory.Patch(ctx, prod.DeepCopy(), mergePatch(t, a.patch))).To(MatchError(ContainSubstring(
 			a.field+`: Stack prod is governed by stage prod and changes only through its promotions`)), "%v", a.patch)

@@ -12,10 +12,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -23,10 +26,11 @@ import (
 // schema, one at a time, on a governed Stack: a mutation the API server
 // accepts from the administrator (a dry run, so that only valid
 // mutations count) must be refused to a user allowed to update Stacks but
-// not to govern their stage. The mutations are derived from the schema
-// itself, so a field added to the API later is covered without anyone
-// adding it here; the test fails if a top-level field gets no valid
-// mutation at all.
+// not to govern their stage, and must change the digest of the Stack's
+// inputs that a promotion's pin holds its up to. The mutations are
+// derived from the schema itself, so a field added to the API later is
+// covered without anyone adding it here; the test fails if a top-level
+// field gets no valid mutation at all.
 func TestEveryStackFieldIsGoverned(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -40,10 +44,10 @@ func TestEveryStackFieldIsGoverned(t *testing.T) {
 	}).Should(MatchError(ContainSubstring("is governed by stage prod")))
 
 	covered := map[string]bool{}
-	var refused, tried int
+	var refused, tried, invisible int
 	for _, m := range mutations(nil, &spec) {
 		top := m.path[0]
-		if try(t, ctx, prod, mallory, m, &tried) {
+		if try(t, ctx, prod, mallory, m, &tried, &invisible) {
 			covered[top] = true
 			refused++
 		}
@@ -55,7 +59,8 @@ func TestEveryStackFieldIsGoverned(t *testing.T) {
 		}
 	}
 	sort.Strings(missed)
-	t.Logf("%d fields, of %d at the top, mutated validly and refused (%d patches tried)", refused, len(spec.Properties), tried)
+	t.Logf("%d fields, of %d at the top, mutated validly and refused (%d patches tried); "+
+		"%d of them changed the inputs digest, %d changed nothing the operator decodes", refused, len(spec.Properties), tried, refused-invisible, invisible)
 	if len(missed) > 0 {
 		t.Errorf("no valid mutation found for spec fields %v: the test must learn to make one", missed)
 	}
@@ -65,8 +70,9 @@ func TestEveryStackFieldIsGoverned(t *testing.T) {
 // try sets m's field to each of its values in turn, with what the field
 // excludes taken away in the same patch, until the administrator's dry
 // run accepts one; that one the attacker must be refused. It reports
-// whether a valid value was found.
-func try(t *testing.T, ctx context.Context, prod *pulumiv1.Stack, mallory client.Client, m mutation, tried *int) bool {
+// whether a valid value was found, and counts in invisible the valid
+// mutations the operator cannot tell apart once decoded.
+func try(t *testing.T, ctx context.Context, prod *pulumiv1.Stack, mallory client.Client, m mutation, tried, invisible *int) bool {
 	t.Helper()
 	top := m.path[0]
 	for _, value := range m.values {
@@ -80,7 +86,8 @@ func try(t *testing.T, ctx context.Context, prod *pulumiv1.Stack, mallory client
 			set(patch, m.path, value)
 			body := mergePatch(t, map[string]any{"spec": patch})
 			*tried++
-			if err := env.Client.Patch(ctx, prod.DeepCopy(), body, client.DryRunAll); err != nil {
+			mutated := prod.DeepCopy()
+			if err := env.Client.Patch(ctx, mutated, body, client.DryRunAll); err != nil {
 				// A governed Stack pins a commit: following a branch, a
 				// Program or a Flux source is refused to everyone.
 				if strings.Contains(err.Error(), "so it must pin spec.commit") {
@@ -92,10 +99,44 @@ func try(t *testing.T, ctx context.Context, prod *pulumiv1.Stack, mallory client
 			if err == nil || !strings.Contains(err.Error(), "spec: Stack prod is governed by stage prod") {
 				t.Errorf("spec.%s = %v: a user without govern got through: %v", strings.Join(m.path, "."), value, err)
 			}
+			if !inputsCover(t, ctx, prod, mutated, m.path) {
+				*invisible++
+			}
 			return true
 		}
 	}
 	return false
+}
+
+// inputsCover checks that a valid mutation of a governed Stack's spec
+// changes the digest of its inputs (change.StackDigest), which a
+// promotion's pin carries and the Stack checks before its up, unless it
+// changed only the commit (which the promotion itself sets) or nothing the
+// operator can tell apart once decoded. It reports whether it compared.
+func inputsCover(t *testing.T, ctx context.Context, prod, mutated *pulumiv1.Stack, path []string) bool {
+	t.Helper()
+	stripped := func(s *pulumiv1.Stack) shared.StackSpec {
+		spec := *s.Spec.DeepCopy()
+		if spec.GitSource != nil {
+			spec.Commit = ""
+		}
+		return spec
+	}
+	if equality.Semantic.DeepEqual(stripped(prod), stripped(mutated)) {
+		return false
+	}
+	before, err := change.StackDigest(ctx, env.Client, prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := change.StackDigest(ctx, env.Client, mutated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before == after {
+		t.Errorf("spec.%s: the mutation leaves the inputs digest as it was, so a pinned up would run it unseen", strings.Join(path, "."))
+	}
+	return true
 }
 
 // stackSpecSchema is the schema of spec in the storage version of the

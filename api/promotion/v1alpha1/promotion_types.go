@@ -204,6 +204,15 @@ type StackPreview struct {
 	// (see source).
 	// +optional
 	Plan string `json:"plan,omitempty"`
+	// PlanDigest is the sha256 of what the plan Secret held when the
+	// promotion made it (its plan, value diff and code patch). The pin
+	// carries it, with inputs, in the Stack's annotation
+	// promotion.stackyard.dev/plan-inputs, and the Stack runs its up only
+	// while both still match: a plan Secret replaced, or a Secret or
+	// ConfigMap the Stack reads changed, after the promotion started stalls
+	// the Stack instead of running what nobody approved.
+	// +optional
+	PlanDigest string `json:"planDigest,omitempty"`
 	// Message says how the preview ended.
 	// +optional
 	Message string `json:"message,omitempty"`

@@ -85,6 +85,15 @@ const (
 	// StalledWorkspaceFailedReason says the workspace could not be set up, e.g.
 	// installing the program's dependencies failed.
 	StalledWorkspaceFailedReason = "WorkspaceFailed"
+	// StalledPromotionEndedReason says the Stack is held to the plan of a
+	// promotion that has ended without it: the plan runs only within its
+	// promotion, so the Stack waits for a new one.
+	StalledPromotionEndedReason = "PromotionEnded"
+	// StalledInputsChangedReason says what the Stack reads (its spec, a
+	// Secret or ConfigMap it names, or the plan it is held to) changed
+	// since the promotion that pinned it previewed it, so its up would run
+	// what nobody approved.
+	StalledInputsChangedReason = "InputsChanged"
 )
 
 // Reasons that may go with more than one condition, depending on whether the

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
-	"github.com/stackyard/stackyard/api/pulumi/shared"
 )
 
 const (
@@ -196,21 +195,6 @@ func TestApprovalRecords(t *testing.T) {
 			got[i].Decision != want[i].Decision || got[i].Comment != want[i].Comment || !got[i].Time.Equal(&want[i].Time) {
 			t.Errorf("record %d = %+v, want %+v", i, got[i], want[i])
 		}
-	}
-}
-
-func TestReferencedObjects(t *testing.T) {
-	spec := &shared.StackSpec{
-		AccessTokenSecret: "token",
-		Envs:              []string{"env-cm"},
-		SecretEnvs:        []string{"creds"},
-		EnvRefs:           map[string]shared.ResourceRef{"A": shared.NewSecretResourceRef("creds", "a"), "B": shared.NewEnvResourceRef("B")},
-		ConfigRef:         map[string]shared.ConfigMapRef{"web:x": {Name: "settings", Key: "x"}, "web:y": {Name: "settings", Key: "y"}},
-		SecretRefs:        map[string]shared.ResourceRef{"web:pw": shared.NewSecretResourceRef("db", "pw")},
-	}
-	want := []objectRef{{"ConfigMap", "env-cm"}, {"ConfigMap", "settings"}, {"Secret", "creds"}, {"Secret", "db"}, {"Secret", "token"}}
-	if got := referencedObjects(spec); !slices.Equal(got, want) {
-		t.Errorf("referencedObjects = %v, want %v", got, want)
 	}
 }
 

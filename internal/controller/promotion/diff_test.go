@@ -10,12 +10,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
-	"github.com/stackyard/stackyard/api/pulumi/shared"
 	"github.com/stackyard/stackyard/internal/pipelinectl"
 	"github.com/stackyard/stackyard/internal/valuediff"
 )
@@ -69,25 +67,9 @@ resources:
 func TestValueDiff(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	repo := newProgramRepo(t)
-	c1 := repo.Commit("main", map[string]string{"Pulumi.yaml": diffProject("v1")})
-	c2 := repo.Commit("main", map[string]string{"Pulumi.yaml": diffProject("v2")})
 	const token = "diff-token-8c41e"
-	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-token", Namespace: ns}, StringData: map[string]string{"token": token}})
-	s, _ := gitStack(t, ns, "web", repo.URL, c1)
-	s.Spec.SecretRefs = map[string]shared.ResourceRef{"web:token": shared.NewSecretResourceRef("web-token", "token")}
-	create(t, s)
-	deployed(t, ns, "web", c1)
-
-	create(t, pipeline(ns, repo.URL))
-	create(t, release(ns, "r2", c2, time.Now()))
-	create(t, stage(ns, "prod", []string{"web"}, func(spec *promotionv1alpha1.StageSpec) {
-		spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1}
-	}))
-	create(t, askFor(ns, "to-prod", "prod", "r2", false))
-	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-prod"}}
-	waitMessage(t, p, "waiting for approval: 0 of 1")
+	a := awaitTokenApproval(t, diffProject, token, false)
+	ns, p := a.ns, a.p
 	g.Expect(p.Status.Previews).To(HaveLen(1))
 	g.Expect(p.Status.Previews[0].Changes).To(ContainElement(SatisfyAll(
 		HaveField("Type", "stackyardtest:index:Random"), HaveField("Op", "replace"))))

@@ -10,6 +10,7 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -56,7 +57,7 @@ func (s *session) reconcileInputs(ctx context.Context) (sreconcile.Result, error
 			// startPromotion fails the promotion for it.
 			continue
 		}
-		now, err := s.stackDigest(ctx, stack)
+		now, err := change.StackDigest(ctx, s.r.APIReader, stack)
 		if err != nil {
 			return sreconcile.ResultEmpty, err
 		}

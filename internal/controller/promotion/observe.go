@@ -78,6 +78,12 @@ func Observe(stack *pulumiv1.Stack, commit, request string) (StackState, string)
 	return StackDeploying, fmt.Sprintf("waiting for the operator to handle generation %d", stack.Generation)
 }
 
+// stalledFor reports whether stack is Stalled for reason.
+func stalledFor(stack *pulumiv1.Stack, reason string) bool {
+	c := apimeta.FindStatusCondition(stack.Status.Conditions, sreconcile.StalledCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
+}
+
 // historyReason is the reason the Stack's history records for its Update
 // name, or "" when the history does not hold it.
 func historyReason(stack *pulumiv1.Stack, name string) string {
@@ -115,9 +121,13 @@ func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) 
 		switch state {
 		case StackFailed:
 			s.outcome, s.message, s.releaseFailed = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %s: %s", ps.Name, msg), true
-			if violatesPlan(msg) {
+			switch {
+			case violatesPlan(msg):
 				// Not the release's fault: a new promotion may take it.
 				s.message, s.releaseFailed = planViolation(ps.Name, msg), false
+			case stalledFor(stack, pulumiv1.StalledInputsChangedReason):
+				// Nothing ran; not the release's fault either.
+				s.releaseFailed = false
 			}
 			return sreconcile.ResultEmpty, nil
 		case StackDeploying:

@@ -37,12 +37,16 @@ func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
 			s.outcome, s.message = promotionv1alpha1.PromotionFailed, err.Error()
 			return sreconcile.ResultEmpty, nil
 		}
-		plan, request := s.planOf(ps.Name), PinRequest(s.p)
-		if stack.Spec.Commit == ps.Commit && pinnedWithPlan(stack.Annotations, plan, ps.Commit) &&
+		plan, inputs, err := s.pinOf(ps.Name)
+		if err != nil {
+			return sreconcile.ResultEmpty, err
+		}
+		request := PinRequest(s.p)
+		if stack.Spec.Commit == ps.Commit && pinnedWithPlan(stack.Annotations, plan, ps.Commit, inputs) &&
 			(stack.Annotations[shared.ReconcileRequestAnnotation] == request || stack.Status.ObservedReconcileRequest == request) {
 			continue
 		}
-		err = s.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(PinConfiguration(s.p.Namespace, ps.Name, ps.Commit, plan, request)),
+		err = s.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(PinConfiguration(s.p.Namespace, ps.Name, ps.Commit, plan, inputs, request)),
 			client.FieldOwner(FieldManager), client.ForceOwnership)
 		switch {
 		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
@@ -65,15 +69,17 @@ func PinRequest(p *promotionv1alpha1.Promotion) string {
 // Stack namespace/name to commit: apiVersion, kind, name, namespace and
 // spec.commit; with a plan (the name of the promotion's plan Secret for
 // the Stack), the annotations that hold the Stack's next up of commit to
-// it (change.PlanAnnotation, change.PlanCommitAnnotation); and, with a
+// it (change.PlanAnnotation, change.PlanCommitAnnotation) and, with
+// inputs, to the inputs it was previewed with (change.InputsAnnotation);
+// and, with a
 // request, the reconcile request that makes the Stack run that up even
 // when nothing else changes (promoting the same release again, after a
 // failure that stalled the Stack). Nothing else, so that the field manager
 // FieldManager owns those fields only. Setting them in one apply means no
 // up of commit can start without its plan.
-func PinConfiguration(namespace, name, commit, plan, request string) *unstructured.Unstructured {
+func PinConfiguration(namespace, name, commit, plan, inputs, request string) *unstructured.Unstructured {
 	metadata := map[string]any{"name": name, "namespace": namespace}
-	annotations := planAnnotations(plan, commit)
+	annotations := planAnnotations(plan, commit, inputs)
 	if request != "" {
 		if annotations == nil {
 			annotations = map[string]any{}

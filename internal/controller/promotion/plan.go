@@ -2,8 +2,6 @@ package promotion
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -32,28 +30,28 @@ import (
 // its value diff, with the patch of the code the promotion brings (key
 // promotionv1alpha1.SourcePatchKey), into a Secret owned by the promotion, which outlives the Update (its
 // ttlAfterCompleted deletes it, and its plan Secret with it), and returns
-// the copy's name. A preview that saved no plan is a failure of the
-// preview, returned as failure.
-func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackName string, round int32, patch []byte) (name, failure string, err error) {
+// the copy's name and change.PlanDigest of what it holds. A preview that
+// saved no plan is a failure of the preview, returned as failure.
+func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackName string, round int32, patch []byte) (name, digest, failure string, err error) {
 	name = change.PlanSecretName(s.p.Name, stackName, round)
 	copied, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", name, &corev1.Secret{})
 	switch {
 	case err != nil:
-		return "", "", err
+		return "", "", "", err
 	case copied != nil && !metav1.IsControlledBy(copied, s.p):
-		return "", fmt.Sprintf("Secret %s, where the plan of the preview of Stack %s goes, exists and does not belong to the promotion", name, stackName), nil
+		return "", "", fmt.Sprintf("Secret %s, where the plan of the preview of Stack %s goes, exists and does not belong to the promotion", name, stackName), nil
 	case copied != nil:
-		return name, "", nil
+		return name, change.PlanDigest(copied), "", nil
 	}
 	if upd.Status.Plan == "" {
-		return "", fmt.Sprintf("the preview of Stack %s (Update %s) saved no plan: %s", stackName, upd.Name, upd.Status.Message), nil
+		return "", "", fmt.Sprintf("the preview of Stack %s (Update %s) saved no plan: %s", stackName, upd.Name, upd.Status.Message), nil
 	}
 	saved, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", upd.Status.Plan, &corev1.Secret{})
 	switch {
 	case err != nil:
-		return "", "", err
+		return "", "", "", err
 	case saved == nil || len(saved.Data[autov1alpha1.PlanKey]) == 0:
-		return "", fmt.Sprintf("the plan of the preview of Stack %s (Secret %s) is gone", stackName, upd.Status.Plan), nil
+		return "", "", fmt.Sprintf("the plan of the preview of Stack %s (Secret %s) is gone", stackName, upd.Status.Plan), nil
 	}
 	plan := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -73,21 +71,16 @@ func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackN
 	if len(patch) > 0 {
 		plan.Data[promotionv1alpha1.SourcePatchKey] = patch
 	}
-	return name, "", s.createOwned(ctx, plan)
+	return name, change.PlanDigest(plan), "", s.createOwned(ctx, plan)
 }
-
-// reviewedKeys are the keys of a promotion's plan Secret that its digest
-// covers: the plan the Stack is held to, and the value diff and the patch
-// the approvers read, so that an approval is bound to what they saw too.
-var reviewedKeys = []string{autov1alpha1.PlanKey, autov1alpha1.DiffKey, promotionv1alpha1.SourcePatchKey}
 
 // planInputs are the plan digest's inputs that the previews add: for each
 // Stack previewed, the sha256 of what the promotion's plan Secret holds
-// for it (reviewedKeys; "" when the Secret is gone), so that approvals are
+// for it (change.PlanDigest; "" when the Secret is gone), so that approvals are
 // bound to the exact plan the Stacks will be held to and to what the
 // approvers were shown. The Secrets are read live.
-func (s *session) planInputs(ctx context.Context) ([]planInput, error) {
-	var inputs []planInput
+func (s *session) planInputs(ctx context.Context) ([]change.Input, error) {
+	var inputs []change.Input
 	for _, pv := range s.p.Status.Previews {
 		if pv.Plan == "" {
 			continue
@@ -96,28 +89,27 @@ func (s *session) planInputs(ctx context.Context) ([]planInput, error) {
 		if err != nil {
 			return nil, err
 		}
-		digest := ""
-		if sec != nil {
-			h := sha256.New()
-			for _, key := range reviewedKeys {
-				fmt.Fprintf(h, "%s:%d:", key, len(sec.Data[key]))
-				h.Write(sec.Data[key])
-			}
-			digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
-		}
-		inputs = append(inputs, planInput{Name: "Plan/" + pv.Name, Value: digest})
+		inputs = append(inputs, change.Input{Name: "Plan/" + pv.Name, Value: change.PlanDigest(sec)})
 	}
 	return inputs, nil
 }
 
-// planOf is the plan Secret the promotion holds for the Stack name, or "".
-func (s *session) planOf(name string) string {
+// pinOf is what promotion pins the Stack name with: the plan Secret it
+// holds for it ("" when none), and the digest of what that plan and the
+// Stack's inputs were when they were previewed (change.PinDigest; "" for
+// a preview recorded before previews recorded both).
+func (s *session) pinOf(name string) (plan, inputs string, err error) {
 	for _, pv := range s.p.Status.Previews {
-		if pv.Name == name {
-			return pv.Plan
+		if pv.Name != name {
+			continue
 		}
+		if pv.Plan == "" || pv.Inputs == "" || pv.PlanDigest == "" {
+			return pv.Plan, "", nil
+		}
+		inputs, err := change.PinDigest(pv.Inputs, pv.PlanDigest)
+		return pv.Plan, inputs, err
 	}
-	return ""
+	return "", "", nil
 }
 
 // violatesPlan reports whether a Stack's failure message says its update
@@ -133,19 +125,25 @@ func planViolation(name, msg string) string {
 }
 
 // planAnnotations are the annotations that hold a pinned Stack's next up
-// to plan, made for commit; none without a plan.
-func planAnnotations(plan, commit string) map[string]any {
+// to plan, made for commit, with the digest of the inputs it was made from
+// when there is one; none without a plan.
+func planAnnotations(plan, commit, inputs string) map[string]any {
 	if plan == "" {
 		return nil
 	}
-	return map[string]any{change.PlanAnnotation: plan, change.PlanCommitAnnotation: commit}
+	a := map[string]any{change.PlanAnnotation: plan, change.PlanCommitAnnotation: commit}
+	if inputs != "" {
+		a[change.InputsAnnotation] = inputs
+	}
+	return a
 }
 
 // pinnedWithPlan reports whether the Stack's plan annotations are those
-// planAnnotations gives for plan and commit.
-func pinnedWithPlan(annotations map[string]string, plan, commit string) bool {
+// planAnnotations gives for plan, commit and inputs.
+func pinnedWithPlan(annotations map[string]string, plan, commit, inputs string) bool {
 	if plan == "" {
 		return true
 	}
-	return annotations[change.PlanAnnotation] == plan && annotations[change.PlanCommitAnnotation] == commit
+	return annotations[change.PlanAnnotation] == plan && annotations[change.PlanCommitAnnotation] == commit &&
+		annotations[change.InputsAnnotation] == inputs
 }

@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,6 +31,52 @@ func tokenProject(version string) string {
 	return strings.Replace(project(version+"-${token}"), "config:\n", "config:\n  token:\n    type: string\n    secret: true\n", 1)
 }
 
+// awaiting is a Stack web, deployed at c1, whose program (made by
+// program from a version) reads the secret config value web:token from
+// the Secret web-token, holding value; and a promotion to-prod of the
+// release r2 (c2) into the stage prod, which asks one approval (the
+// requester's own counts when self is set), previewed and waiting for it.
+type awaiting struct {
+	ns, c1, c2, file string
+	token            *corev1.Secret
+	p                *promotionv1alpha1.Promotion
+}
+
+// awaitTokenApproval sets up an awaiting promotion.
+func awaitTokenApproval(t *testing.T, program func(version string) string, value string, self bool) *awaiting {
+	t.Helper()
+	a := &awaiting{ns: newNamespace(t)}
+	repo := newProgramRepo(t)
+	a.c1 = repo.Commit("main", map[string]string{"Pulumi.yaml": program("v1")})
+	a.c2 = repo.Commit("main", map[string]string{"Pulumi.yaml": program("v2")})
+	a.token = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-token", Namespace: a.ns}, StringData: map[string]string{"token": value}}
+	create(t, a.token)
+	var s *pulumiv1.Stack
+	s, a.file = gitStack(t, a.ns, "web", repo.URL, a.c1)
+	s.Spec.SecretRefs = map[string]shared.ResourceRef{"web:token": shared.NewSecretResourceRef("web-token", "token")}
+	create(t, s)
+	deployed(t, a.ns, "web", a.c1)
+
+	create(t, pipeline(a.ns, repo.URL))
+	create(t, release(a.ns, "r2", a.c2, time.Now()))
+	create(t, stage(a.ns, "prod", []string{"web"}, func(spec *promotionv1alpha1.StageSpec) {
+		spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1, AllowSelfApproval: self}
+	}))
+	create(t, askFor(a.ns, "to-prod", "prod", "r2", false))
+	a.p = &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: "to-prod"}}
+	waitMessage(t, a.p, "waiting for approval: 0 of 1")
+	return a
+}
+
+// changeToken sets the Secret web-token's value.
+func (a *awaiting) changeToken(t *testing.T, value string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(a.token), a.token)).To(Succeed())
+	a.token.StringData = map[string]string{"token": value}
+	g.Expect(env.Client.Update(context.Background(), a.token)).To(Succeed())
+}
+
 // TestApproveAgain changes an input between the preview and the approval:
 // the Secret a Stack's secretsRef reads. The approval given then does not
 // start the promotion with the old preview's plan, which the engine would
@@ -41,26 +88,9 @@ func tokenProject(version string) string {
 func TestApproveAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	repo := newProgramRepo(t)
-	c1 := repo.Commit("main", map[string]string{"Pulumi.yaml": tokenProject("v1")})
-	c2 := repo.Commit("main", map[string]string{"Pulumi.yaml": tokenProject("v2")})
-	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-token", Namespace: ns}, StringData: map[string]string{"token": "approved-token-3f9a"}}
-	create(t, token)
-	s, file := gitStack(t, ns, "web", repo.URL, c1)
-	s.Spec.SecretRefs = map[string]shared.ResourceRef{"web:token": shared.NewSecretResourceRef("web-token", "token")}
-	create(t, s)
-	deployed(t, ns, "web", c1)
+	a := awaitTokenApproval(t, tokenProject, "approved-token-3f9a", true)
+	ns, c2, file, p := a.ns, a.c2, a.file, a.p
 	g.Expect(readFile(g, file)).To(Equal("v1-approved-token-3f9a"))
-
-	create(t, pipeline(ns, repo.URL))
-	create(t, release(ns, "r2", c2, time.Now()))
-	create(t, stage(ns, "prod", []string{"web"}, func(spec *promotionv1alpha1.StageSpec) {
-		spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1, AllowSelfApproval: true}
-	}))
-	create(t, askFor(ns, "to-prod", "prod", "r2", false))
-	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-prod"}}
-	waitMessage(t, p, "waiting for approval: 0 of 1")
 	g.Expect(p.Status.Previews).To(ConsistOf(SatisfyAll(
 		HaveField("Plan", change.PlanSecretName("to-prod", "web", 1)),
 		HaveField("Changes", ConsistOf(HaveField("Properties", ConsistOf("content")))),
@@ -78,9 +108,7 @@ func TestApproveAgain(t *testing.T) {
 	// approval is for the old plan and does not start the promotion. The
 	// Stack is previewed again with the new Secret.
 	previewed := p.Status.PlanDigest
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(token), token)).To(Succeed())
-	token.StringData = map[string]string{"token": "changed-token-77c1"}
-	g.Expect(env.Client.Update(ctx, token)).To(Succeed())
+	a.changeToken(t, "changed-token-77c1")
 	admin, err := pipelinectl.New(env.Config, ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = admin.Decide(ctx, pipelinectl.Decision{Promotion: p.Name, Comment: "looks right"})
@@ -106,8 +134,11 @@ func TestApproveAgain(t *testing.T) {
 	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	get(g, stack)
 	g.Expect(stack.Spec.Commit).To(Equal(c2))
+	pin, err := change.PinDigest(done.Status.Previews[0].Inputs, done.Status.Previews[0].PlanDigest)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stack.Annotations).To(SatisfyAll(
-		HaveKeyWithValue(change.PlanAnnotation, done.Status.Previews[0].Plan), HaveKeyWithValue(change.PlanCommitAnnotation, c2)))
+		HaveKeyWithValue(change.PlanAnnotation, done.Status.Previews[0].Plan), HaveKeyWithValue(change.PlanCommitAnnotation, c2),
+		HaveKeyWithValue(change.InputsAnnotation, pin)), "the up ran held to the inputs the promotion previewed")
 	upd := &autov1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: done.Status.Stacks[0].Update}}
 	get(g, upd)
 	g.Expect(upd.Spec.PlanSecret).To(Equal(done.Status.Previews[0].Plan))
@@ -155,6 +186,9 @@ func TestPromoteAgain(t *testing.T) {
 	first := waitFinished(t, ns, "first", opTimeout)
 	g.Expect(first.Status.Phase).To(Equal(promotionv1alpha1.PromotionFailed), describe(first))
 	g.Expect(readFile(g, file)).To(Equal("v1"))
+	// The Stack does not retry the failed promotion's plan behind its
+	// record: it waits, Stalled, for a new promotion.
+	stalledFor(t, ns, "web", pulumiv1.StalledPromotionEndedReason, "promotion first", "has ended Failed")
 
 	paths.Data["path"] = file
 	g.Expect(env.Client.Update(ctx, paths)).To(Succeed())
@@ -176,4 +210,52 @@ func TestPromoteAgain(t *testing.T) {
 	r := &promotionv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r2"}}
 	get(g, r)
 	g.Expect(r.Status.CurrentlyIn).To(HaveKeyWithValue("prod", HaveField("Promotion", "second")))
+}
+
+// TestInputsChangedAfterPin changes a Secret a Stack reads after its
+// promotion previewed it, and pins the Stack with that promotion's plan
+// and inputs as the promotion would: the Stack does not run the up (its
+// program would read what nobody approved), but stalls saying why, and
+// the file it writes keeps the approved release's content.
+func TestInputsChangedAfterPin(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	a := awaitTokenApproval(t, tokenProject, "previewed-4be1", true)
+	ns, c1, c2, file, p := a.ns, a.c1, a.c2, a.file, a.p
+	pv := p.Status.Previews[0]
+	g.Expect(pv.Inputs).To(HavePrefix("sha256:"))
+	g.Expect(pv.PlanDigest).To(HavePrefix("sha256:"))
+
+	a.changeToken(t, "swapped-after-approval-9d2c")
+	inputs, err := change.PinDigest(pv.Inputs, pv.PlanDigest)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(
+		promotion.PinConfiguration(ns, "web", c2, pv.Plan, inputs, promotion.PinRequest(p))),
+		client.FieldOwner(promotion.FieldManager), client.ForceOwnership)).To(Succeed())
+
+	stalledFor(t, ns, "web", pulumiv1.StalledInputsChangedReason, "Secret web-token", "nothing was run")
+	g.Expect(readFile(g, file)).To(Equal("v1-previewed-4be1"), "the up ran with an input nobody approved")
+	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	get(g, stack)
+	g.Expect(stack.Status.LastUpdate.LastSuccessfulCommit).To(Equal(c1))
+	var updates autov1alpha1.UpdateList
+	g.Expect(env.Client.List(ctx, &updates, client.InNamespace(ns))).To(Succeed())
+	for _, u := range updates.Items {
+		g.Expect(u.Spec.PlanSecret).To(BeEmpty(), "Update %s was started with the plan", u.Name)
+	}
+}
+
+// stalledFor waits until the Stack ns/name is Stalled for reason, with a
+// message that contains each of words.
+func stalledFor(t *testing.T, ns, name, reason string, words ...string) {
+	t.Helper()
+	waitFor(t, &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		c := apimeta.FindStatusCondition(s.Status.Conditions, "Stalled")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(reason))
+		for _, w := range words {
+			g.Expect(c.Message).To(ContainSubstring(w))
+		}
+	})
 }

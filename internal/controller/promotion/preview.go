@@ -205,7 +205,7 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		// Workspace is made from it, so that a change from here on is
 		// seen (reconcileInputs).
 		pv.Round = max(pv.Round, 1)
-		if pv.Inputs, err = s.stackDigest(ctx, stack); err != nil {
+		if pv.Inputs, err = change.StackDigest(ctx, s.r.APIReader, stack); err != nil {
 			return "", err
 		}
 		pv.Update = change.PreviewName(s.p.Name, stack.Name, pv.Round)
@@ -248,11 +248,11 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		return fmt.Sprintf("the preview of Stack %s failed (Update %s): %s", stack.Name, upd.Name, upd.Status.Message), nil
 	}
 	src, patch := s.compareSource(ctx, stack)
-	plan, failure, err := s.copyPlan(ctx, upd, stack.Name, pv.Round, patch)
+	plan, digest, failure, err := s.copyPlan(ctx, upd, stack.Name, pv.Round, patch)
 	if failure != "" || err != nil {
 		return failure, err
 	}
-	pv.Plan, pv.Source = plan, src
+	pv.Plan, pv.PlanDigest, pv.Source = plan, digest, src
 	pv.Summary, pv.Changes = change.Summarize(upd, maxPreviewChanges)
 	pv.Message = change.DescribeSummary(pv.Summary)
 	return "", nil

@@ -59,12 +59,8 @@ func (s *session) reclaim(ctx context.Context) error {
 	if err := s.r.Client.Get(ctx, key, &ws); apierrors.IsNotFound(err) || !ws.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	reader := s.r.APIReader
-	if reader == nil {
-		reader = s.r.Client
-	}
 	var live pulumiv1.Stack
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(s.stack), &live); apierrors.IsNotFound(err) {
+	if err := s.r.apiReader().Get(ctx, client.ObjectKeyFromObject(s.stack), &live); apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {
 		return failed(pulumiv1.WorkspaceDeleteFailedReason, "reading the Stack before deleting its Workspace", err)

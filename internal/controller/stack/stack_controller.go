@@ -72,6 +72,14 @@ type Reconciler struct {
 	applied appliedWorkspaces
 }
 
+// apiReader reads past the cache: APIReader, or Client when it is nil.
+func (r *Reconciler) apiReader() client.Reader {
+	if r.APIReader == nil {
+		return r.Client
+	}
+	return r.APIReader
+}
+
 // session is one reconcile of one Stack: the steps are its methods and
 // share what earlier steps learned.
 type session struct {

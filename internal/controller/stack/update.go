@@ -44,6 +44,9 @@ func (s *session) reconcileUpdate(ctx context.Context) (sreconcile.Result, error
 			return sreconcile.ResultEmpty, err
 		}
 	}
+	if err := s.checkPin(ctx, s.src.Revision, s.updateType()); err != nil {
+		return sreconcile.ResultEmpty, err
+	}
 	upd := BuildUpdate(stack, s.src.Revision, s.updateType(), string(s.decision.Trigger))
 	if err := s.startUpdate(ctx, upd); err != nil {
 		return sreconcile.ResultEmpty, err
