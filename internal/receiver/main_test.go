@@ -1,25 +1,18 @@
 package receiver_test
 
 import (
-	"context"
-	"fmt"
-	"io"
-	"net"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/operator"
+	"github.com/stackyard/stackyard/test/opsuite"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -35,84 +28,19 @@ var (
 
 const passphrase = "passphrase-of-the-receiver-suite-0c1f"
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	required := append([]string{"etcd", "kube-apiserver", "crds/flux/.version"}, testenv.PulumiBinaries...)
-	if err := testenv.RequireBinaries(required...); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		return 1
-	}
-	tmp, err := os.MkdirTemp("", "receiver-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	if err := testenv.IsolatePulumi(tmp, passphrase); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	agentBin, err := testenv.BuildStackyard(tmp)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	var out io.Writer = &logs
-	if os.Getenv("STACKYARD_TEST_LOG") != "" {
-		out = io.MultiWriter(&logs, os.Stderr)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(out), zap.Level(zapcore.Level(-4))))
-	env, err = testenv.Start(testenv.Options{
+func TestMain(m *testing.M) {
+	os.Exit(opsuite.Run(m, opsuite.Options{
+		Name:       "receiver-test",
+		Passphrase: passphrase,
 		AddToScheme: []func(*k8sruntime.Scheme) error{
 			pulumiv1.AddToScheme, autov1alpha1.AddToScheme, promotionv1alpha1.AddToScheme, notificationv1alpha1.AddToScheme,
 		},
-		ExtraCRDDirs: []string{filepath.Join(testenv.BinDir(), "crds", "flux")},
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if err := env.InstallPolicies(context.Background()); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		return 1
-	}
-	cfg, err := env.ServiceAccountConfig(context.Background(), "stackyard-system", "stackyard", testenv.OperatorRoles()...)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		return 1
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	receiverURL = "http://" + addr
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	op, err := operator.New(ctx, cfg, operator.Options{
-		Runtime:      operator.RuntimeLocal,
-		StateDir:     filepath.Join(tmp, "operator"),
-		AgentPath:    agentBin,
-		ToolDirs:     []string{testenv.BinDir()},
-		AgentEnv:     map[string]string{"PULUMI_CONFIG_PASSPHRASE": passphrase},
-		IdleAfter:    5 * time.Second,
-		ReceiverAddr: addr,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: assembling the operator: %v\n", err)
-		return 1
-	}
-	done := make(chan error, 1)
-	go func() { done <- op.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "operator stopped:", err)
-		return 1
-	}
-	return code
+		FluxCRDs: true,
+		Receiver: true,
+		Logs:     &logs,
+		Operator: operator.Options{IdleAfter: 5 * time.Second},
+	}, func(s *opsuite.Suite) error {
+		env, receiverURL = s.Env, s.ReceiverURL
+		return nil
+	}))
 }

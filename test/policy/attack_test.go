@@ -14,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -22,7 +21,6 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // The attack suite: one test per row of the threat model in
@@ -37,12 +35,7 @@ import (
 // ns, by bearer token only, holding rules in ns.
 func attacker(t *testing.T, ns, name string, rules ...rbacv1.PolicyRule) client.Client {
 	t.Helper()
-	token, err := testenv.UserToken(context.Background(), env.Client, ns, name, rules...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &rest.Config{Host: env.Config.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := env.TokenClient(context.Background(), ns, name, rules...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,18 @@ func UserToken(ctx context.Context, c client.Client, namespace, name string, rul
 	return tr.Status.Token, nil
 }
 
+// TokenClient is a client of the API server authenticated only by a
+// bearer token of the new ServiceAccount namespace/name, which holds rules
+// in namespace (UserToken): no impersonation, no client certificate.
+func (e *Env) TokenClient(ctx context.Context, namespace, name string, rules ...rbacv1.PolicyRule) (client.Client, error) {
+	token, err := UserToken(ctx, e.Client, namespace, name, rules...)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &rest.Config{Host: e.Config.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: e.Config.CAData}}
+	return client.New(cfg, client.Options{Scheme: e.Scheme})
+}
+
 // Impersonate grants the user name, in namespace, the rules (a Role and a
 // RoleBinding named after them) and returns a config that acts as them,
 // members of groups, through impersonation.

@@ -1,0 +1,115 @@
+package promotion_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+)
+
+// TestAttacksLeaveProdAlone runs the threat model's attacks on a live
+// pipeline, against the whole operator: dev (ungated, auto-promoting) and
+// prod (one approval, fed by dev) each deploy a Stack; a release dev has
+// verified waits for prod's approval. Mallory, a ServiceAccount holding
+// ordinary rights on stages, Stacks, releases, promotions and their status
+// but none of govern, approve or record, authenticated by a bearer token
+// only, tries the paths to prod around the approval: binding prod's Stack
+// to dev, feeding prod directly, making dev preview-only, deleting prod,
+// pinning or rebinding prod's Stack, forging a release, approving her own
+// promotion, and writing its status. Each is refused. Then a new release
+// goes through dev, as would carry prod along had one of them landed; the
+// proof that nothing happened is the test provider's output for prod,
+// unchanged, and the prod Stack's last successful commit.
+func TestAttacksLeaveProdAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	repo := newProgramRepo(t)
+	c1 := repo.commit("v1")
+	devStack, devFile := gitStack(t, ns, "web-dev", repo.URL, c1)
+	prodStack, prodFile := gitStack(t, ns, "web-prod", repo.URL, c1)
+	create(t, devStack)
+	create(t, prodStack)
+	deployed(t, ns, "web-dev", c1)
+	deployed(t, ns, "web-prod", c1)
+
+	create(t, pipeline(ns, repo.URL))
+	dev := stage(ns, "dev", []string{"web-dev"}, func(spec *promotionv1alpha1.StageSpec) {
+		spec.AutoPromotionOptions = &promotionv1alpha1.AutoPromotionOptions{Enabled: true}
+	})
+	prod := stage(ns, "prod", []string{"web-prod"}, func(spec *promotionv1alpha1.StageSpec) {
+		spec.Sources = promotionv1alpha1.ReleaseSources{Stages: []string{"dev"}}
+		spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1}
+	})
+	create(t, dev)
+	create(t, prod)
+	c2 := repo.commit("v2")
+	create(t, release(ns, "r2", c2, time.Now()))
+	g.Eventually(func() string { return readFile(g, devFile) }, opTimeout, 250*time.Millisecond).Should(Equal("v2"))
+
+	ordinary := func(group string, resources ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}
+	}
+	mallory, err := env.TokenClient(ctx, ns, "mallory",
+		ordinary(promotionv1alpha1.GroupVersion.Group, "stages", "releases", "releases/status", "promotions", "promotions/status", "approvals"),
+		ordinary(pulumiv1.GroupVersion.Group, "stacks"))
+	g.Expect(err).NotTo(HaveOccurred())
+	merge := func(v any) client.Patch {
+		data, err := json.Marshal(v)
+		g.Expect(err).NotTo(HaveOccurred())
+		return client.RawPatch(types.MergePatchType, data)
+	}
+	spec := func(v map[string]any) client.Patch { return merge(map[string]any{"spec": v}) }
+	refused := func(what string, err error) {
+		t.Helper()
+		g.Expect(err).To(HaveOccurred(), "%s was accepted", what)
+	}
+	refused("binding prod's Stack to dev", mallory.Patch(ctx, dev.DeepCopy(), spec(map[string]any{
+		"stacks": []any{map[string]any{"name": "web-dev"}, map[string]any{"name": "web-prod"}}})))
+	refused("feeding prod directly", mallory.Patch(ctx, prod.DeepCopy(), spec(map[string]any{"sources": map[string]any{"direct": true, "stages": nil}})))
+	refused("dropping prod's approval", mallory.Patch(ctx, prod.DeepCopy(), spec(map[string]any{"approval": nil})))
+	refused("making dev preview-only", mallory.Patch(ctx, dev.DeepCopy(), spec(map[string]any{"previewOnly": true})))
+	refused("deleting prod", mallory.Delete(ctx, prod.DeepCopy()))
+	live := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-prod"}}
+	get(g, live)
+	refused("pinning prod's Stack", mallory.Patch(ctx, live.DeepCopy(), spec(map[string]any{"commit": c2})))
+	refused("rebinding prod's Stack to dev", mallory.Patch(ctx, live.DeepCopy(), merge(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{promotionv1alpha1.AuthorizedStageAnnotation: "dev"}}})))
+	refused("forging a release", mallory.Create(ctx, release(ns, "forged", c2, time.Now())))
+
+	// Asking is allowed; deciding is not.
+	user := "system:serviceaccount:" + ns + ":mallory"
+	ask := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mallory-to-prod"},
+		Spec: promotionv1alpha1.PromotionSpec{Stage: "prod", Release: "r2", RequestedBy: user, Reason: "trust me"}}
+	g.Expect(mallory.Create(ctx, ask)).To(Succeed())
+	waitMessage(t, ask, "waiting for approval: 0 of 1")
+	refused("approving without the verb approve", mallory.Create(ctx, &promotionv1alpha1.Approval{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "self"},
+		Spec: promotionv1alpha1.ApprovalSpec{Promotion: ask.Name, Stage: "prod", PlanDigest: ask.Status.PlanDigest,
+			Decision: promotionv1alpha1.Approve, User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}},
+	}))
+	refused("writing the promotion's status", mallory.Status().Patch(ctx, ask.DeepCopy(), merge(map[string]any{"status": map[string]any{"phase": "Running"}})))
+
+	// A new release goes through dev, as it would carry prod along had
+	// any attack landed; prod stays where it was.
+	c3 := repo.commit("v3")
+	create(t, release(ns, "r3", c3, time.Now()))
+	g.Eventually(func() string { return readFile(g, devFile) }, opTimeout, 250*time.Millisecond).Should(Equal("v3"))
+	g.Consistently(func(g Gomega) {
+		g.Expect(readFile(g, prodFile)).To(Equal("v1"), "the test provider wrote prod's file")
+		get(g, live)
+		g.Expect(live.Status.LastUpdate.LastSuccessfulCommit).To(Equal(c1))
+		g.Expect(live.Spec.Commit).To(Equal(c1))
+		get(g, ask)
+		g.Expect(ask.Status.Phase).To(Equal(promotionv1alpha1.PromotionPending))
+	}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
+}
