@@ -167,6 +167,68 @@ func TestCommandsPerUpdate(t *testing.T) {
 	}
 }
 
+// TestCommandsAfterNewCommit is what the local runtime does when a new
+// commit is fetched: a new agent process over the same project directory,
+// backend and PULUMI_HOME, in a fresh checkout that holds no stack
+// settings. It takes over what the previous agent recorded (the state
+// clean, the secrets key material), so the update runs no more commands
+// than on a warm agent but the stack's selection; an agent killed in the
+// middle of an update records nothing, and the next one looks for pending
+// operations again.
+func TestCommandsAfterNewCommit(t *testing.T) {
+	h := newHarness(t, warmProgram)
+	path := filepath.Join(t.TempDir(), "greeting.txt")
+	h.setUp("dev", append(warmConfig(path, "v1"), literal("token", "carried-secret-1", true))...)
+	h.update("dev").mustSucceed(t, "first update")
+
+	// The new commit's checkout holds the program and no stack settings.
+	h.restart(func() {
+		if err := os.Remove(filepath.Join(h.dir, "Pulumi.dev.yaml")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var r opRun
+	checkCommands(t, "the setup of a new agent after a new commit", h.commandsOf(func() {
+		h.setUp("dev", append(warmConfig(path, "v2"), literal("token", "carried-secret-1", true))...)
+	}), []string{"config set-all"})
+	checkCommands(t, "its first update", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after a new commit") }),
+		[]string{"up", "stack export", "stack history"})
+	checkGreeting(t, "the update after a new commit", r, path, "v2")
+	if !strings.Contains(h.logs.String(), "took over the secrets key material") {
+		t.Error("the new agent did not take over the key material")
+	}
+
+	// An update that fails: the next agent looks for pending operations
+	// again (so does one after an agent killed mid-run, which never
+	// records its state clean: the record is cleared as each run begins).
+	blocker := filepath.Join(t.TempDir(), "file")
+	writeFile(t, blocker, "")
+	h.setUp("dev", warmConfig(filepath.Join(blocker, "greeting.txt"), "v3")...)
+	h.update("dev").mustFail(t, "update writing under a file", agenterr.ResourceFailed)
+	h.restart(nil)
+	h.setUp("dev", warmConfig(path, "v3")...)
+	checkCommands(t, "the first update after a failed one", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after the failure") })[:1],
+		[]string{"stack export"})
+	checkGreeting(t, "the update after the failure", r, path, "v3")
+
+	// The stack removed behind the agents' backs: the new agent trusts the
+	// selection, its update fails for the missing stack and forgets it,
+	// and the next one selects the stack with the CLI, creating it.
+	h.restart(func() {
+		rm := exec.Command("pulumi", "stack", "rm", "--yes", "--force", "--preserve-config", "--non-interactive", "--stack", "dev")
+		rm.Dir = h.dir
+		rm.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
+		if out, err := rm.CombinedOutput(); err != nil {
+			t.Fatalf("pulumi stack rm: %v\n%s", err, out)
+		}
+	})
+	h.setUp("dev", warmConfig(path, "v4")...)
+	h.update("dev").mustFail(t, "update of a removed stack", agenterr.StackNotFound)
+	checkCommands(t, "the update after the stack was removed", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after the removal") }),
+		[]string{"stack select", "up", "stack export", "stack history"})
+	checkGreeting(t, "the update after the removal", r, path, "v4")
+}
+
 // TestWarmAgentRunsWhatIsNeeded checks each command a warm agent skips
 // where it is still needed: selecting another stack, settings edited on
 // disk behind the agent's back, an operation that failed, and pending

@@ -129,7 +129,14 @@
 //     what it found, and every operation since ended without error. A
 //     failure or cancellation, a new agent process, or a removed stack
 //     makes the next operation export again, which is what recovers from
-//     an agent killed mid-run. Another process's run interrupted in
+//     an agent killed mid-run; except that a new agent over the same
+//     project directory, backend and PULUMI_HOME (the local runtime's,
+//     after it fetched a new commit) takes over what the previous one
+//     recorded there when its last operation ended (carried.go): that the
+//     state was clean, cleared on disk before each mutating operation
+//     begins, so a run killed midway records nothing; and the stack
+//     settings' secrets key material, so that the new project directory
+//     needs no export to adopt it. Another process's run interrupted in
 //     between (someone's own `pulumi up` on the same stack) is seen
 //     afterwards: the engine warns about it during the update or destroy,
 //     and the export that reads an up's or refresh's outputs lists what is

@@ -161,6 +161,22 @@ func (h *harness) start(grace time.Duration) {
 	})
 }
 
+// restart shuts the agent down, as the runtime stops it, calls between
+// (which changes the project directory while no agent runs), and starts
+// a new agent over the same directory, backend and PULUMI_HOME.
+func (h *harness) restart(between func()) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		h.t.Fatalf("Shutdown: %v", err)
+	}
+	if between != nil {
+		between()
+	}
+	h.start(2 * time.Second)
+}
+
 // dial connects a client that presents token.
 func dial(t *testing.T, addr, token string) agentpb.AutomationServiceClient {
 	t.Helper()

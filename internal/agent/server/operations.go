@@ -321,6 +321,11 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	// The export costs a CLI run; a warm agent that knows the state holds
 	// no pending operation skips it.
 	check := !s.stateClean(st.Name())
+	if op.mutating {
+		// Until it ends, a run may leave pending operations: an agent
+		// killed meanwhile must not tell the next one the state is clean.
+		s.updateCarried(st.Name(), func(c *carried) { c.Clean = false })
+	}
 	viewOf(st) // drop what an earlier call saw
 	// A run whose engine began a resource step is not repeated.
 	repeatable := func() bool { return fw == nil || fw.steps == 0 }
@@ -374,6 +379,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	if op.after != nil {
 		op.after()
 	}
+	s.carryKey(ctx, st.Workspace(), st.Name())
 	s.log.Info("operation succeeded", "kind", op.kind, "stack", st.Name())
 	return stream.Send(&agentpb.OperationStream{Response: &agentpb.OperationStream_Result{Result: res}})
 }

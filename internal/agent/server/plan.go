@@ -127,6 +127,9 @@ func (s *Server) adoptStateSecretsKey(ctx context.Context, ws auto.Workspace, st
 	if settings.EncryptionSalt != "" || settings.EncryptedKey != "" {
 		return nil
 	}
+	if s.takeOverKey(st.Name(), settings, path) {
+		return nil
+	}
 	dep, err := exportState(ctx, ws, st.Name())
 	if err != nil {
 		return err

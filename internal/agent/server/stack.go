@@ -136,17 +136,30 @@ func (s *Server) selectStack(ctx context.Context, sel selection) (auto.Workspace
 	if sel.create {
 		sw.creating = &sel
 	}
+	if s.firstSelection(sel.name) && s.loadCarried(sel.name).Selected == selectionKey(sel) {
+		sw.trusted = sel.name
+	}
 	st, err := auto.SelectStack(ctx, sel.name, ws)
 	created := sw.creating != nil && sw.created
-	sw.creating = nil
+	sw.creating, sw.trusted = nil, ""
 	if err != nil {
 		return nil, err
+	}
+	if created {
+		// A new stack has key material of its own: nothing the previous
+		// agent recorded of a stack of that name holds for it.
+		s.updateCarried(st.Name(), func(c *carried) { *c = carried{} })
 	}
 	if err := s.adoptStateSecretsKey(ctx, ws, st); err != nil {
 		return nil, err
 	}
 	s.setSelected(st)
-	if created {
+	s.updateCarried(st.Name(), func(c *carried) { c.Selected = selectionKey(sel) })
+	switch {
+	case created:
+		s.setStateClean(st.Name(), true)
+	case s.loadCarried(st.Name()).Clean:
+		s.log.V(1).Info("the previous agent left the state without pending operations", "stack", st.Name())
 		s.setStateClean(st.Name(), true)
 	}
 	return ws, nil

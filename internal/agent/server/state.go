@@ -39,6 +39,9 @@ type stateWorkspace struct {
 	// when there is none, and created records whether it did.
 	creating *selection
 	created  bool
+	// trusted, while set, names a stack the previous agent selected with
+	// the same request (carried.go): SelectStack of it runs no command.
+	trusted string
 
 	mu   sync.Mutex
 	seen *stateView
@@ -54,6 +57,10 @@ const createdStack = "Created stack "
 // for a new stack, where the Automation API's UpsertStack runs two (a
 // select that fails, then `stack init`).
 func (w *stateWorkspace) SelectStack(ctx context.Context, stackName string) error {
+	if w.trusted != "" && w.trusted == stackName {
+		w.trusted = ""
+		return nil
+	}
 	if w.creating == nil {
 		return w.Workspace.SelectStack(ctx, stackName)
 	}

@@ -21,9 +21,10 @@ type selection struct {
 
 // warmth is what this agent process has learned from its own calls, so
 // that a warm agent skips the CLI commands whose answer it already has
-// (see "Warm agent" in the package doc). It lives in memory only: a new
-// agent process knows nothing and runs every command. The Server's mu
-// guards it.
+// (see "Warm agent" in the package doc). It lives in memory: a new agent
+// process knows nothing of it, and runs every command, except what the
+// previous agent over the same directory carried over (carried.go). The
+// Server's mu guards it.
 type warmth struct {
 	// selected is the request the current stack was selected with, and
 	// selectedFiles the fingerprint of its settings files right after; nil
@@ -32,6 +33,10 @@ type warmth struct {
 	selectedFiles string
 	// stacks holds what is known about each stack, by name.
 	stacks map[string]*stackWarmth
+	// selectedBefore holds the stacks this process has selected: only its
+	// first selection of a stack may trust what the previous agent carried
+	// over (carried.go); later ones are this process's own business.
+	selectedBefore map[string]bool
 }
 
 // stackWarmth is what an agent knows about one stack.
@@ -74,6 +79,21 @@ func (s *Server) rememberSelection(sel selection, files string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.warm.selected, s.warm.selectedFiles = &sel, files
+}
+
+// firstSelection reports whether this process selects stack for the first
+// time, and records that it has.
+func (s *Server) firstSelection(stack string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.warm.selectedBefore[stack] {
+		return false
+	}
+	if s.warm.selectedBefore == nil {
+		s.warm.selectedBefore = map[string]bool{}
+	}
+	s.warm.selectedBefore[stack] = true
+	return true
 }
 
 // forgetSelection makes the next SelectStack run the CLI, whatever it asks.
@@ -124,15 +144,27 @@ func (s *Server) stateClean(stack string) bool {
 // operation.
 func (s *Server) setStateClean(stack string, clean bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.stackWarmth(stack).clean = clean
+	s.mu.Unlock()
+	s.updateCarried(stack, func(c *carried) { c.Clean = clean })
 }
 
-// forgetWarmth drops everything the agent knows: it starts over as cold.
+// forgetWarmth drops everything the agent knows, and what it would carry
+// over to the next agent: it starts over as cold.
 func (s *Server) forgetWarmth() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	stacks := make([]string, 0, len(s.warm.stacks)+1)
+	for name := range s.warm.stacks {
+		stacks = append(stacks, name)
+	}
+	if s.warm.selected != nil {
+		stacks = append(stacks, s.warm.selected.name)
+	}
 	s.warm = warmth{}
+	s.mu.Unlock()
+	for _, name := range stacks {
+		s.dropCarried(name)
+	}
 }
 
 // configDigest digests the resolved configuration entries applied to
