@@ -178,6 +178,13 @@ func TestCommandsPerUpdate(t *testing.T) {
 func TestCommandsAfterNewCommit(t *testing.T) {
 	h := newHarness(t, warmProgram)
 	path := filepath.Join(t.TempDir(), "greeting.txt")
+	install := func() {
+		t.Helper()
+		if _, err := h.client.Install(h.ctx(), &agentpb.InstallRequest{}); err != nil {
+			t.Fatalf("Install: %v", err)
+		}
+	}
+	checkCommands(t, "the first install", h.commandsOf(install), []string{"install"})
 	h.setUp("dev", append(warmConfig(path, "v1"), literal("token", "carried-secret-1", true))...)
 	h.update("dev").mustSucceed(t, "first update")
 
@@ -188,6 +195,7 @@ func TestCommandsAfterNewCommit(t *testing.T) {
 		}
 	})
 	var r opRun
+	checkCommands(t, "the install of a YAML program after a new commit", h.commandsOf(install), nil)
 	checkCommands(t, "the setup of a new agent after a new commit", h.commandsOf(func() {
 		h.setUp("dev", append(warmConfig(path, "v2"), literal("token", "carried-secret-1", true))...)
 	}), []string{"config set-all"})

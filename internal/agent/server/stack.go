@@ -187,32 +187,6 @@ func (s *Server) AddEnvironments(ctx context.Context, req *agentpb.AddEnvironmen
 	return &agentpb.AddEnvironmentsResult{}, nil
 }
 
-// Install runs `pulumi install` in the project directory.
-func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*agentpb.InstallResult, error) {
-	if err := s.requireProject(); err != nil {
-		return nil, err
-	}
-	ctx, done, err := s.begin(ctx, "Install")
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	ws, err := s.workspace(ctx)
-	if err != nil {
-		return nil, s.fail(ctx, err, nil)
-	}
-	err = ws.Install(ctx, &auto.InstallOptions{
-		NoPlugins:               req.GetNoPlugins(),
-		NoDependencies:          req.GetNoDependencies(),
-		Reinstall:               req.GetReinstall(),
-		UseLanguageVersionTools: req.GetUseLanguageVersionTools(),
-	})
-	if err != nil {
-		return nil, s.fail(ctx, err, nil)
-	}
-	return &agentpb.InstallResult{}, nil
-}
-
 // stackSummary returns what `pulumi stack ls` says about the stack name, or
 // about the workspace's current stack when name is empty; nil when there is
 // no such stack.

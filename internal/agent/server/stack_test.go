@@ -83,6 +83,25 @@ func TestStackCalls(t *testing.T) {
 	}
 }
 
+// TestMissingLanguageHost installs a program whose runtime has no
+// language host where the CLI looks: the error names the host and the two
+// ways out, and is a MissingPlugin, which stalls the Workspace.
+func TestMissingLanguageHost(t *testing.T) {
+	h := newHarness(t, "name: web\nruntime: nodejs\n")
+	_, err := h.client.Install(h.ctx(), &agentpb.InstallRequest{})
+	if agenterr.ReasonOf(err) != agenterr.MissingPlugin {
+		t.Fatalf("Install of a nodejs program here: %v (reason %s), want MissingPlugin", err, agenterr.ReasonOf(err))
+	}
+	for _, want := range []string{`runtime "nodejs"`, "pulumi-language-nodejs", "--tool-dir", "kubernetes runtime", "pulumi/pulumi-nodejs"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+	if len(h.commands()) != 0 {
+		t.Errorf("the CLI ran %q for a program it cannot run", h.commands())
+	}
+}
+
 // TestMissingProject checks that a workspace without Pulumi.yaml gives a
 // clear ProjectNotFound error rather than a CLI dump.
 func TestMissingProject(t *testing.T) {

@@ -40,3 +40,25 @@ func TestWorkspaceStallStallsTheStack(t *testing.T) {
 	waitStack(t, ns, "local-only", opTimeout, ready)
 	g.Expect(readFile(g, target)).To(Equal("from a Program"))
 }
+
+// TestMissingLanguageHostStallsTheStack: a program whose runtime has no
+// language host on the operator's tool path (nodejs, here, where only the
+// YAML host is built) stalls the Stack with reason WorkspaceFailed and a
+// message that names the host and the two ways out, instead of the CLI's
+// own words or a wait that never ends.
+func TestMissingLanguageHostStallsTheStack(t *testing.T) {
+	g := NewWithT(t)
+	s, _ := newFileStack(t, "nodejs", func(string) string { return "name: web\nruntime: nodejs\n" })
+	g.Expect(env.Client.Create(context.Background(), s)).To(Succeed())
+	s = waitStack(t, s.Namespace, "nodejs", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		g.Expect(sreconcile.IsStalled(s.Status.Conditions)).To(BeTrue())
+	})
+	c := findCondition(s, "Stalled")
+	g.Expect(c.Reason).To(Equal(pulumiv1.StalledWorkspaceFailedReason))
+	g.Expect(c.Message).To(SatisfyAll(ContainSubstring("pulumi-language-nodejs"), ContainSubstring("--tool-dir"),
+		ContainSubstring("kubernetes runtime")))
+	t.Logf("Stalled: %s", c.Message)
+	health, err := argocd.StackHealth(s)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(health.Status).To(Equal("Degraded"))
+}

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+
+	"github.com/stackyard/stackyard/internal/agent/agenterr"
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+)
+
+// installedKey is the name under which carried.go records, for the
+// project rather than a stack, that an install succeeded.
+const installedKey = "\x00install"
+
+// Install runs `pulumi install` for the project: its language packages
+// and plugins. Two things come first. A runtime whose language host is
+// nowhere the CLI looks fails with MissingPlugin, saying which host and
+// the two ways out, rather than with whatever the CLI prints. And a YAML
+// program in a directory where the previous agent installed successfully
+// (the local runtime's, after it fetched a new commit; carried.go) is not
+// installed again: a YAML program has no packages, and the plugins its
+// resources need are resolved by each operation as `pulumi install`
+// would, from the same places.
+func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*agentpb.InstallResult, error) {
+	if err := s.requireProject(); err != nil {
+		return nil, err
+	}
+	ctx, done, err := s.begin(ctx, "Install")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ws, err := s.workspace(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	proj, err := ws.ProjectSettings(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	runtime := proj.Runtime.Name()
+	if host := languageHost(runtime); !s.findsPlugin(host, "language-"+runtime) {
+		return nil, agenterr.New(agenterr.MissingPlugin,
+			"the program's runtime %q needs the language host %s, which is neither on the agent's PATH, nor beside the pulumi CLI, "+
+				"nor installed under PULUMI_HOME: put %s on the operator's tool path (its --tool-dir, or PATH), or run the Workspace "+
+				"in the kubernetes runtime with an image that has it (pulumi/pulumi-%s, or the pulumi/pulumi image)", runtime, host, host, runtime)
+	}
+	if runtime == "yaml" && !req.GetReinstall() && s.loadCarried(installedKey).Installed {
+		s.log.V(1).Info("a YAML program installed by the previous agent in this directory; not installed again")
+		return &agentpb.InstallResult{}, nil
+	}
+	s.dropCarried(installedKey)
+	err = ws.Install(ctx, &auto.InstallOptions{
+		NoPlugins:               req.GetNoPlugins(),
+		NoDependencies:          req.GetNoDependencies(),
+		Reinstall:               req.GetReinstall(),
+		UseLanguageVersionTools: req.GetUseLanguageVersionTools(),
+	})
+	if err != nil {
+		return nil, s.fail(ctx, err, nil)
+	}
+	s.updateCarried(installedKey, func(c *carried) { c.Installed = true })
+	return &agentpb.InstallResult{}, nil
+}
+
+// languageHost is the executable of runtime's language host.
+func languageHost(runtime string) string { return "pulumi-language-" + runtime }
+
+// findsPlugin reports whether the executable name is where the CLI looks
+// for a plugin: on the PATH the CLI gets, beside the pulumi binary, or
+// installed under PULUMI_HOME/plugins as dir (kind-name) of any version.
+func (s *Server) findsPlugin(name, dir string) bool {
+	path := s.opts.Env["PATH"]
+	if path == "" {
+		path = os.Getenv("PATH")
+	}
+	for _, d := range filepath.SplitList(path) {
+		if executable(filepath.Join(d, name)) {
+			return true
+		}
+	}
+	cli := s.opts.PulumiPath
+	if cli == "" {
+		cli, _ = exec.LookPath("pulumi")
+	}
+	if cli != "" && executable(filepath.Join(filepath.Dir(cli), name)) {
+		return true
+	}
+	home := s.opts.PulumiHome
+	if home == "" {
+		home = os.Getenv("PULUMI_HOME")
+	}
+	if home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(h, ".pulumi")
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(home, "plugins", dir+"-v*", name))
+	return len(matches) > 0
+}
+
+// executable reports whether path is a regular file someone may execute.
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
