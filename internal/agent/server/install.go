@@ -22,9 +22,10 @@ const installedKey = "\x00install"
 // the two ways out, rather than with whatever the CLI prints. And a YAML
 // program in a directory where the previous agent installed successfully
 // (the local runtime's, after it fetched a new commit; carried.go) is not
-// installed again: a YAML program has no packages, and the plugins its
-// resources need are resolved by each operation as `pulumi install`
-// would, from the same places.
+// installed again, unless its project file declares packages (whose SDKs
+// `pulumi install` sets up): a YAML program has no language packages, and
+// the plugins its resources need are resolved by each operation as
+// `pulumi install` would, from the same places.
 func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*agentpb.InstallResult, error) {
 	if err := s.requireProject(); err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*age
 				"nor installed under PULUMI_HOME: put %s on the operator's tool path (its --tool-dir, or PATH), or run the Workspace "+
 				"in the kubernetes runtime with an image that has it (pulumi/pulumi-%s, or the pulumi/pulumi image)", runtime, host, host, runtime)
 	}
-	if runtime == "yaml" && !req.GetReinstall() && s.loadCarried(installedKey).Installed {
+	if runtime == "yaml" && len(proj.Packages) == 0 && !req.GetReinstall() && s.loadCarried(installedKey).Installed {
 		s.log.V(1).Info("a YAML program installed by the previous agent in this directory; not installed again")
 		return &agentpb.InstallResult{}, nil
 	}
