@@ -114,7 +114,7 @@ var helmInstaller = installer{
 	install: func(t *testing.T, img images, wsNamespace string) installation {
 		chart := filepath.Join(repoRoot(t), "deploy", "helm", "stackyard")
 		helm(t, "install", release, chart, "--namespace", releaseNS, "--create-namespace",
-			"--set", "image.repository="+img.registry+"/stackyard,image.tag="+img.tag,
+			"--set", "image.repository="+img.registry+"/stackyard", "--set-string", "image.tag="+img.tag,
 			"--set", "idleAfter=20s",
 			"--set", "workspaces.namespaces={"+wsNamespace+"}",
 			"--wait", "--timeout", "3m")
@@ -195,7 +195,7 @@ resources:
 images:
 - name: ghcr.io/stackyard/stackyard
   newName: %s/stackyard
-  newTag: %s
+  newTag: %q
 `, img.registry, img.tag) + extra
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
