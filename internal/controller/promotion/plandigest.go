@@ -44,4 +44,3 @@ func (s *session) planDigest(ctx context.Context) (string, error) {
 	}
 	return change.Digest(append(inputs, plans...))
 }
-
