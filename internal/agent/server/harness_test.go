@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -65,6 +66,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	// The agent's cache moves to tmp below; Go's build cache lives under
+	// the same XDG directory by default, and must stay where it is, or
+	// building the agent (BuildStackyard) starts from nothing: minutes.
+	if os.Getenv("GOCACHE") == "" {
+		out, err := exec.Command("go", "env", "GOCACHE").Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: go env GOCACHE:", err)
+			return 1
+		}
+		_ = os.Setenv("GOCACHE", strings.TrimSpace(string(out)))
+	}
 	for k, v := range map[string]string{
 		"PATH":                     repoBin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"PULUMI_HOME":              filepath.Join(tmp, "pulumi-home"),
