@@ -13,7 +13,13 @@ BUILD_TOOL := hack/build-tool.sh
 
 # Pinned versions live in the tools modules' go.mod files; these are the
 # values that must also be stamped into a binary.
-PULUMI_VERSION := v3.170.0
+#
+# PULUMI_VERSION is the one place Pulumi is pinned: `make generate`
+# (hack/pin-pulumi.sh) carries it to tools/pulumi and the main module's
+# go.mod, to internal/pulumiversion (the default workspace images and the
+# tests read it there) and to the docs. A bump is this line and
+# `make generate`.
+PULUMI_VERSION := v3.274.1
 KUBE_VERSION := v1.35.4
 # kube-apiserver and kubectl report the version they were stamped with; built
 # from the module cache they would otherwise say v0.0.0-master.
@@ -83,7 +89,8 @@ $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) $(GENERATE_TARGETS) ## Regenerate deepcopy, CRDs, RBAC (and what mk/*.mk adds).
+generate: $(CONTROLLER_GEN) $(GENERATE_TARGETS) ## Regenerate deepcopy, CRDs, RBAC, the Pulumi pin (and what mk/*.mk adds).
+	hack/pin-pulumi.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-api.sh
 	hack/argocd-patch.sh
 

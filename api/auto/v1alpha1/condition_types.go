@@ -33,6 +33,9 @@ const (
 	// WorkspaceReasonPulumiVersionTooLow says the workspace's Pulumi CLI
 	// is older than the agent needs (see the Workspace's spec.image).
 	WorkspaceReasonPulumiVersionTooLow = "PulumiVersionTooLow"
+	// WorkspaceReasonPulumiVersionUnsupported says the workspace's Pulumi
+	// CLI is of a major version the agent does not drive (see spec.image).
+	WorkspaceReasonPulumiVersionUnsupported = "PulumiVersionUnsupported"
 )
 
 // Condition types of an Update. Like a Job, a finished Update has

@@ -82,6 +82,9 @@ const (
 	// StalledPulumiVersionTooLowReason says the Pulumi CLI in the workspace
 	// image is too old for a feature the spec asks for.
 	StalledPulumiVersionTooLowReason = "PulumiVersionTooLow"
+	// StalledPulumiVersionUnsupportedReason says the Pulumi CLI in the
+	// workspace image is of a major version the agent does not drive.
+	StalledPulumiVersionUnsupportedReason = "PulumiVersionUnsupported"
 	// StalledWorkspaceFailedReason says the workspace could not be set up, e.g.
 	// installing the program's dependencies failed.
 	StalledWorkspaceFailedReason = "WorkspaceFailed"

@@ -37,7 +37,7 @@ const leftoverGrace = 5 * time.Second
 const pipeDrainDelay = 5 * time.Second
 
 // cliRunner runs the Pulumi CLI for the Automation API (it implements
-// auto.PulumiCommand). The Automation API's own runner (v3.170.0) does
+// auto.PulumiCommand). The Automation API's own runner (as of v3.274.1) does
 // send SIGINT on context cancellation, but with a fixed 10 s delay before
 // SIGKILL, to the CLI alone: the plugins the CLI started, which live in
 // their own process groups, outlive it, and if the agent itself dies the

@@ -184,6 +184,8 @@ func TestCommandsAfterNewCommit(t *testing.T) {
 			t.Fatalf("Install: %v", err)
 		}
 	}
+	// Automatic plugin acquisition is off in the tests, so the install has
+	// no plugin step (install.go).
 	checkCommands(t, "the first install", h.commandsOf(install), []string{"install"})
 	h.setUp("dev", append(warmConfig(path, "v1"), literal("token", "carried-secret-1", true))...)
 	h.update("dev").mustSucceed(t, "first update")
@@ -357,4 +359,24 @@ func (h *harness) addPendingCreate(t *testing.T, project, stack, urn string) {
 	if got := testenv.PendingOperations(h.backend, project, stack); !slices.Equal(got, []string{urn + " creating"}) {
 		t.Fatalf("pending operations written = %v", got)
 	}
+}
+
+// TestInstallWithProvidersOnPath: a program whose provider is on PATH only,
+// with plugin downloads allowed. The plugin step of a recent CLI's `pulumi
+// install` resolves providers without looking on PATH and tries to download
+// this one, which fails (there is no network here, and no release of the
+// test provider anywhere); the agent installs again without that step, and
+// the update, whose engine finds the provider on PATH, succeeds.
+func TestInstallWithProvidersOnPath(t *testing.T) {
+	h := newHarnessEnv(t, warmProgram, map[string]string{"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "false"})
+	checkCommands(t, "the install", h.commandsOf(func() {
+		if _, err := h.client.Install(h.ctx(), &agentpb.InstallRequest{}); err != nil {
+			t.Fatalf("Install: %v", err)
+		}
+	}), []string{"install", "install"})
+	if !strings.Contains(h.logs.String(), "could not install the program's plugins") {
+		t.Errorf("the agent's log does not say the plugins are left to the operations:\n%s", h.logs.String())
+	}
+	h.setUp("dev", warmConfig(filepath.Join(t.TempDir(), "greeting.txt"), "v1")...)
+	h.update("dev").mustSucceed(t, "the update after an install without plugins")
 }

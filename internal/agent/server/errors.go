@@ -44,7 +44,7 @@ var textRules = []textRule{
 	{agenterr.ProjectNotFound, regexp.MustCompile(`no Pulumi\.yaml project file found|no Pulumi project found|could not find Pulumi\.yaml|failed to find current Pulumi project|unable to find project settings`)},
 	{agenterr.StackNotFound, regexp.MustCompile(`no stack named .* found|stack .* does not exist`)},
 	{agenterr.StackAlreadyExists, regexp.MustCompile(`stack .* already exists`)},
-	{agenterr.UnexpectedChanges, regexp.MustCompile(`no changes were expected but changes`)},
+	{agenterr.UnexpectedChanges, regexp.MustCompile(`no changes were expected (for \w+ )?but changes`)},
 	{agenterr.InvalidConfig, regexp.MustCompile(`invalid configuration key|as a configuration key|missing configuration value|[Mm]issing required configuration|validating stack config|[Cc]onfiguration key .* is not namespaced`)},
 	{agenterr.MissingPlugin, regexp.MustCompile(`no resource plugin '[^']*' found|no language plugin|could not find (installed )?plugin|failed to load language plugin|failed to locate compatible plugin|plugin .* not found`)},
 	{agenterr.Unsupported, regexp.MustCompile(`does not support environments|not supported by this backend`)},

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 
@@ -55,18 +57,57 @@ func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*age
 		return &agentpb.InstallResult{}, nil
 	}
 	s.dropCarried(installedKey)
-	err = ws.Install(ctx, &auto.InstallOptions{
+	opts := &auto.InstallOptions{
 		NoPlugins:               req.GetNoPlugins(),
 		NoDependencies:          req.GetNoDependencies(),
 		Reinstall:               req.GetReinstall(),
 		UseLanguageVersionTools: req.GetUseLanguageVersionTools(),
-	})
+	}
+	if !opts.NoPlugins && s.acquisitionDisabled() {
+		// The plugin step can only download what it resolves, which the
+		// CLI is told not to do: the operations find the plugins.
+		opts.NoPlugins = true
+	}
+	err = ws.Install(ctx, opts)
+	if err != nil && !opts.NoPlugins && strings.Contains(err.Error(), packagesStep) {
+		// The CLI resolves the plugins `pulumi install` installs apart
+		// from the engine, and does not look on PATH: a provider baked
+		// into the image, or put on the operator's tool path, is fetched
+		// instead, which fails without a network or a release to fetch.
+		// The engine does look on PATH, and fetches what is missing
+		// itself, so the install goes on without its plugin step and the
+		// first operation resolves the plugins; a plugin found nowhere
+		// then fails that operation with MissingPlugin.
+		s.log.Info("pulumi install could not install the program's plugins; the operations will resolve them", "error", strings.SplitN(err.Error(), "\n", 2)[0])
+		opts.NoPlugins = true
+		err = ws.Install(ctx, opts)
+	}
 	if err != nil {
 		return nil, s.fail(ctx, err, nil)
 	}
 	s.updateCarried(installedKey, func(c *carried) { c.Installed = true })
 	return &agentpb.InstallResult{}, nil
 }
+
+// packagesStep begins the error of `pulumi install`'s plugin step (Pulumi
+// 3.2xx and later), which installs the packages the language host says the
+// program requires.
+const packagesStep = "installing packages: "
+
+// acquisitionDisabled reports whether the CLI runs with
+// PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION set (in the agent's Env, or
+// inherited): plugins are then what is installed already.
+func (s *Server) acquisitionDisabled() bool {
+	v, ok := s.opts.Env[acquisitionEnv]
+	if !ok {
+		v = os.Getenv(acquisitionEnv)
+	}
+	on, err := strconv.ParseBool(v)
+	return err == nil && on
+}
+
+// acquisitionEnv turns off the CLI's downloads of missing plugins.
+const acquisitionEnv = "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"
 
 // languageHost is the executable of runtime's language host.
 func languageHost(runtime string) string { return "pulumi-language-" + runtime }

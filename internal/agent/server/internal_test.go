@@ -19,8 +19,8 @@ import (
 	"github.com/stackyard/stackyard/internal/redact"
 )
 
-// lockedMessage is the CLI's message for a locked stack, as v3.170.0
-// prints it for a file:// backend.
+// lockedMessage is the CLI's message for a locked stack, as v3.170.0 to
+// v3.274.1 print it for a file:// backend.
 const lockedMessage = "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.\n" +
 	"  file:///tmp/state/.pulumi/locks/organization/proj/dev/cafdf100.json?no_tmp_dir=true: created by root@vm-1 (pid 16151) at 2026-11-22T15:41:15Z\n"
 
@@ -106,6 +106,7 @@ func TestClassify(t *testing.T) {
 		{"bad key", autoErr("error: invalid configuration key: could not parse a:b:c as a configuration key"), nil, agenterr.InvalidConfig},
 		{"missing config", autoErr("error: validating stack config: Stack 'dev' is missing configuration value 'x'"), nil, agenterr.InvalidConfig},
 		{"no changes expected", autoErr("error: no changes were expected but changes were proposed"), nil, agenterr.UnexpectedChanges},
+		{"no changes expected, Pulumi 3.274", autoErr("error: no changes were expected for refresh but changes were proposed"), nil, agenterr.UnexpectedChanges},
 		{"plugin", autoErr(""), []diagnostic{{message: "no resource plugin 'pulumi-resource-x' found in the workspace", stderr: true}}, agenterr.MissingPlugin},
 		{"resource", autoErr(""), []diagnostic{
 			{urn: "urn:pulumi:dev::p::t:index:Fail::f", message: "boom"},

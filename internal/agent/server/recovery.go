@@ -138,7 +138,9 @@ func (s *Server) clearStaleLocks(ctx context.Context, st auto.Stack, err error) 
 		})
 	}
 	s.log.Info("clearing stale stack locks", "stack", st.Name(), "locks", len(cleared))
-	if cerr := st.Cancel(ctx); cerr != nil {
+	// `pulumi cancel`, as auto.Stack.Cancel runs it; that works only on a
+	// bare LocalWorkspace, and the agent's wraps one (stateWorkspace).
+	if _, cerr := runCLI(ctx, st.Workspace(), "failed to cancel update", "cancel", "--yes", "--stack", st.Name()); cerr != nil {
 		return nil, s.fail(ctx, cerr, nil)
 	}
 	return cleared, nil

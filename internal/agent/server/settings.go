@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/diag/colors"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 )
 
@@ -41,7 +43,10 @@ func (s *Server) loadStackSettings(ctx context.Context, ws auto.Workspace, stack
 	if err != nil {
 		return nil, "", err
 	}
-	ps, err := workspace.LoadProjectStack(proj, path)
+	// What the CLI would warn about the file (a deprecated key, say) goes to
+	// the agent's own log, as the CLI would print it.
+	sink := diag.DefaultSink(os.Stderr, os.Stderr, diag.FormatOptions{Color: colors.Never})
+	ps, err := workspace.LoadProjectStack(sink, proj, path)
 	if err != nil {
 		return nil, "", err
 	}

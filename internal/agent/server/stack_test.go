@@ -9,6 +9,7 @@ import (
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/pulumiversion"
 )
 
 // configOnlyProgram is a YAML program without resources, so it needs no
@@ -27,8 +28,8 @@ func TestStackCalls(t *testing.T) {
 	ctx := h.ctx()
 
 	ver, err := h.client.PulumiVersion(ctx, &agentpb.PulumiVersionRequest{})
-	if err != nil || ver.GetVersion() != "3.170.0" {
-		t.Fatalf("PulumiVersion = %v, %v; want 3.170.0", ver, err)
+	if err != nil || ver.GetVersion() != pulumiversion.Pinned {
+		t.Fatalf("PulumiVersion = %v, %v; want %s", ver, err, pulumiversion.Pinned)
 	}
 
 	who, err := h.client.WhoAmI(ctx, &agentpb.WhoAmIRequest{})

@@ -47,10 +47,22 @@ type stateWorkspace struct {
 	seen *stateView
 }
 
-// createdStack is how `pulumi stack select --create` starts its output when
-// it created the stack. Not seeing it only costs the export a stack that
-// already existed needs anyway.
+// createdStack is how `pulumi stack select --create` starts the line it
+// prints when it created the stack: on stdout up to Pulumi 3.170, on
+// stderr in later versions. Not seeing it only costs the export a stack
+// that already existed needs anyway.
 const createdStack = "Created stack "
+
+// printedCreated reports whether out has a line that says a stack was
+// created.
+func printedCreated(out string) bool {
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, createdStack) {
+			return true
+		}
+	}
+	return false
+}
 
 // SelectStack selects stackName as the LocalWorkspace does or, while
 // creating is set, runs `pulumi stack select --create`: one CLI command
@@ -68,11 +80,11 @@ func (w *stateWorkspace) SelectStack(ctx context.Context, stackName string) erro
 	if p := w.creating.secretsProvider; p != "" {
 		args = append(args, "--secrets-provider", p)
 	}
-	out, err := runCLI(ctx, w, "failed to select stack", args...)
+	stdout, stderr, code, err := w.PulumiCommand().Run(ctx, w.WorkDir(), nil, nil, nil, cliEnv(w), args...)
 	if err != nil {
-		return err
+		return fmt.Errorf("failed to select stack: %w\ncode: %d\nstdout: \nstderr: %s", err, code, stderr)
 	}
-	w.created = strings.HasPrefix(strings.TrimSpace(out), createdStack)
+	w.created = printedCreated(stdout) || printedCreated(stderr)
 	return nil
 }
 

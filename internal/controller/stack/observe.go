@@ -228,7 +228,8 @@ func (s *session) readOutputs(ctx context.Context, upd *autov1alpha1.Update) err
 // workspaceStall returns the Stack's stall when its Workspace is stalled at
 // its current generation: it cannot run anything until its spec (that is,
 // the Stack's) changes. The reason is WorkspaceFailed, or upstream's
-// PulumiVersionTooLow when the workspace image's CLI is too old.
+// PulumiVersionTooLow when the workspace image's CLI is too old, or
+// PulumiVersionUnsupported when it is too new.
 func (s *session) workspaceStall(ctx context.Context) error {
 	var ws autov1alpha1.Workspace
 	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil {
@@ -239,8 +240,11 @@ func (s *session) workspaceStall(ctx context.Context) error {
 		return nil
 	}
 	reason := pulumiv1.StalledWorkspaceFailedReason
-	if c.Reason == autov1alpha1.WorkspaceReasonPulumiVersionTooLow {
+	switch c.Reason {
+	case autov1alpha1.WorkspaceReasonPulumiVersionTooLow:
 		reason = pulumiv1.StalledPulumiVersionTooLowReason
+	case autov1alpha1.WorkspaceReasonPulumiVersionUnsupported:
+		reason = pulumiv1.StalledPulumiVersionUnsupportedReason
 	}
 	return sreconcile.NewStalling(reason, fmt.Errorf("the workspace cannot run the stack until the spec is fixed: %s", stackMessage(&s.stack.Spec, c.Message)))
 }

@@ -20,6 +20,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
+	"github.com/stackyard/stackyard/internal/pulumiversion"
 	"github.com/stackyard/stackyard/internal/runtime/local"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
@@ -38,7 +39,7 @@ func TestLocalWorkspace(t *testing.T) {
 	}
 
 	ws = waitServing(t, ns, ws.Name)
-	if ws.Status.PulumiVersion != "3.170.0" || !strings.HasPrefix(ws.Status.Address, "127.0.0.1:") ||
+	if ws.Status.PulumiVersion != pulumiversion.Pinned || !strings.HasPrefix(ws.Status.Address, "127.0.0.1:") ||
 		ws.Annotations[workspace.AnnotationSetup] == "" || ws.Annotations[workspace.AnnotationInstalled] == "" {
 		t.Errorf("status = %s, version %q, annotations %v", describe(ws), ws.Status.PulumiVersion, ws.Annotations)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/stackyard/stackyard/internal/pulumiversion"
 	"github.com/stackyard/stackyard/internal/redact"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,9 +37,9 @@ const (
 	WorkspaceNameLabel = "auto.pulumi.com/workspace-name"
 	// DefaultImage is the agent image of the restricted profile: the
 	// non-root variant of the Pulumi image the operator is tested with.
-	DefaultImage = "pulumi/pulumi:3.170.0-nonroot"
+	DefaultImage = "pulumi/pulumi:" + pulumiversion.Pinned + "-nonroot"
 	// DefaultBaselineImage is the agent image of the baseline profile.
-	DefaultBaselineImage = "pulumi/pulumi:3.170.0"
+	DefaultBaselineImage = "pulumi/pulumi:" + pulumiversion.Pinned
 	// NonRootUser is the user (and group) the restricted profile runs as,
 	// the one the -nonroot images are built with.
 	NonRootUser = 1000
