@@ -167,29 +167,38 @@ func TestEndKillsWithoutGrace(t *testing.T) {
 }
 
 // TestMembersLeaderReused checks that the session of a recorded leader
-// counts only while the leader's pid belongs to the process recorded.
+// counts only while the leader's pid belongs to the process recorded. The
+// session is one the test starts: a shell that leads it, and the shell's
+// child in it.
 func TestMembersLeaderReused(t *testing.T) {
-	cmd := exec.Command("sleep", "300")
+	cmd := exec.Command("sh", "-c", "sleep 300 & echo $!; wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	// This process's session stands in for a recorded tree; a tree ID that
-	// marks no process leaves the session as the only way in.
-	mine, ok := readStat(os.Getpid())
-	if !ok {
-		t.Fatal("cannot read this process's stat")
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
 	}
-	leader, ok := readStat(mine.sid)
-	if !ok || !leader.running() {
-		t.Skip("this process's session has no live leader")
+	child, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("the shell printed %q, not its child's pid", line)
 	}
-	tree := Tree{ID: "0123456789abcdef", Leader: mine.sid, LeaderStart: leader.start}
-	if got := tree.Members(); !slices.Contains(got, cmd.Process.Pid) {
-		t.Errorf("Members = %v; want the child %d, in the leader's session", got, cmd.Process.Pid)
+	leader, ok := readStat(cmd.Process.Pid)
+	if !ok || !leader.running() || leader.sid != cmd.Process.Pid {
+		t.Fatalf("the shell %d does not lead a session of its own: %+v", cmd.Process.Pid, leader)
+	}
+	tree := Tree{ID: "0123456789abcdef", Leader: cmd.Process.Pid, LeaderStart: leader.start}
+	if got := tree.Members(); !slices.Contains(got, child) {
+		t.Errorf("Members = %v; want the child %d, in the leader's session", got, child)
 	}
 	tree.LeaderStart = leader.start - 1
-	if got := tree.Members(); slices.Contains(got, cmd.Process.Pid) {
+	if got := tree.Members(); slices.Contains(got, child) {
 		t.Errorf("Members with a reused leader pid = %v; want no process of that session", got)
 	}
 }

@@ -110,8 +110,13 @@ func TestPollerRequeriesAfterMaxAge(t *testing.T) {
 	repo := srv.CreateRepo("app")
 	first := repo.Commit("main", map[string]string{"Pulumi.yaml": "name: app\nruntime: yaml\n"})
 	p := NewPoller()
+	// The poller's clock, moved by the test: the ages are exact, whatever
+	// the machine's load.
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC).UnixNano())
+	p.now = func() time.Time { return time.Unix(0, clock.Load()) }
 	ctx := context.Background()
-	const maxAge = 200 * time.Millisecond
+	const maxAge = time.Minute
 
 	if got, err := p.Latest(ctx, repo.URL, "main", nil, maxAge); err != nil || got != first {
 		t.Fatalf("Latest = %q, %v; want %s", got, err, first)
@@ -123,14 +128,20 @@ func TestPollerRequeriesAfterMaxAge(t *testing.T) {
 	if n := srv.total.Load(); n != 1 {
 		t.Fatalf("%d queries within maxAge, want 1", n)
 	}
-	time.Sleep(maxAge + 50*time.Millisecond)
+	clock.Add(int64(maxAge - time.Second))
+	if got, _ := p.Latest(ctx, repo.URL, "main", nil, maxAge); got != first || srv.total.Load() != 1 {
+		t.Errorf("a second before maxAge: Latest = %q after %d queries, want the cached %s after 1", got, srv.total.Load(), first)
+	}
+	clock.Add(int64(2 * time.Second))
 	if got, err := p.Latest(ctx, repo.URL, "main", nil, maxAge); err != nil || got != second {
 		t.Errorf("after maxAge: Latest = %q, %v; want the new commit %s", got, err, second)
 	}
 	if n := srv.total.Load(); n != 2 {
 		t.Errorf("%d queries after maxAge, want 2", n)
 	}
-	// A caller that accepts nothing older than now queries again.
+	// A caller that accepts nothing older than now queries again, once
+	// any time has passed.
+	clock.Add(int64(time.Millisecond))
 	if _, err := p.Latest(ctx, repo.URL, "main", nil, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -158,9 +169,13 @@ func TestPollerCallerContext(t *testing.T) {
 	repo := srv.CreateRepo("app")
 	head := repo.Commit("main", map[string]string{"Pulumi.yaml": "name: app\nruntime: yaml\n"})
 	p := NewPoller()
+	started := make(chan struct{}, 2)
 	release := make(chan struct{})
+	queryCtx := make(chan error, 2)
 	p.lsRemote = func(ctx context.Context, url, ref string, auth *GitAuth) (string, error) {
+		started <- struct{}{}
 		<-release
+		queryCtx <- ctx.Err()
 		return LsRemote(ctx, url, ref, auth)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -169,18 +184,22 @@ func TestPollerCallerContext(t *testing.T) {
 		_, err := p.Latest(ctx, repo.URL, "main", nil, time.Minute)
 		impatient <- err
 	}()
-	patient := make(chan string, 1)
-	go func() {
-		time.Sleep(20 * time.Millisecond) // join the flight the first caller started
-		got, _ := p.Latest(context.Background(), repo.URL, "main", nil, time.Minute)
-		patient <- got
-	}()
-	time.Sleep(50 * time.Millisecond)
+	<-started // the first caller's query is in flight
 	cancel()
 	if err := <-impatient; err != context.Canceled {
 		t.Errorf("cancelled caller got %v, want context.Canceled", err)
 	}
+	// Another caller, while the query is still held: it joins the flight
+	// (or, scheduled after it, reads its result).
+	patient := make(chan string, 1)
+	go func() {
+		got, _ := p.Latest(context.Background(), repo.URL, "main", nil, time.Minute)
+		patient <- got
+	}()
 	close(release)
+	if err := <-queryCtx; err != nil {
+		t.Errorf("the query's context ended with its first caller's: %v", err)
+	}
 	if got := <-patient; got != head {
 		t.Errorf("the other caller got %q, want %s: one caller's cancellation must not fail the shared query", got, head)
 	}

@@ -12,6 +12,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
+	"github.com/stackyard/stackyard/internal/controller/promotion"
 	"github.com/stackyard/stackyard/internal/operator"
 	"github.com/stackyard/stackyard/internal/pipelinectl"
 	"github.com/stackyard/stackyard/test/opsuite"
@@ -38,7 +39,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(opsuite.Run(m, opsuite.Options{
+	code := opsuite.Run(m, opsuite.Options{
 		Name:       "promotion-controller-test",
 		Passphrase: passphrase,
 		AddToScheme: []func(*k8sruntime.Scheme) error{
@@ -54,7 +55,9 @@ func TestMain(m *testing.M) {
 		env = s.Env
 		testUser, err = whoAmI()
 		return err
-	}))
+	})
+	promotion.StopVerifyAPI()
+	os.Exit(code)
 }
 
 // whoAmI asks the API server, as the stackyard CLI does, who the tests'

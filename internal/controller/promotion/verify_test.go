@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,12 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/test/testenv"
 	"github.com/stackyard/stackyard/internal/verify"
 )
 
@@ -32,7 +32,8 @@ type verifyClock struct{ now time.Time }
 func (c *verifyClock) Now() time.Time { return c.now }
 
 // verifyFixture is a Running promotion into stage qa whose Stacks are
-// deployed, with a fake API holding what objects holds.
+// deployed, in a namespace of its own on a real API server (verifyAPI)
+// that holds what objects holds.
 type verifyFixture struct {
 	t     *testing.T
 	r     *Reconciler
@@ -41,23 +42,74 @@ type verifyFixture struct {
 	stage *promotionv1alpha1.Stage
 }
 
-func newVerifyFixture(t *testing.T, v promotionv1alpha1.Verification, objects ...client.Object) *verifyFixture {
-	scheme := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, promotionv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
+// verifyAPI is a control plane of the verify fixtures' own: the suite's
+// runs the whole operator, whose promotion controller would take the
+// fixtures' Promotions through the steps these tests take by hand. The
+// first fixture starts it; the suite's TestMain stops it (StopVerifyAPI).
+var verifyAPI struct {
+	once sync.Once
+	env  *testenv.Env
+	err  error
+}
+
+// StopVerifyAPI stops the verify fixtures' control plane, if one started.
+func StopVerifyAPI() {
+	if verifyAPI.env != nil {
+		_ = verifyAPI.env.Stop()
 	}
-	st := &promotionv1alpha1.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "qa"}}
+}
+
+func newVerifyFixture(t *testing.T, v promotionv1alpha1.Verification, objects ...client.Object) *verifyFixture {
+	t.Helper()
+	verifyAPI.once.Do(func() {
+		verifyAPI.env, verifyAPI.err = testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{promotionv1alpha1.AddToScheme}})
+	})
+	if verifyAPI.err != nil {
+		t.Fatal(verifyAPI.err)
+	}
+	env := verifyAPI.env
+	ns := env.NewNamespace(t, "verify-")
+	ctx := context.Background()
+	for _, obj := range objects {
+		obj.SetNamespace(ns)
+		createWithStatus(t, env.Client, obj)
+	}
+	st := &promotionv1alpha1.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qa"}}
 	st.Spec.Pipeline, st.Spec.Verification = "web", &v
+	st.Spec.Stacks = []promotionv1alpha1.StackBinding{{Name: "qa"}}
+	st.Spec.Sources.Direct = true
+	if err := env.Client.Create(ctx, st); err != nil {
+		t.Fatalf("creating the Stage: %v", err)
+	}
 	p := &promotionv1alpha1.Promotion{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "qa-r2", UID: "uid-qa-r2"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qa-r2"},
 		Spec:       promotionv1alpha1.PromotionSpec{Stage: "qa", Release: "r2"},
 	}
 	p.Status.Phase = promotionv1alpha1.PromotionRunning
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(objects, st, p)...).Build()
+	createWithStatus(t, env.Client, p)
 	clock := &verifyClock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
-	return &verifyFixture{t: t, r: &Reconciler{Client: c, APIReader: c, Now: clock.Now}, clock: clock, p: p, stage: st}
+	return &verifyFixture{t: t, r: &Reconciler{Client: env.Client, APIReader: env.Client, Now: clock.Now}, clock: clock, p: p, stage: st}
+}
+
+// createWithStatus creates obj and then writes the status it was given,
+// which a create leaves out, as the controllers that own it would.
+func createWithStatus(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	want := obj.DeepCopyObject()
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+	switch o := obj.(type) {
+	case *promotionv1alpha1.Release:
+		o.Status = want.(*promotionv1alpha1.Release).Status
+	case *promotionv1alpha1.Promotion:
+		o.Status = want.(*promotionv1alpha1.Promotion).Status
+	default:
+		return
+	}
+	if err := c.Status().Update(context.Background(), obj); err != nil {
+		t.Fatalf("writing the status of %T %s: %v", obj, obj.GetName(), err)
+	}
 }
 
 // step runs verify as one reconcile does, after observeStacks found the
@@ -231,7 +283,7 @@ func TestVerifyJobCheck(t *testing.T) {
 	}
 	name := jobName(f.p.Name, "Smoke Test", 1)
 	job := &batchv1.Job{}
-	if err := f.r.Client.Get(ctx, client.ObjectKey{Namespace: "team", Name: name}, job); err != nil {
+	if err := f.r.Client.Get(ctx, client.ObjectKey{Namespace: f.p.Namespace, Name: name}, job); err != nil {
 		t.Fatalf("the Job: %v", err)
 	}
 	if !metav1.IsControlledBy(job, f.p) || job.Annotations[CheckAnnotation] != "Smoke Test" || job.Labels[promotionv1alpha1.StageLabel] != "qa" {
@@ -246,7 +298,14 @@ func TestVerifyJobCheck(t *testing.T) {
 		t.Fatalf("while the Job runs: wait %v, status %+v", wait, f.p.Status.Verification.Checks[0])
 	}
 
-	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}
+	// A failed Job as the Job controller leaves it: the API server refuses
+	// a Failed condition without a start time and FailureTarget first.
+	started := metav1.NewTime(f.clock.now.Add(-time.Minute))
+	job.Status.StartTime, job.Status.Failed = &started, 1
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"},
+		{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"},
+	}
 	if err := f.r.Client.Status().Update(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +317,7 @@ func TestVerifyJobCheck(t *testing.T) {
 		t.Fatalf("outcome %s %q, want Failed %q", s.outcome, s.message, want)
 	}
 	p := &promotionv1alpha1.Promotion{}
-	if err := f.r.Client.Get(ctx, client.ObjectKey{Namespace: "team", Name: rollback}, p); err != nil {
+	if err := f.r.Client.Get(ctx, client.ObjectKey{Namespace: f.p.Namespace, Name: rollback}, p); err != nil {
 		t.Fatalf("the rollback: %v", err)
 	}
 	if p.Spec.Release != "r1" || !p.Spec.Rollback || p.Spec.RequestedBy != promotionv1alpha1.RequestedByAutoPromotion ||
@@ -288,7 +347,7 @@ func TestVerifyStopsWithTheStacks(t *testing.T) {
 		t.Errorf("verification = %+v", v)
 	}
 	var jobs batchv1.JobList
-	if err := f.r.Client.List(context.Background(), &jobs); err != nil || len(jobs.Items) != 0 {
+	if err := f.r.Client.List(context.Background(), &jobs, client.InNamespace(f.p.Namespace)); err != nil || len(jobs.Items) != 0 {
 		t.Errorf("jobs left: %d (%v)", len(jobs.Items), err)
 	}
 }
@@ -309,8 +368,9 @@ func TestVerifyRefusesBadConditions(t *testing.T) {
 // releaseIn is a Release of pipeline web verified and failed in stages
 // at the times given.
 func releaseIn(name string, verified, failed map[string]metav1.Time) *promotionv1alpha1.Release {
-	r := &promotionv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, Labels: map[string]string{promotionv1alpha1.PipelineLabel: "web"}}}
+	r := &promotionv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{promotionv1alpha1.PipelineLabel: "web"}}}
 	r.Spec.Pipeline = "web"
+	r.Spec.Commit.SHA = fmt.Sprintf("%040x", len(name))
 	for stage, t := range verified {
 		if r.Status.VerifiedIn == nil {
 			r.Status.VerifiedIn = map[string]promotionv1alpha1.ReleaseInStage{}
