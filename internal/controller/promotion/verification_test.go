@@ -128,6 +128,11 @@ func TestVerificationFailureRollsBack(t *testing.T) {
 	})
 
 	// prod never gets r2: it is not verified in qa, prod's only source.
+	// A negative check no event can end: prod says what it waits for, not
+	// each time it declines a release. The stage controller watches
+	// Releases, so prod is reconciled as soon as r2's status changes; three
+	// seconds without a promotion of r2 cover that reconcile and the ones
+	// its own changes cause.
 	g.Consistently(func(g Gomega) {
 		for _, p := range promotionsOf(g, ns, "prod") {
 			g.Expect(p.Spec.Release).To(Equal("r1"))

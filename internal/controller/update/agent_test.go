@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 	"github.com/stackyard/stackyard/internal/agent/auth"
 	"github.com/stackyard/stackyard/internal/agent/server"
@@ -79,6 +80,8 @@ type testAgent struct {
 	client agentpb.AutomationServiceClient
 	// deadlines counts the streams that reached the agent with a deadline.
 	deadlines *atomic.Int32
+	// busy counts the calls the agent refused as busy with another call.
+	busy *atomic.Int32
 }
 
 // testRuntime implements the runtime contract over the test's agents: the
@@ -147,15 +150,26 @@ func startAgent(t *testing.T) *testAgent {
 		t.Fatalf("server.New: %v", err)
 	}
 	authz := auth.NewStaticToken(token)
-	deadlines := &atomic.Int32{}
+	deadlines, busy := &atomic.Int32{}, &atomic.Int32{}
 	countDeadlines := func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if _, ok := ss.Context().Deadline(); ok {
 			deadlines.Add(1)
 		}
-		return handler(srv, ss)
+		err := handler(srv, ss)
+		if agenterr.ReasonOf(err) == agenterr.AgentBusy {
+			busy.Add(1)
+		}
+		return err
+	}
+	countBusy := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if agenterr.ReasonOf(err) == agenterr.AgentBusy {
+			busy.Add(1)
+		}
+		return resp, err
 	}
 	g := server.NewGRPCServer(srv,
-		grpc.ChainUnaryInterceptor(auth.UnaryInterceptor(authz)),
+		grpc.ChainUnaryInterceptor(auth.UnaryInterceptor(authz), countBusy),
 		grpc.ChainStreamInterceptor(auth.StreamInterceptor(authz), countDeadlines))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -176,5 +190,5 @@ func startAgent(t *testing.T) *testAgent {
 		g.Stop()
 	})
 	return &testAgent{dir: dir, address: lis.Addr().String(), token: token,
-		client: agentpb.NewAutomationServiceClient(conn), deadlines: deadlines}
+		client: agentpb.NewAutomationServiceClient(conn), deadlines: deadlines, busy: busy}
 }

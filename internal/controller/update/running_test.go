@@ -194,8 +194,15 @@ func TestUpdateWaitsForBusyAgent(t *testing.T) {
 		}
 	}
 
+	// The agent refuses the preview while the test's up runs. A second
+	// refusal shows the controller tried again instead of failing the
+	// Update on the first; and it still waits.
 	f.createUpdate("preview", "ws", autov1alpha1.PreviewType)
-	time.Sleep(time.Second)
+	for deadline := time.Now().Add(opTimeout); a.busy.Load() < 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent refused the preview %d times, want 2", a.busy.Load())
+		}
+	}
 	if u := f.get("preview"); u == nil || u.Status.IsComplete() {
 		t.Fatalf("the preview finished while the agent was busy: %+v", u)
 	}

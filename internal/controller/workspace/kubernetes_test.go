@@ -100,7 +100,11 @@ func TestKubernetesRuntime(t *testing.T) {
 	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != autov1alpha1.WorkspaceReasonPending || workspace.Serving(got) {
 		t.Errorf("workspace without a ready pod: %s", describe(got))
 	}
-	// Past IdleAfter, a Workspace never set up is still not idled.
+	// Past IdleAfter (one second here), a Workspace never set up is still
+	// not idled. A negative check, which no event can end (the controller
+	// says when it idles, not each time it does not): a controller that
+	// wrongly idled would scale the StatefulSet down once IdleAfter has
+	// passed, so a fixed wait of twice IdleAfter catches it.
 	time.Sleep(2 * time.Second)
 	if err := env.Client.Get(ctx(t), client.ObjectKeyFromObject(&sts), &sts); err != nil || *sts.Spec.Replicas != 1 {
 		t.Errorf("replicas = %d, %v; want 1 until the workspace is set up", *sts.Spec.Replicas, err)

@@ -32,7 +32,8 @@ func TestLocalWorkspace(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	createBackendSecret(t, ns)
-	op := startOperator(t, ns, t.TempDir(), workspace.Options{IdleAfter: 3 * time.Second})
+	const idleAfter = 3 * time.Second
+	op := startOperator(t, ns, t.TempDir(), workspace.Options{IdleAfter: idleAfter})
 	ws := newWorkspace(t, ns, "app")
 	if err := env.Client.Create(ctx(t), ws); err != nil {
 		t.Fatal(err)
@@ -84,9 +85,13 @@ func TestLocalWorkspace(t *testing.T) {
 	})
 	waitServing(t, ns, ws.Name)
 
-	// Still active while the Update is pending (well past IdleAfter), idle
-	// again once it completes.
-	time.Sleep(4 * time.Second)
+	// Still active while the Update is pending (past IdleAfter), idle
+	// again once it completes. Not idling is a negative check no event can
+	// end: the controller says when it idles, not each time it does not. A
+	// controller that wrongly idled would do so IdleAfter after the agent
+	// started serving, so a fixed wait a second longer catches it, and can
+	// only pass wrongly if the controller were a second late.
+	time.Sleep(idleAfter + time.Second)
 	if ws = getWS(t, ns, ws.Name); !workspace.Serving(ws) {
 		t.Fatalf("idled with a pending Update: %s", describe(ws))
 	}
