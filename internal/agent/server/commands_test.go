@@ -374,7 +374,8 @@ func TestInstallWithProvidersOnPath(t *testing.T) {
 			t.Fatalf("Install: %v", err)
 		}
 	}), []string{"install", "install"})
-	if !strings.Contains(h.logs.String(), "could not install the program's plugins") {
+	if !strings.Contains(h.logs.String(), "could not install the program's plugins") ||
+		!strings.Contains(h.logs.String(), "installing packages: could not find latest version for provider stackyardtest") {
 		t.Errorf("the agent's log does not say the plugins are left to the operations:\n%s", h.logs.String())
 	}
 	h.setUp("dev", warmConfig(filepath.Join(t.TempDir(), "greeting.txt"), "v1")...)

@@ -78,7 +78,7 @@ func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*age
 		// itself, so the install goes on without its plugin step and the
 		// first operation resolves the plugins; a plugin found nowhere
 		// then fails that operation with MissingPlugin.
-		s.log.Info("pulumi install could not install the program's plugins; the operations will resolve them", "error", strings.SplitN(err.Error(), "\n", 2)[0])
+		s.log.Info("pulumi install could not install the program's plugins; the operations will resolve them", "error", s.secrets.Redact(lineWith(err.Error(), packagesStep)))
 		opts.NoPlugins = true
 		err = ws.Install(ctx, opts)
 	}
@@ -93,6 +93,17 @@ func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*age
 // 3.2xx and later), which installs the packages the language host says the
 // program requires.
 const packagesStep = "installing packages: "
+
+// lineWith returns the first line of text that contains sub, without its
+// line ending ("" when none does).
+func lineWith(text, sub string) string {
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, sub) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
 
 // acquisitionDisabled reports whether the CLI runs with
 // PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION set (in the agent's Env, or
