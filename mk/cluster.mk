@@ -61,7 +61,7 @@ cluster-up: $(CLUSTER_TOOLS) ## Start the single-node test cluster (root; state 
 cluster-down: ## Stop the test cluster and remove $CLUSTER_DIR.
 	hack/cluster/down.sh
 
-test-cluster: $(CLUSTER_TOOLS) $(BIN)/helm images ## Build the images, start the test cluster, run the `cluster` suites, always tear it down.
+test-cluster: $(CLUSTER_TOOLS) $(BIN)/helm $(BIN)/pulumi-resource-kubernetes images ## Build the images, start the test cluster, run the `cluster` suites, always tear it down.
 	@set -e; status=0; \
 	BIN=$(BIN) hack/cluster/up.sh || status=$$?; \
 	if [ $$status -eq 0 ]; then \

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -26,23 +27,7 @@ import (
 // the node's containerd and returns its name.
 func pulumiStyleImage(t *testing.T, img images) string {
 	t.Helper()
-	p, err := layout.FromPath(filepath.Join(repoRoot(t), "dist", "images", "stackyard-agent.oci"))
-	if err != nil {
-		t.Fatalf("the agent image's OCI layout (make images): %v", err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil || len(im.Manifests) != 1 {
-		t.Fatalf("the agent image's layout should hold one image: %v", err)
-	}
-	base, err := idx.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	base := agentImageOf(t)
 	uid := kubernetesruntime.NonRootUser
 	layer, err := image.NewLayer([]image.Entry{
 		image.File("/etc/passwd", 0o644, fmt.Appendf(nil, "root:x:0:0:root:/root:/sbin/nologin\npulumi:x:%d:%d:pulumi:/home/pulumi:/sbin/nologin\n", uid, uid)),
@@ -74,13 +59,41 @@ func pulumiStyleImage(t *testing.T, img images) string {
 		t.Fatal(err)
 	}
 
-	ref := "stackyard.test/pulumi-style-agent:" + img.tag
+	return importImage(t, "stackyard.test/pulumi-style-agent:"+img.tag, styled)
+}
+
+// agentImageOf is the agent image `make images` built, from its OCI layout.
+func agentImageOf(t *testing.T) v1.Image {
+	t.Helper()
+	p, err := layout.FromPath(filepath.Join(repoRoot(t), "dist", "images", "stackyard-agent.oci"))
+	if err != nil {
+		t.Fatalf("the agent image's OCI layout (make images): %v", err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("the agent image's layout should hold one image: %v", err)
+	}
+	base, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// importImage imports im, tagged ref, into the node's containerd, and
+// returns ref.
+func importImage(t *testing.T, ref string, im v1.Image) string {
+	t.Helper()
 	tag, err := name.NewTag(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tarPath := filepath.Join(t.TempDir(), "image.tar")
-	if err := tarball.WriteToFile(tarPath, tag, styled); err != nil {
+	if err := tarball.WriteToFile(tarPath, tag, im); err != nil {
 		t.Fatal(err)
 	}
 	ctr := exec.Command(filepath.Join(repoRoot(t), "bin", "ctr"), "--address", filepath.Join(clusterDir(), "run", "containerd.sock"),
