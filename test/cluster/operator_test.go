@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
@@ -156,10 +155,7 @@ func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, im
 	img := requireImages(t, c)
 	agent := agentImage(t, img)
 	ctx := t.Context()
-	start := time.Now()
-	step := func(format string, args ...any) {
-		t.Logf("[%5.1fs] %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-	}
+	step := stepper(t)
 	t.Cleanup(func() { removeCRDs(t, c) })
 
 	// ---- install, with the workspace ServiceAccount in the Stack's
@@ -177,14 +173,7 @@ func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, im
 
 	// The Pulumi state outlives the pod (it goes when idle): a host
 	// directory mounted into it, writable by the pod's user.
-	stateDir, err := os.MkdirTemp(clusterDir(), "e2e-state-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(stateDir) })
-	if err := os.Chmod(stateDir, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	stateDir := hostStateDir(t, "e2e-state-")
 
 	// ---- the git repository ---------------------------------------------
 	gs := gitserver.New(t)
@@ -202,7 +191,7 @@ func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, im
 	// The agent serves only once its TokenReview and SubjectAccessReview
 	// of the operator's token pass, made with its pod's projected token:
 	// the workspace ServiceAccount's system:auth-delegator binding works.
-	waitStack(t, c.dyn, ns, "stack-e2e", 6*time.Minute, "hello-one")
+	waitStack(t, c, ns, "stack-e2e", 6*time.Minute, "hello-one")
 	pod1 := workspacePod(t, c.cs, ns, "stack-e2e")
 	step("Stack Ready with greeting hello-one through pod %s (uid %s, image %s)", pod1.Name, pod1.UID, agent)
 	// The restricted profile, as it comes: the pod runs as the profile's
@@ -217,7 +206,7 @@ func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, im
 	if _, err := c.dyn.Resource(stackGVR).Namespace(ns).Patch(ctx, "stack-e2e", "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitStack(t, c.dyn, ns, "stack-e2e", 5*time.Minute, "hello-two")
+	waitStack(t, c, ns, "stack-e2e", 5*time.Minute, "hello-two")
 	pod2 := workspacePod(t, c.cs, ns, "stack-e2e")
 	// The commit travels in the init container's flags, so a new one
 	// changes the StatefulSet's template and rolls the pod
@@ -230,7 +219,7 @@ func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, im
 	// ---- idle: the pod goes, the StatefulSet stays at zero ----------------
 	// Two updates in a row keep the agent warm for half as long again as
 	// the gap between them (workspace.warmFor), then it goes.
-	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 6*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 6*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "auto.pulumi.com/workspace-name=stack-e2e"})
 		if err != nil {
 			return false, err
@@ -284,6 +273,31 @@ func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, im
 	step("uninstalled; only the CRDs remain")
 }
 
+// stepper returns a logger of the test's steps, each stamped with the
+// seconds since the test began.
+func stepper(t *testing.T) func(format string, args ...any) {
+	start := time.Now()
+	return func(format string, args ...any) {
+		t.Logf("[%5.1fs] %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+}
+
+// hostStateDir is a new directory on the node for a file backend's state,
+// which outlives the workspace pod (it goes when idle): mounted into the
+// pod, and writable by the pod's user. It is removed after the test.
+func hostStateDir(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(clusterDir(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func stackObject(ns, repoURL, commit, name, agentImage, stateDir string) *unstructured.Unstructured {
 	spec := map[string]any{
 		"stack":              name,
@@ -317,15 +331,9 @@ func stackObject(ns, repoURL, commit, name, agentImage, stateDir string) *unstru
 }
 
 // waitStack waits for the Stack's Ready condition with output greeting.
-func waitStack(t *testing.T, dyn dynamic.Interface, ns, name string, timeout time.Duration, greeting string) {
+func waitStack(t *testing.T, c *cluster, ns, name string, timeout time.Duration, greeting string) {
 	t.Helper()
-	var last *unstructured.Unstructured
-	err := wait.PollUntilContextTimeout(t.Context(), 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		s, err := dyn.Resource(stackGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = s
+	waitStackState(t, c, ns, name, timeout, fmt.Sprintf("Ready with greeting %q", greeting), func(s *unstructured.Unstructured) bool {
 		conds, _, _ := unstructured.NestedSlice(s.Object, "status", "conditions")
 		ready := false
 		for _, c := range conds {
@@ -335,11 +343,8 @@ func waitStack(t *testing.T, dyn dynamic.Interface, ns, name string, timeout tim
 			}
 		}
 		out, _, _ := unstructured.NestedFieldNoCopy(s.Object, "status", "outputs", "greeting")
-		return ready && out == greeting, nil
+		return ready && out == greeting
 	})
-	if err != nil {
-		t.Fatalf("Stack %s/%s not Ready with greeting %q: %v\n%s", ns, name, greeting, err, toYAML(last))
-	}
 }
 
 func workspacePod(t *testing.T, cs kubernetes.Interface, ns, ws string) corev1.Pod {

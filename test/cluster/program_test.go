@@ -5,7 +5,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,10 +39,7 @@ func TestKubernetesProgramOnNode(t *testing.T) {
 	img := requireImages(t, c)
 	agent := providerImage(t, img)
 	ctx := t.Context()
-	start := time.Now()
-	step := func(format string, args ...any) {
-		t.Logf("[%5.1fs] %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-	}
+	step := stepper(t)
 	t.Cleanup(func() { removeCRDs(t, c) })
 	ns := namespace(t, c.cs)
 	app := ns + "-app"
@@ -58,14 +54,7 @@ func TestKubernetesProgramOnNode(t *testing.T) {
 	installed := kustomizeInstaller.install(t, img, ns)
 	step("installed with kustomize")
 
-	stateDir, err := os.MkdirTemp(clusterDir(), "program-state-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(stateDir) })
-	if err := os.Chmod(stateDir, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	stateDir := hostStateDir(t, "program-state-")
 	gs := gitserver.New(t)
 	repo := gs.CreateRepo("kube")
 	v1 := repo.Commit("main", map[string]string{"Pulumi.yaml": kubeprogram.Project("hello", false)})
@@ -118,7 +107,7 @@ func TestKubernetesProgramOnNode(t *testing.T) {
 	if err := c.dyn.Resource(stackGVR).Namespace(ns).Delete(ctx, "kube", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, e1 := c.dyn.Resource(stackGVR).Namespace(ns).Get(ctx, "kube", metav1.GetOptions{})
 		_, e2 := c.cs.CoreV1().Namespaces().Get(ctx, app, metav1.GetOptions{})
 		return apierrors.IsNotFound(e1) && apierrors.IsNotFound(e2), nil

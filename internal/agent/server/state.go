@@ -80,9 +80,9 @@ func (w *stateWorkspace) SelectStack(ctx context.Context, stackName string) erro
 	if p := w.creating.secretsProvider; p != "" {
 		args = append(args, "--secrets-provider", p)
 	}
-	stdout, stderr, code, err := w.PulumiCommand().Run(ctx, w.WorkDir(), nil, nil, nil, cliEnv(w), args...)
+	stdout, stderr, err := runCLIOutput(ctx, w, "failed to select stack", args...)
 	if err != nil {
-		return fmt.Errorf("failed to select stack: %w\ncode: %d\nstdout: \nstderr: %s", err, code, stderr)
+		return err
 	}
 	w.created = printedCreated(stdout) || printedCreated(stderr)
 	return nil
@@ -186,11 +186,17 @@ func exportState(ctx context.Context, ws auto.Workspace, stack string) (apitype.
 // then the code and stderr) so that fail classifies it alike; stdout is
 // left out of it, as it may hold secrets.
 func runCLI(ctx context.Context, ws auto.Workspace, what string, args ...string) (string, error) {
+	stdout, _, err := runCLIOutput(ctx, ws, what, args...)
+	return stdout, err
+}
+
+// runCLIOutput is runCLI returning the command's standard error too.
+func runCLIOutput(ctx context.Context, ws auto.Workspace, what string, args ...string) (stdout, stderr string, err error) {
 	stdout, stderr, code, err := ws.PulumiCommand().Run(ctx, ws.WorkDir(), nil, nil, nil, cliEnv(ws), args...)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w\ncode: %d\nstdout: \nstderr: %s", what, err, code, stderr)
+		return "", "", fmt.Errorf("%s: %w\ncode: %d\nstdout: \nstderr: %s", what, err, code, stderr)
 	}
-	return stdout, nil
+	return stdout, stderr, nil
 }
 
 // cliEnv is the environment the Automation API gives the CLI commands of

@@ -21,8 +21,8 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
-	"github.com/stackyard/stackyard/test/testenv"
 	"github.com/stackyard/stackyard/internal/verify"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // verifyClock is a clock the tests move by hand, at whole seconds as the
