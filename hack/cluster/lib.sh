@@ -16,13 +16,14 @@ CNI_BRIDGE=${CNI_BRIDGE:-stackyard0}
 CNI_NETWORK=${CNI_NETWORK:-stackyard}
 SANDBOX_IMAGE=${SANDBOX_IMAGE:-stackyard.test/pause:1}
 HELLO_IMAGE=${HELLO_IMAGE:-stackyard.test/hello:1}
+STORAGE_CLASS=${STORAGE_CLASS:-stackyard-test-local}
 CLUSTER_DOMAIN=${CLUSTER_DOMAIN:-cluster.local}
 DNS_PORT=${DNS_PORT:-53}
 DNS_HEALTH_PORT=${DNS_HEALTH_PORT:-10253}
 KUBE_PROXY_HEALTH_PORT=${KUBE_PROXY_HEALTH_PORT:-10256}
 
 # The order components start in; down.sh stops them in reverse.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy coredns containerd kubelet)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy coredns containerd kubelet local-provisioner)
 
 PKI=$CLUSTER_DIR/pki
 LOGS=$CLUSTER_DIR/logs

@@ -307,7 +307,7 @@ wait_for containerd 30 "$BIN/ctr" --address "$CONTAINERD_SOCK" version
 log "building and importing $SANDBOX_IMAGE and $HELLO_IMAGE"
 img=$CLUSTER_DIR/images
 (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$img/" \
-	./hack/cluster/pause ./hack/cluster/hello ./hack/cluster/mkimage)
+	./hack/cluster/pause ./hack/cluster/hello ./hack/cluster/mkimage ./hack/cluster/provisioner)
 "$img/mkimage" -out "$img/pause.tar" -ref "$SANDBOX_IMAGE" -file "$img/pause:/pause" -entrypoint /pause
 "$img/mkimage" -out "$img/hello.tar" -ref "$HELLO_IMAGE" -file "$img/hello:/hello" -entrypoint /hello
 ctr_ images import "$img/pause.tar" >>"$LOGS/images.log" 2>&1
@@ -368,6 +368,23 @@ wait_for "node $NODE_NAME to be Ready" 120 "${KUBECTL[@]}" wait --for=condition=
 # The controller manager creates the default service account once it runs.
 wait_for "the default service account" 60 "${KUBECTL[@]}" -n default get serviceaccount default
 wait_for kube-proxy 30 curl -fsS "http://127.0.0.1:$KUBE_PROXY_HEALTH_PORT/healthz"
+
+# ---- storage ----------------------------------------------------------------
+# A default StorageClass whose claims become hostPath volumes under
+# $CLUSTER_DIR/volumes, as kind's and k3s's local-path classes do.
+"${KUBECTL[@]}" apply -f - >/dev/null <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: $STORAGE_CLASS
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: stackyard.test/local
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+EOF
+start local-provisioner "$img/provisioner" --kubeconfig "$CLUSTER_DIR/kubeconfig" \
+	--class "$STORAGE_CLASS" --root "$CLUSTER_DIR/volumes"
 
 trap - ERR
 log "up in $(($(date +%s) - start_time))s: export KUBECONFIG=$CLUSTER_DIR/kubeconfig"

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/stackyard/stackyard/internal/agent/auth"
+	"github.com/stackyard/stackyard/internal/agent/cache"
 	"github.com/stackyard/stackyard/internal/agent/server"
 )
 
@@ -62,6 +64,8 @@ type agentServeOptions struct {
 	pulumi      string
 	gracePeriod time.Duration
 	verbose     bool
+	cacheDir    string
+	cacheMax    int64
 }
 
 // agentServeCommand returns `stackyard agent serve`.
@@ -93,6 +97,8 @@ func agentServeCommand() *cobra.Command {
 	f.StringVar(&o.pulumi, "pulumi", "", "the pulumi binary (default: pulumi on PATH)")
 	f.DurationVar(&o.gracePeriod, "grace-period", server.DefaultGracePeriod, "how long a cancelled pulumi gets between SIGINT and SIGKILL")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log more detail")
+	f.StringVar(&o.cacheDir, "cache-dir", "", "a directory that outlives the agent, where the plugins the CLI installs are kept (PULUMI_HOME/plugins links there)")
+	f.Int64Var(&o.cacheMax, "cache-max-bytes", 0, "with --cache-dir: remove the oldest plugins at start until the cache holds at most this many bytes (0: no bound)")
 	_ = cmd.MarkFlagRequired("workspace")
 	return cmd
 }
@@ -108,6 +114,9 @@ func runAgentServe(ctx context.Context, cmd *cobra.Command, o *agentServeOptions
 	}
 	log := logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 
+	if o.cacheDir != "" {
+		useCache(log, o.cacheDir, o.cacheMax)
+	}
 	grpcOpts, err := agentAuthOptions(o, log)
 	if err != nil {
 		return err
@@ -234,4 +243,36 @@ func kubernetesAuthorizer(o *agentServeOptions, log logr.Logger) (auth.Authorize
 		Name:      o.wsName,
 		Log:       log.WithName("auth"),
 	}), nil
+}
+
+// useCache points PULUMI_HOME/plugins at the cache directory and keeps
+// the cache within maxBytes. The cache only saves time: when it cannot be
+// used the agent says why and goes on without it.
+func useCache(log logr.Logger, dir string, maxBytes int64) {
+	home := os.Getenv("PULUMI_HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			log.Info("the plugin cache is not used: no PULUMI_HOME and no home directory", "cache", dir)
+			return
+		}
+		home = filepath.Join(h, ".pulumi")
+	}
+	if err := cache.Link(home, dir); err != nil {
+		log.Info("the plugin cache is not used", "cache", dir, "reason", err.Error())
+		return
+	}
+	removed, err := cache.Prune(dir, maxBytes)
+	for _, e := range removed {
+		log.Info("removed a plugin from the cache to keep it within its size", "plugin", e.Name, "bytes", e.Size, "maxBytes", maxBytes)
+	}
+	if err != nil {
+		log.Info("could not prune the plugin cache", "cache", dir, "reason", err.Error())
+	}
+	entries, _ := cache.Entries(dir)
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	log.Info("plugin cache in use", "cache", dir, "plugins", names)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -15,6 +16,7 @@ import (
 	"github.com/stackyard/stackyard/internal/leader"
 	"github.com/stackyard/stackyard/internal/operator"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
 	"github.com/stackyard/stackyard/internal/runtime/local"
 )
 
@@ -70,6 +72,11 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&opts.ArtifactListen, "artifact-listen", ":9090", "listen address of the artifact server")
 	f.StringVar(&opts.ArtifactURL, "artifact-url", "", "base URL agents download artifacts from; required with --runtime=kubernetes (the local runtime derives it from --artifact-listen)")
 	f.StringVar(&opts.InitImage, "agent-image", "ghcr.io/stackyard/stackyard:latest", "image of the workspace pods' init container (holds the stackyard binary)")
+	opts.WorkspaceCache.Size = resource.MustParse(defaultCacheSize)
+	f.Var(quantity{&opts.WorkspaceCache.Size}, "workspace-cache-size", "kubernetes runtime: each Workspace's cache claim, which keeps the plugins `pulumi install` fetched while the Workspace idles (0: no claims; a Workspace's own volume named \""+kubernetes.CacheVolume+"\" in spec.podTemplate replaces its claim)")
+	f.Var(optionalString{&opts.WorkspaceCache.StorageClassName}, "workspace-cache-storage-class", "kubernetes runtime: the cache claims' StorageClass (default: the cluster's default class)")
+	f.Var(quantity{&opts.WorkspaceEphemeralStorageRequest}, "workspace-ephemeral-storage-request", "kubernetes runtime: the workspace pods' ephemeral-storage request where the Workspace's spec.resources sets none (empty: none)")
+	f.Var(quantity{&opts.WorkspaceEphemeralStorageLimit}, "workspace-ephemeral-storage-limit", "kubernetes runtime: the workspace pods' ephemeral-storage limit where the Workspace's spec.resources sets none (empty: none)")
 	f.StringVar(&serviceAccount, "service-account", os.Getenv("POD_NAMESPACE")+"/stackyard", "the operator's own service account, namespace/name (kubernetes runtime)")
 	f.StringVar(&toolDirs, "tool-dirs", "", "directories put first on local agents' PATH (pulumi, language hosts, providers)")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `metrics endpoint ("0" disables)`)
@@ -104,3 +111,53 @@ func ownPod() string {
 	}
 	return ns + "/" + name
 }
+
+// defaultCacheSize is --workspace-cache-size's default: room for a few
+// providers (Pulumi's Kubernetes provider alone is about 250 MB
+// unpacked) and their older versions.
+const defaultCacheSize = "2Gi"
+
+// quantity is a flag holding a resource quantity ("2Gi"); empty is zero.
+type quantity struct{ q *resource.Quantity }
+
+func (v quantity) String() string {
+	if v.q == nil || v.q.IsZero() {
+		return ""
+	}
+	return v.q.String()
+}
+
+func (v quantity) Set(s string) error {
+	if s == "" {
+		*v.q = resource.Quantity{}
+		return nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("want a quantity such as 2Gi or 500M: %w", err)
+	}
+	if q.Sign() < 0 {
+		return fmt.Errorf("want a quantity of zero or more, got %s", s)
+	}
+	*v.q = q
+	return nil
+}
+
+func (quantity) Type() string { return "quantity" }
+
+// optionalString is a string flag that is nil until set.
+type optionalString struct{ s **string }
+
+func (v optionalString) String() string {
+	if v.s == nil || *v.s == nil {
+		return ""
+	}
+	return **v.s
+}
+
+func (v optionalString) Set(s string) error {
+	*v.s = &s
+	return nil
+}
+
+func (optionalString) Type() string { return "string" }

@@ -17,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -108,6 +109,14 @@ type Options struct {
 	// InitImage is the image of the kubernetes runtime's init container
 	// (the operator's own image, which holds the stackyard binary).
 	InitImage string
+	// WorkspaceCache configures the kubernetes runtime's cache claims, one
+	// per Workspace, which keep what `pulumi install` fetched while the
+	// Workspace idles; a zero Size turns them off.
+	WorkspaceCache kubernetes.CacheOptions
+	// WorkspaceEphemeralStorageRequest and WorkspaceEphemeralStorageLimit
+	// are the workspace pods' ephemeral-storage request and limit where
+	// the Workspace's spec.resources leave them unset; zero sets none.
+	WorkspaceEphemeralStorageRequest, WorkspaceEphemeralStorageLimit resource.Quantity
 	// ServiceAccount is the operator's own service account (kubernetes
 	// runtime: tokens to reach agents are minted for it).
 	ServiceAccount types.NamespacedName
@@ -321,10 +330,15 @@ func newRuntime(mgr manager.Manager, opts Options, notify func(types.NamespacedN
 		return rt, nil, nil
 	case RuntimeKubernetes, "":
 		rt, err := kubernetes.New(kubernetes.Options{
-			Client:         mgr.GetClient(),
-			Reader:         mgr.GetAPIReader(),
-			Scheme:         mgr.GetScheme(),
-			Build:          kubernetes.BuildOptions{InitImage: opts.InitImage},
+			Client: mgr.GetClient(),
+			Reader: mgr.GetAPIReader(),
+			Scheme: mgr.GetScheme(),
+			Build: kubernetes.BuildOptions{
+				InitImage:               opts.InitImage,
+				Cache:                   opts.WorkspaceCache,
+				EphemeralStorageRequest: opts.WorkspaceEphemeralStorageRequest,
+				EphemeralStorageLimit:   opts.WorkspaceEphemeralStorageLimit,
+			},
 			ServiceAccount: opts.ServiceAccount,
 		})
 		if err != nil {

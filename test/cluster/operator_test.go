@@ -150,6 +150,27 @@ func TestOperatorEndToEnd(t *testing.T) {
 	}
 }
 
+// begin starts a test on the cluster: the images checked, a namespace of
+// its own, and, should the test fail, the operator's and the workspace
+// pods' logs dumped and whatever it installed torn down; the CRDs go in
+// any case.
+func begin(t *testing.T) (c *cluster, img images, ns string, step func(format string, args ...any)) {
+	t.Helper()
+	c = connect(t)
+	img = requireImages(t, c)
+	step = stepper(t)
+	t.Cleanup(func() { removeCRDs(t, c) })
+	ns = namespace(t, c.cs)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpOperator(t, c.cs)
+			dumpWorkspacePods(t, c.cs, ns)
+			tearDown(t, c, ns)
+		}
+	})
+	return c, img, ns, step
+}
+
 func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, img images) string) {
 	c := connect(t)
 	img := requireImages(t, c)

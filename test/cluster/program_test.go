@@ -35,19 +35,12 @@ import (
 //   - a new revision rolls the Deployment;
 //   - destroyOnFinalize removes them all.
 func TestKubernetesProgramOnNode(t *testing.T) {
-	c := connect(t)
-	img := requireImages(t, c)
+	c, img, ns, step := begin(t)
 	agent := providerImage(t, img)
 	ctx := t.Context()
-	step := stepper(t)
-	t.Cleanup(func() { removeCRDs(t, c) })
-	ns := namespace(t, c.cs)
 	app := ns + "-app"
 	t.Cleanup(func() {
 		if t.Failed() {
-			dumpOperator(t, c.cs)
-			dumpWorkspacePods(t, c.cs, ns)
-			tearDown(t, c, ns)
 			_ = c.cs.CoreV1().Namespaces().Delete(context.Background(), app, metav1.DeleteOptions{})
 		}
 	})

@@ -396,8 +396,13 @@ func TestRenderEverything(t *testing.T) {
 		"dashboard-read-only":   "true",
 		"receiver-bind-address": ":9292",
 		"stack-concurrency":     "8",
-		"zap-log-level":         "debug",
-		"zap-time-encoding":     "rfc3339",
+		// The cache on a class of its own; no ephemeral-storage limit.
+		"workspace-cache-size":                "5Gi",
+		"workspace-cache-storage-class":       "fast-ssd",
+		"workspace-ephemeral-storage-request": "2Gi",
+		"workspace-ephemeral-storage-limit":   "",
+		"zap-log-level":                       "debug",
+		"zap-time-encoding":                   "rfc3339",
 		// The first host of the Ingress, which its tls covers.
 		"dashboard-external-url": "https://stackyard.example.com",
 	} {

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -62,6 +63,12 @@ type BuildOptions struct {
 	// InitImagePullPolicy is the init container's pull policy; empty
 	// leaves Kubernetes' default.
 	InitImagePullPolicy corev1.PullPolicy
+	// Cache configures each Workspace's cache claim (cache.go).
+	Cache CacheOptions
+	// EphemeralStorageRequest and EphemeralStorageLimit are set on the
+	// pod's containers whose spec.resources leave them unset; zero sets
+	// none.
+	EphemeralStorageRequest, EphemeralStorageLimit resource.Quantity
 }
 
 // ObjectName is the name of a Workspace's StatefulSet and Service.
@@ -115,7 +122,7 @@ func BuildStatefulSet(ws *autov1alpha1.Workspace, opts BuildOptions, replicas in
 			return nil, err
 		}
 	}
-	return &appsv1.StatefulSet{
+	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(ws), Namespace: ws.Namespace, Labels: Labels(ws)},
 		Spec: appsv1.StatefulSetSpec{
@@ -126,7 +133,9 @@ func BuildStatefulSet(ws *autov1alpha1.Workspace, opts BuildOptions, replicas in
 			RevisionHistoryLimit: ptr.To[int32](2),
 			Template:             corev1.PodTemplateSpec{ObjectMeta: meta, Spec: pod},
 		},
-	}, nil
+	}
+	addCache(sts, opts.Cache)
+	return sts, nil
 }
 
 // buildPodSpec is the generated pod, before spec.podTemplate.
@@ -145,6 +154,7 @@ func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOpti
 		projectDir = path.Join(target, src.Dir)
 	}
 	shareMount := corev1.VolumeMount{Name: shareVolume, MountPath: shareDir}
+	resources := withEphemeralStorage(ws.Spec.Resources, opts.EphemeralStorageRequest, opts.EphemeralStorageLimit)
 
 	initArgs := []string{"agent", "init", "--copy-binary", path.Join(shareDir, "stackyard"), "--result-file", terminationLog}
 	if src.NeedsInit() {
@@ -163,7 +173,7 @@ func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOpti
 		Args:                     initArgs,
 		Env:                      slices.Clone(ws.Spec.Env),
 		EnvFrom:                  slices.Clone(ws.Spec.EnvFrom),
-		Resources:                *ws.Spec.Resources.DeepCopy(),
+		Resources:                *resources.DeepCopy(),
 		VolumeMounts:             []corev1.VolumeMount{shareMount},
 		TerminationMessagePath:   terminationLog,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -184,7 +194,7 @@ func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOpti
 		WorkingDir:      projectDir,
 		Env:             agentEnv(ws.Spec.Env),
 		EnvFrom:         slices.Clone(ws.Spec.EnvFrom),
-		Resources:       *ws.Spec.Resources.DeepCopy(),
+		Resources:       resources,
 		Ports:           []corev1.ContainerPort{{Name: "grpc", ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
 		VolumeMounts:    []corev1.VolumeMount{shareMount},
 		ReadinessProbe: &corev1.Probe{

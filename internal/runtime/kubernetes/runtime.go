@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -181,6 +182,17 @@ func (r *Runtime) apply(ctx context.Context, ws *autov1alpha1.Workspace, replica
 		return nil, reconcile.NewGeneric("", fmt.Errorf("applying Service %s: %w", svc.Name, err))
 	}
 	u, err := r.applyObject(ctx, sts)
+	if immutable(err) {
+		// The claim templates changed (the cache turned on, off or to
+		// another size): a StatefulSet cannot take that, so it is made
+		// anew. Its claims go with it; its pod goes too, and an
+		// operation it ran fails as one whose agent was lost.
+		old := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: sts.Name}}
+		if err := r.opts.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+			return nil, reconcile.NewGeneric("", fmt.Errorf("replacing StatefulSet %s, whose volume claim templates changed: %w", sts.Name, err))
+		}
+		return nil, reconcile.NewWaiting("", fmt.Errorf("replacing StatefulSet %s, whose volume claim templates changed", sts.Name), time.Second)
+	}
 	if err != nil {
 		return nil, reconcile.NewGeneric("", fmt.Errorf("applying StatefulSet %s: %w", sts.Name, err))
 	}
@@ -216,4 +228,10 @@ func (r *Runtime) pod(ctx context.Context, ws *autov1alpha1.Workspace) (*corev1.
 		return nil, reconcile.NewGeneric("", fmt.Errorf("reading the workspace pod: %w", err))
 	}
 	return &pod, nil
+}
+
+// immutable reports whether err is the API server refusing a change to
+// a StatefulSet's fields that cannot change after creation.
+func immutable(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "updates to statefulset spec for fields other than")
 }

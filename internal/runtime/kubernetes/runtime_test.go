@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -255,5 +256,44 @@ func TestIdleWithoutStatefulSet(t *testing.T) {
 	err := testEnv(t).Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: ObjectName(ws)}, &appsv1.StatefulSet{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("StatefulSet of an unbuildable workspace: %v", err)
+	}
+}
+
+// TestCacheTurnedOn: a StatefulSet made before the cache was turned on
+// cannot take a claim template (the API server refuses the change); the
+// runtime replaces it, and the next Ensure makes it with the claim.
+func TestCacheTurnedOn(t *testing.T) {
+	ns := newNamespace(t)
+	rt := newTestRuntime(t, ns)
+	ws := createWorkspace(t, ns, nil)
+	if _, err := rt.Ensure(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	old := getSTS(t, ws)
+	if len(old.Spec.VolumeClaimTemplates) != 0 {
+		t.Fatalf("claim templates without a cache: %v", old.Spec.VolumeClaimTemplates)
+	}
+
+	rt.opts.Build.Cache = CacheOptions{Size: resource.MustParse("1Gi")}
+	_, err := rt.Ensure(ctx(t), ws)
+	var waiting *reconcile.Waiting
+	if !errors.As(err, &waiting) || !strings.Contains(err.Error(), "volume claim templates changed") {
+		t.Fatalf("Ensure: %v, want a wait while the StatefulSet is replaced", err)
+	}
+	// The API server runs no garbage collector here: the old StatefulSet
+	// has no dependents and goes at once.
+	var gone appsv1.StatefulSet
+	if err := testEnv(t).Client.Get(ctx(t), client.ObjectKeyFromObject(old), &gone); !apierrors.IsNotFound(err) {
+		t.Fatalf("the old StatefulSet should be gone: %v", err)
+	}
+	if _, err := rt.Ensure(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	sts := getSTS(t, ws)
+	if len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Name != CacheVolume {
+		t.Errorf("claim templates %v", sts.Spec.VolumeClaimTemplates)
+	}
+	if sts.UID == old.UID {
+		t.Error("the StatefulSet was not made anew")
 	}
 }

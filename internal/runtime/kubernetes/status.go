@@ -93,6 +93,13 @@ func waitingMessage(sts *appsv1.StatefulSet, pod *corev1.Pod) string {
 		return fmt.Sprintf("waiting for StatefulSet %s to create its pod", sts.Name)
 	}
 	var why []string
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+			// An unbound cache claim (no default StorageClass, or one
+			// that cannot provision) shows here, as the scheduler says.
+			why = append(why, "not scheduled: "+c.Message)
+		}
+	}
 	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
 	for _, st := range statuses {
 		switch {

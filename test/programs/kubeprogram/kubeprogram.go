@@ -24,6 +24,18 @@ const TemplateAnnotation = "stackyard.dev/greeting"
 //
 // It outputs the namespace, the ConfigMap's and the Deployment's names.
 func Project(greeting string, skipAwait bool) string {
+	return ProjectAt(greeting, skipAwait, "")
+}
+
+// ProjectAt is Project with every resource asking for version of the
+// provider (its version resource option), which the engine then installs
+// if it is not installed: the version a plugin mirror serves. An empty
+// version leaves the engine to pick.
+func ProjectAt(greeting string, skipAwait bool, version string) string {
+	options := "{}"
+	if version != "" {
+		options = fmt.Sprintf("{version: %q}", version)
+	}
 	annotations := "{}"
 	if skipAwait {
 		annotations = `{pulumi.com/skipAwait: "true", pulumi.com/deletionPropagationPolicy: background}`
@@ -40,12 +52,14 @@ config:
 resources:
   ns:
     type: kubernetes:core/v1:Namespace
+    options: %[4]s
     properties:
       metadata:
         name: ${namespace}
         annotations: %[3]s
   settings:
     type: kubernetes:core/v1:ConfigMap
+    options: %[4]s
     properties:
       metadata:
         namespace: ${ns.metadata.name}
@@ -54,6 +68,7 @@ resources:
         greeting: %[1]q
   web:
     type: kubernetes:apps/v1:Deployment
+    options: %[4]s
     properties:
       metadata:
         name: web
@@ -92,5 +107,5 @@ outputs:
   namespace: ${ns.metadata.name}
   configMap: ${settings.metadata.name}
   deployment: ${web.metadata.name}
-`, greeting, TemplateAnnotation, annotations)
+`, greeting, TemplateAnnotation, annotations, options)
 }

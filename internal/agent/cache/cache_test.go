@@ -1,0 +1,152 @@
+package cache
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLink(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, home, root string)
+		wantErr string
+	}{
+		{name: "a new home"},
+		{name: "linked already", prepare: func(t *testing.T, home, root string) {
+			if err := Link(home, root); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "an empty plugin directory", prepare: func(t *testing.T, home, _ string) {
+			mkdir(t, filepath.Join(home, PluginsDir))
+		}},
+		{name: "a link elsewhere", prepare: func(t *testing.T, home, _ string) {
+			mkdir(t, home)
+			if err := os.Symlink(t.TempDir(), filepath.Join(home, PluginsDir)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "plugins from the image", wantErr: "already holds 1 entries", prepare: func(t *testing.T, home, _ string) {
+			mkdir(t, filepath.Join(home, PluginsDir, "resource-aws-v7.0.0"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home, root := filepath.Join(t.TempDir(), ".pulumi"), t.TempDir()
+			if tc.prepare != nil {
+				tc.prepare(t, home, root)
+			}
+			err := Link(home, root)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				if _, err := os.Stat(filepath.Join(home, PluginsDir, "resource-aws-v7.0.0")); err != nil {
+					t.Errorf("the image's plugins were touched: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the CLI writes under PULUMI_HOME/plugins lands in the
+			// cache.
+			mkdir(t, filepath.Join(home, PluginsDir, "resource-kubernetes-v4.24.0"))
+			if _, err := os.Stat(filepath.Join(root, PluginsDir, "resource-kubernetes-v4.24.0")); err != nil {
+				t.Errorf("not in the cache: %v", err)
+			}
+		})
+	}
+	t.Run("an unwritable cache", func(t *testing.T) {
+		root := t.TempDir()
+		if err := os.WriteFile(filepath.Join(root, PluginsDir), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := Link(filepath.Join(t.TempDir(), ".pulumi"), root); err == nil || !strings.Contains(err.Error(), "not writable") {
+			t.Fatalf("err %v", err)
+		}
+	})
+}
+
+func TestPrune(t *testing.T) {
+	root := t.TempDir()
+	day := 24 * time.Hour
+	now := time.Now()
+	put := func(name string, size int, age time.Duration) {
+		dir := filepath.Join(root, PluginsDir, name)
+		mkdir(t, dir)
+		if err := os.WriteFile(filepath.Join(dir, "bin"), make([]byte, size), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(dir, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("resource-kubernetes-v4.20.0", 400, 30*day)
+	put("resource-kubernetes-v4.24.0", 400, 2*day)
+	put("resource-aws-v6.0.0", 300, 20*day)
+	put("resource-aws-v7.0.0", 300, 10*day)
+	put("resource-random-v4.0.0", 100, 40*day) // the only version: stays
+	mkdir(t, filepath.Join(root, PluginsDir, "resource-big-v1.0.0.partial"))
+	mkdir(t, filepath.Join(root, PluginsDir, ".tmp-install"))
+	if err := os.WriteFile(filepath.Join(root, PluginsDir, "resource-kubernetes-v4.24.0.lock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	entries, err := Entries(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 5 {
+		t.Fatalf("entries %v: installs in progress are not entries", entries)
+	}
+
+	if removed, err := Prune(root, 0); err != nil || len(removed) != 0 {
+		t.Fatalf("no budget: removed %v, %v", removed, err)
+	}
+	if removed, err := Prune(root, 2000); err != nil || len(removed) != 0 {
+		t.Fatalf("within budget: removed %v, %v", removed, err)
+	}
+	// 1500 bytes held; a budget of 1000 removes the older kubernetes
+	// (400, then 1100 left) and the older aws (300, then 800 left).
+	removed, err := Prune(root, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range removed {
+		names = append(names, e.Name)
+	}
+	if want := []string{"resource-kubernetes-v4.20.0", "resource-aws-v6.0.0"}; !slices.Equal(names, want) {
+		t.Errorf("removed %v, want %v", names, want)
+	}
+	// A budget under the newest versions' size removes nothing more.
+	if removed, err := Prune(root, 10); err != nil || len(removed) != 0 {
+		t.Errorf("the newest versions must stay: removed %v, %v", removed, err)
+	}
+	left, _ := os.ReadDir(filepath.Join(root, PluginsDir))
+	var leftNames []string
+	for _, e := range left {
+		leftNames = append(leftNames, e.Name())
+	}
+	for _, want := range []string{"resource-kubernetes-v4.24.0", "resource-aws-v7.0.0", "resource-random-v4.0.0", "resource-big-v1.0.0.partial", "resource-kubernetes-v4.24.0.lock"} {
+		if !slices.Contains(leftNames, want) {
+			t.Errorf("%s is gone: %v", want, leftNames)
+		}
+	}
+	for _, n := range leftNames {
+		if strings.HasPrefix(n, ".removing-") {
+			t.Errorf("a removal left %s", n)
+		}
+	}
+}
+
+func mkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

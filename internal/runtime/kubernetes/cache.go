@@ -1,0 +1,130 @@
+package kubernetes
+
+import (
+	"path"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The workspace cache: a volume named CacheVolume, mounted in the agent's
+// container at cacheDir, where the agent keeps what `pulumi install`
+// fetches (provider plugins) across pods. By default it is a
+// PersistentVolumeClaim of the StatefulSet (one per Workspace), which
+// outlives the pod when the Workspace idles and goes with the Workspace.
+// A Workspace whose spec.podTemplate declares a volume of that name uses
+// that volume instead: a claim several Workspaces share, or an emptyDir
+// to opt out.
+const (
+	// CacheVolume is the name of the cache volume, and of the
+	// StatefulSet's claim template.
+	CacheVolume = "cache"
+	cacheDir    = "/cache"
+	// cacheBudgetPercent is the share of the claim's size the agent keeps
+	// its cache within, leaving room for an install in progress.
+	cacheBudgetPercent = 80
+)
+
+// CacheOptions configure the workspace cache's claims.
+type CacheOptions struct {
+	// Size is each claim's storage request; zero turns the cache off for
+	// the Workspaces that do not bring their own cache volume.
+	Size resource.Quantity
+	// StorageClassName is the claims' storage class; nil leaves it to the
+	// cluster's default class.
+	StorageClassName *string
+}
+
+// enabled reports whether the operator makes cache claims.
+func (c CacheOptions) enabled() bool { return !c.Size.IsZero() }
+
+// budget is the size the agent keeps a claim's content within, in bytes.
+func (c CacheOptions) budget() int64 { return c.Size.Value() / 100 * cacheBudgetPercent }
+
+// addCache gives the StatefulSet its cache: the user's volume named
+// CacheVolume if the pod has one (a size budget is then the user's
+// business), else a claim template when the operator makes claims, else
+// nothing. The agent's container mounts it and the agent is told where.
+func addCache(sts *appsv1.StatefulSet, opts CacheOptions) {
+	pod := &sts.Spec.Template.Spec
+	own := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == CacheVolume })
+	if !own && !opts.enabled() {
+		return
+	}
+	i := slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == ContainerName })
+	if i < 0 {
+		return
+	}
+	main := &pod.Containers[i]
+	if !slices.ContainsFunc(main.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == CacheVolume }) {
+		main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: CacheVolume, MountPath: cacheDir})
+	}
+	dir := cacheDir
+	for _, m := range main.VolumeMounts {
+		if m.Name == CacheVolume {
+			dir = m.MountPath
+		}
+	}
+	main.Args = append(main.Args, "--cache-dir", path.Clean(dir))
+	if own {
+		return
+	}
+	main.Args = append(main.Args, "--cache-max-bytes", strconv.FormatInt(opts.budget(), 10))
+	sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Name: CacheVolume, Labels: sts.Spec.Selector.MatchLabels},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: opts.StorageClassName,
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: opts.Size},
+			},
+		},
+	}}
+	// The claim stays while the Workspace idles at zero replicas (that is
+	// its point) and goes with the StatefulSet, and so with the Workspace.
+	sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
+	}
+}
+
+// withEphemeralStorage sets the operator's default ephemeral-storage
+// request and limit on a container whose resources leave them unset: the
+// emptyDir holding the source and what the program installs counts
+// against them, and a pod with neither is the first evicted when a node's
+// disk runs short.
+func withEphemeralStorage(r corev1.ResourceRequirements, request, limit resource.Quantity) corev1.ResourceRequirements {
+	set := func(list *corev1.ResourceList, q resource.Quantity) {
+		if q.IsZero() {
+			return
+		}
+		if _, ok := (*list)[corev1.ResourceEphemeralStorage]; ok {
+			return
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[corev1.ResourceEphemeralStorage] = q
+	}
+	out := *r.DeepCopy()
+	if _, hasLimit := out.Limits[corev1.ResourceEphemeralStorage]; hasLimit && !request.IsZero() {
+		// A user's limit below the default request would make the pod
+		// invalid: the request follows the user's limit then.
+		if l := out.Limits[corev1.ResourceEphemeralStorage]; l.Cmp(request) < 0 {
+			request = l
+		}
+	}
+	if _, hasRequest := out.Requests[corev1.ResourceEphemeralStorage]; hasRequest {
+		if q := out.Requests[corev1.ResourceEphemeralStorage]; !limit.IsZero() && q.Cmp(limit) > 0 {
+			limit = q
+		}
+	}
+	set(&out.Requests, request)
+	set(&out.Limits, limit)
+	return out
+}
