@@ -106,6 +106,17 @@ func TestWorkspaceCacheOnNode(t *testing.T) {
 	}
 	pod := workspacePod(t, c.cs, ns, "cached")
 	checkEphemeralStorage(t, pod)
+	var gocache []string
+	for _, c := range pod.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == "GOCACHE" {
+				gocache = append(gocache, c.Name+": "+e.Value)
+			}
+		}
+	}
+	if len(gocache) != 1 || gocache[0] != "pulumi: /cache/packages/go/build" {
+		t.Errorf("GOCACHE %v, want the agent's at /cache/packages/go/build", gocache)
+	}
 	claim := "cache-cached-workspace-0"
 	if !podMountsClaim(pod, claim) {
 		t.Fatalf("the cached Stack's pod does not mount its claim %s: %v", claim, pod.Spec.Volumes)

@@ -128,11 +128,18 @@ func sizeOf(dir string) int64 {
 	return n
 }
 
-// Prune removes entries from the cache under root until what stays holds
-// at most budget bytes, oldest installed first, and returns what it
-// removed. The newest version of each plugin stays whatever its size: it
-// is the one the programs most likely use. A budget of zero or less
-// removes nothing.
+// PackagesDir is the cache's directory of package managers' download
+// caches, one directory each, under its root (the operator points the
+// package managers there).
+const PackagesDir = "packages"
+
+// Prune keeps the cache under root within budget bytes and returns what
+// it removed. Package managers' download caches go first, largest first:
+// they hold what can be downloaded again, and a package manager cannot be
+// told which of its files a program still uses. Then plugins, oldest
+// installed first; the newest version of each plugin stays whatever its
+// size: it is the one the programs most likely use. A budget of zero or
+// less removes nothing.
 func Prune(root string, budget int64) ([]Entry, error) {
 	if budget <= 0 {
 		return nil, nil
@@ -141,7 +148,11 @@ func Prune(root string, budget int64) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	packages := packageEntries(root)
 	var total int64
+	for _, e := range packages {
+		total += e.Size
+	}
 	newest := map[string]Entry{}
 	for _, e := range entries {
 		total += e.Size
@@ -149,8 +160,19 @@ func Prune(root string, budget int64) ([]Entry, error) {
 			newest[e.plugin()] = e
 		}
 	}
-	slices.SortFunc(entries, func(a, b Entry) int { return a.Installed.Compare(b.Installed) })
 	var removed []Entry
+	slices.SortFunc(packages, func(a, b Entry) int { return int(b.Size - a.Size) })
+	for _, e := range packages {
+		if total <= budget {
+			break
+		}
+		if err := remove(filepath.Join(root, PackagesDir), e.Name); err != nil {
+			return removed, err
+		}
+		total -= e.Size
+		removed = append(removed, e)
+	}
+	slices.SortFunc(entries, func(a, b Entry) int { return a.Installed.Compare(b.Installed) })
 	for _, e := range entries {
 		if total <= budget {
 			break
@@ -167,13 +189,47 @@ func Prune(root string, budget int64) ([]Entry, error) {
 	return removed, nil
 }
 
+// packageEntries lists the package managers' caches under root, each
+// directory under PackagesDir ("go" holds Go's two), sized.
+func packageEntries(root string) []Entry {
+	dir := filepath.Join(root, PackagesDir)
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []Entry
+	for _, de := range des {
+		if !de.IsDir() || strings.HasPrefix(de.Name(), ".") {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, Entry{Name: de.Name(), Size: sizeOf(filepath.Join(dir, de.Name())), Installed: fi.ModTime()})
+	}
+	return out
+}
+
 // remove takes an entry out of dir by renaming it to a hidden name first,
-// so that no CLI finds half of it, then deletes it.
+// so that no CLI finds half of it, then deletes it. Go's module cache
+// makes its files and directories read-only; they are made writable to
+// be deleted.
 func remove(dir, name string) error {
 	trash, err := os.MkdirTemp(dir, ".removing-")
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(trash) }()
+	defer func() {
+		if os.RemoveAll(trash) != nil {
+			_ = filepath.WalkDir(trash, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					_ = os.Chmod(p, 0o700)
+				}
+				return nil
+			})
+			_ = os.RemoveAll(trash)
+		}
+	}()
 	return os.Rename(filepath.Join(dir, name), filepath.Join(trash, name))
 }

@@ -150,3 +150,49 @@ func mkdir(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPrunePackagesFirst: package managers' download caches go before
+// any plugin, largest first, read-only trees (Go's module cache) too.
+func TestPrunePackagesFirst(t *testing.T) {
+	root := t.TempDir()
+	write := func(dir string, size int) {
+		mkdir(t, dir)
+		if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, size), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, PluginsDir, "resource-kubernetes-v4.20.0"), 300)
+	write(filepath.Join(root, PluginsDir, "resource-kubernetes-v4.24.0"), 300)
+	write(filepath.Join(root, PackagesDir, "npm", "_cacache"), 500)
+	write(filepath.Join(root, PackagesDir, "go", "mod", "example.com", "m@v1.0.0"), 200)
+	// Go's module cache: read-only directories.
+	for _, d := range []string{"go/mod/example.com/m@v1.0.0", "go/mod/example.com"} {
+		if err := os.Chmod(filepath.Join(root, PackagesDir, d), 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 1300 bytes; within 900, npm (500) goes, and nothing else.
+	removed, err := Prune(root, 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].Name != "npm" {
+		t.Fatalf("removed %v, want the npm cache", removed)
+	}
+	// Within 500: go (200) goes, then the older plugin.
+	removed, err = Prune(root, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range removed {
+		names = append(names, e.Name)
+	}
+	if want := []string{"go", "resource-kubernetes-v4.20.0"}; !slices.Equal(names, want) {
+		t.Fatalf("removed %v, want %v", names, want)
+	}
+	left, _ := os.ReadDir(filepath.Join(root, PackagesDir))
+	if len(left) != 0 {
+		t.Errorf("left in packages: %v (a removal must leave nothing behind)", left)
+	}
+}

@@ -70,6 +70,7 @@ func addCache(sts *appsv1.StatefulSet, opts CacheOptions) {
 		}
 	}
 	main.Args = append(main.Args, "--cache-dir", path.Clean(dir))
+	main.Env = append(main.Env, packageCacheEnv(main.Env, path.Clean(dir))...)
 	if own {
 		return
 	}
@@ -91,6 +92,44 @@ func addCache(sts *appsv1.StatefulSet, opts CacheOptions) {
 		WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 		WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
 	}
+}
+
+// PackageCache is a package manager's download cache: the environment
+// variable that names its directory, and that directory under the cache
+// volume's "packages".
+type PackageCache struct{ Env, Dir string }
+
+// PackageCaches are the environment variables that point each language's
+// package manager at its download cache, and the directory under the
+// cache volume each gets. The package managers key their caches on
+// package name, version and integrity hash, and are made to be shared
+// and used concurrently, so `pulumi install` in a new pod downloads only
+// what no pod of the Workspace downloaded before; what it then lays out
+// in the program's directory (node_modules, a venv) is made again.
+var PackageCaches = []PackageCache{
+	{"npm_config_cache", "npm"},
+	{"YARN_CACHE_FOLDER", "yarn"},
+	{"BUN_INSTALL_CACHE_DIR", "bun"},
+	{"PIP_CACHE_DIR", "pip"},
+	{"UV_CACHE_DIR", "uv"},
+	{"POETRY_CACHE_DIR", "poetry"},
+	{"GOMODCACHE", "go/mod"},
+	{"GOCACHE", "go/build"},
+	{"NUGET_PACKAGES", "nuget"},
+	{"GRADLE_USER_HOME", "gradle"},
+}
+
+// packageCacheEnv returns the variables of PackageCaches under dir that
+// env does not set: a Workspace's own setting wins.
+func packageCacheEnv(env []corev1.EnvVar, dir string) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, c := range PackageCaches {
+		if slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == c.Env }) {
+			continue
+		}
+		out = append(out, corev1.EnvVar{Name: c.Env, Value: path.Join(dir, "packages", c.Dir)})
+	}
+	return out
 }
 
 // withEphemeralStorage sets the operator's default ephemeral-storage

@@ -168,3 +168,38 @@ func TestWaitingMessageUnscheduled(t *testing.T) {
 		t.Errorf("message %q, want %q", got, want)
 	}
 }
+
+// TestPackageCacheEnv: with a cache, the package managers' download
+// caches point into it, except where the Workspace sets one itself.
+func TestPackageCacheEnv(t *testing.T) {
+	opts := testBuild
+	opts.Cache = CacheOptions{Size: resource.MustParse("1Gi")}
+	ws := baseWorkspace()
+	ws.Spec.Env = []corev1.EnvVar{{Name: "GOCACHE", Value: "/tmp/go-build"}}
+	sts, err := BuildStatefulSet(ws, opts, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string][]string{}
+	for _, e := range container(t, &sts.Spec.Template.Spec, ContainerName).Env {
+		env[e.Name] = append(env[e.Name], e.Value)
+	}
+	for _, c := range PackageCaches {
+		want := "/cache/packages/" + c.Dir
+		if c.Env == "GOCACHE" {
+			want = "/tmp/go-build"
+		}
+		if got := env[c.Env]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s = %v, want %s", c.Env, got, want)
+		}
+	}
+	off, err := BuildStatefulSet(baseWorkspace(), testBuild, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range container(t, &off.Spec.Template.Spec, ContainerName).Env {
+		if e.Name == "npm_config_cache" {
+			t.Errorf("without a cache volume, %s is set", e.Name)
+		}
+	}
+}
