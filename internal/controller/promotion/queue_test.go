@@ -193,3 +193,32 @@ func TestPinnable(t *testing.T) {
 		})
 	}
 }
+
+// TestCollects: only a promotion that finished lately collects its
+// stage's old records; those reconciled again at a restart do not.
+func TestCollects(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	at := func(phase promotionv1alpha1.PromotionPhase, ago time.Duration, recorded bool) *promotionv1alpha1.Promotion {
+		p := &promotionv1alpha1.Promotion{}
+		p.Status.Phase = phase
+		if recorded {
+			p.Status.EndTime = &metav1.Time{Time: now.Add(-ago)}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		p    *promotionv1alpha1.Promotion
+		want bool
+	}{
+		{"running", at(promotionv1alpha1.PromotionRunning, 0, false), false},
+		{"just succeeded", at(promotionv1alpha1.PromotionSucceeded, time.Second, true), true},
+		{"failed nine minutes ago", at(promotionv1alpha1.PromotionFailed, 9*time.Minute, true), true},
+		{"succeeded an hour ago", at(promotionv1alpha1.PromotionSucceeded, time.Hour, true), false},
+		{"finished, no end time", at(promotionv1alpha1.PromotionAborted, 0, false), true},
+	} {
+		if got := collects(tc.p, now); got != tc.want {
+			t.Errorf("%s: collects = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package promotion
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/stackyard/stackyard/internal/change"
 
@@ -19,13 +20,23 @@ import (
 // kept when the Pipeline does not say (or is gone).
 const DefaultPromotionRetention = 100
 
+// collectWithin is how long after a promotion finished its reconciles
+// still collect its stage's old promotions.
+const collectWithin = 10 * time.Minute
+
 // garbageCollect keeps, once the promotion has finished, the Pipeline's
 // spec.promotionRetention finished promotions of its stage, newest first
 // (this one among them), and deletes the older ones. A failure is only
 // logged: old records cost space, not correctness, and the next finished
 // promotion tries again.
+//
+// Only a promotion that finished within collectWithin collects. Every
+// finished promotion is reconciled again at each start of the operator
+// and each resync; were each to list its stage's promotions, a stage with
+// n of them would cost n lists of n, and retention allows 10,000. The
+// promotion whose finishing made a record one too many collects it.
 func (s *session) garbageCollect(ctx context.Context) (sreconcile.Result, error) {
-	if !s.p.Status.Phase.IsFinished() {
+	if !collects(s.p, s.now) {
 		return sreconcile.ResultEmpty, nil
 	}
 	logger := log.FromContext(ctx)
@@ -44,6 +55,16 @@ func (s *session) garbageCollect(ctx context.Context) (sreconcile.Result, error)
 		logger.V(1).Info("deleted old promotions", "stage", s.p.Spec.Stage, "count", len(doomed))
 	}
 	return sreconcile.ResultEmpty, nil
+}
+
+// collects reports whether p, at now, collects its stage's old
+// promotions: it has finished, within collectWithin (or at a time it does
+// not record).
+func collects(p *promotionv1alpha1.Promotion, now time.Time) bool {
+	if !p.Status.Phase.IsFinished() {
+		return false
+	}
+	return p.Status.EndTime == nil || now.Sub(p.Status.EndTime.Time) < collectWithin
 }
 
 // Expired returns the finished promotions of all (those of one stage, self

@@ -32,8 +32,11 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: spec.Pipeline}, &pipeline); err != nil {
 		return sreconcile.ResultEmpty, missingOr(err, "spec.pipeline", "Pipeline", spec.Pipeline)
 	}
+	// The stages of this pipeline (an index, not every Stage of the
+	// namespace): upstream stages must be among them, and so must any
+	// cycle back to this one.
 	var stages promotionv1alpha1.StageList
-	if err := s.r.Client.List(ctx, &stages, client.InNamespace(ns)); err != nil {
+	if err := s.r.Client.List(ctx, &stages, client.InNamespace(ns), client.MatchingFields{PipelineIndex: spec.Pipeline}); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing stages: %w", err))
 	}
 	byName := map[string]*promotionv1alpha1.Stage{}
@@ -45,8 +48,13 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 		field := fmt.Sprintf("spec.sources.stages[%d]", i)
 		up := byName[name]
 		if up == nil {
-			wait = cmp.Or(wait, missingOr(nil, field, "Stage", name))
-			continue
+			// Missing, or of another pipeline: read it to say which.
+			var other promotionv1alpha1.Stage
+			if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &other); err != nil {
+				wait = cmp.Or(wait, missingOr(err, field, "Stage", name))
+				continue
+			}
+			up = &other
 		}
 		if up.Spec.Pipeline != spec.Pipeline {
 			return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
