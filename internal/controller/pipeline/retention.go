@@ -30,12 +30,20 @@ func (r *Reconciler) pruneReleases(ctx context.Context, s *session) (sreconcile.
 	if len(s.releases) <= keep {
 		return sreconcile.ResultEmpty, nil
 	}
-	var promotions promotionv1alpha1.PromotionList
-	if err := r.client.List(ctx, &promotions, client.InNamespace(s.pipeline.Namespace)); err != nil {
-		return sreconcile.ResultEmpty, sreconcile.NewGeneric(ReleaseListFailedReason, fmt.Errorf("listing the Promotions: %w", err))
+	// The promotions that have not finished and name one of the
+	// pipeline's releases, through an index: not every Promotion of the
+	// namespace, which retention lets grow to thousands per stage.
+	var unfinished []promotionv1alpha1.Promotion
+	for i := range s.releases {
+		var list promotionv1alpha1.PromotionList
+		if err := r.client.List(ctx, &list, client.InNamespace(s.pipeline.Namespace),
+			client.MatchingFields{UnfinishedReleaseIndex: s.releases[i].Name}); err != nil {
+			return sreconcile.ResultEmpty, sreconcile.NewGeneric(ReleaseListFailedReason, fmt.Errorf("listing the Promotions: %w", err))
+		}
+		unfinished = append(unfinished, list.Items...)
 	}
 	var pruned []string
-	for _, rel := range prunable(s.releases, promotions.Items, s.pipeline.Status.LatestRelease, keep) {
+	for _, rel := range prunable(s.releases, unfinished, s.pipeline.Status.LatestRelease, keep) {
 		err := r.client.Delete(ctx, rel, client.Preconditions{UID: &rel.UID, ResourceVersion: &rel.ResourceVersion})
 		switch {
 		case err == nil:
