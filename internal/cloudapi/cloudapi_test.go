@@ -7,19 +7,24 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
@@ -119,10 +124,33 @@ func TestCloudAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opClient, err := client.New(opCfg, client.Options{Scheme: env.Scheme})
+	// It reads Stacks and Updates from an informer cache with the cloud
+	// API's index, as in the operator's manager.
+	informers, err := cache.New(opCfg, cache.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := cloudapi.SetupIndexes(ctx, informers); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = informers.Start(ctx) }()
+	direct, err := client.NewWithWatch(opCfg, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reviews it makes are counted on their way to the API server.
+	var tokenReviews, accessReviews atomic.Int64
+	opClient := interceptor.NewClient(direct, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			switch obj.(type) {
+			case *authenticationv1.TokenReview:
+				tokenReviews.Add(1)
+			case *authorizationv1.SubjectAccessReview:
+				accessReviews.Add(1)
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
 	logs := &testenv.SyncBuffer{}
 	log := funcr.New(func(prefix, args string) { fmt.Fprintln(logs, prefix, args) }, funcr.Options{Verbosity: 2})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -212,6 +240,19 @@ func TestCloudAPI(t *testing.T) {
 		return tr.Status.Token
 	}
 	kargo, auditor, nobody := token("kargo"), token("auditor"), token("nobody")
+	// The cache has seen the four Stacks, the qa Stack's status last.
+	waitCached := func() error {
+		var qa pulumiv1.Stack
+		if err := opClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "qa"}, &qa); err != nil || qa.Status.CurrentUpdate == nil {
+			return fmt.Errorf("the qa Stack's status is not in the cache yet (%v)", err)
+		}
+		return nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); waitCached() != nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(waitCached())
+		}
+	}
 	allTokens := []string{kargo, auditor, nobody}
 
 	// get asks as Kargo's web provider does; the RBAC authoriser learns of
@@ -335,6 +376,55 @@ func TestCloudAPI(t *testing.T) {
 		result := get(t, "acme/website/dev/updates?pageSize=1&namespace="+other, "token "+auditor, http.StatusOK)
 		if at(t, result, "updates", 0, "result") != "failed" {
 			t.Errorf("updates in %s = %v", other, result)
+		}
+	})
+
+	t.Run("reviews are remembered", func(t *testing.T) {
+		// A new token: one TokenReview, and one SubjectAccessReview per
+		// Stack that deploys the name, however often it asks.
+		fresh := token("kargo")
+		tokens, access := tokenReviews.Load(), accessReviews.Load()
+		for range 5 {
+			get(t, "acme/website/dev/updates?pageSize=1", "token "+fresh, http.StatusOK)
+		}
+		if n := tokenReviews.Load() - tokens; n != 1 {
+			t.Errorf("%d TokenReviews for five requests with one token, want 1", n)
+		}
+		// dev and dev-preview in ns, dev in the other namespace.
+		if n := accessReviews.Load() - access; n != 3 {
+			t.Errorf("%d SubjectAccessReviews for five requests about three Stacks, want 3", n)
+		}
+		allTokens = append(allTokens, fresh)
+	})
+
+	t.Run("a user past the rate limit is 429", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limited := cloudapi.NewHandler(opClient, log, cloudapi.WithUserRateLimit(0.01, 2))
+		srv := &http.Server{Handler: limited, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		codes := make([]int, 0, 3)
+		for range 3 {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ln.Addr().String()+"/api/stacks/acme/website/dev/updates", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "token "+kargo)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			codes = append(codes, resp.StatusCode)
+			if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+				t.Error("a 429 without Retry-After")
+			}
+		}
+		if want := []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests}; !slices.Equal(codes, want) {
+			t.Errorf("codes %v, want %v (a burst of two)", codes, want)
 		}
 	})
 

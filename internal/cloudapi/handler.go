@@ -17,6 +17,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,25 +31,49 @@ import (
 // Handler is the http.Handler of the cloud API (see the package
 // documentation for what it serves).
 type Handler struct {
-	client   client.Client
-	reviewer authn.Reviewer
-	log      logr.Logger
-	mux      *http.ServeMux
+	client    client.Client
+	reviewer  *authn.CachedReviewer
+	users     *limiters // per authenticated user
+	addresses *limiters // per remote address, for tokens not yet reviewed
+	log       logr.Logger
+	mux       *http.ServeMux
 }
 
 // NewHandler returns the cloud API's handler. c reads Stacks and Updates
-// (the operator passes its manager's cached client) and creates
-// TokenReviews and SubjectAccessReviews, which its identity must be allowed
-// to create. log receives one line per answer at V(1), with the user and
-// the stack but never the token.
-func NewHandler(c client.Client, log logr.Logger) *Handler {
-	h := &Handler{client: c, reviewer: authn.Reviewer{Client: c}, log: log, mux: http.NewServeMux()}
+// from a cache with StackNameIndex (the operator passes its manager's
+// client; SetupIndexes registers the index) and creates TokenReviews and
+// SubjectAccessReviews, which its identity must be allowed to create; the
+// answers are remembered for authn.DefaultCacheTTL. Each authenticated
+// user, and each remote address presenting tokens not yet reviewed, is
+// rate limited (429). log receives one line per answer at V(1), with the
+// user and the stack but never the token.
+func NewHandler(c client.Client, log logr.Logger, opts ...HandlerOption) *Handler {
+	h := &Handler{
+		client:    c,
+		reviewer:  &authn.CachedReviewer{Reviewer: authn.Reviewer{Client: c}},
+		users:     newLimiters(perUserRate, perUserBurst, time.Now),
+		addresses: newLimiters(perAddressRate, perAddressBurst, time.Now),
+		log:       log,
+		mux:       http.NewServeMux(),
+	}
+	for _, o := range opts {
+		o(h)
+	}
 	h.mux.HandleFunc("GET /api/stacks/{org}/{project}/{stack}/updates", h.serveUpdates)
 	h.mux.HandleFunc("GET /api/stacks/{org}/{project}/{stack}/updates/latest/previews", h.servePreviews)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, ErrorResponse{Code: http.StatusNotFound, Message: "Not Found"})
 	})
 	return h
+}
+
+// HandlerOption changes a Handler's defaults.
+type HandlerOption func(*Handler)
+
+// WithUserRateLimit sets the rate (requests a second) and burst allowed
+// to each authenticated user.
+func WithUserRateLimit(perSecond float64, burst int) HandlerOption {
+	return func(h *Handler) { h.users = newLimiters(rate.Limit(perSecond), burst, time.Now) }
 }
 
 // ServeHTTP answers one request.
@@ -126,6 +151,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, render func([]op
 		} else {
 			log.V(1).Info("Refused a cloud API request", "user", user, "code", he.Code, "reason", cmp.Or(he.Detail, he.Message))
 		}
+		if he.Code == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
 		writeJSON(w, he.Code, ErrorResponse{Code: he.Code, Message: he.Message})
 		return
 	}
@@ -140,16 +168,22 @@ func (h *Handler) answer(ctx context.Context, r *http.Request) (string, query, [
 	if err != nil {
 		return "", query{}, nil, authn.Unauthorized(err.Error())
 	}
+	if !h.reviewer.Cached(token) && !h.addresses.allow(remoteHost(r)) {
+		return "", query{}, nil, tooManyRequests("tokens to review from " + remoteHost(r))
+	}
 	user, err := h.reviewer.Authenticate(ctx, token)
 	if err != nil {
 		return "", query{}, nil, err
+	}
+	if !h.users.allow(user.Username) {
+		return user.Username, query{}, nil, tooManyRequests("user " + user.Username)
 	}
 	q, err := parseQuery(r)
 	if err != nil {
 		return user.Username, q, nil, err
 	}
 	var list pulumiv1.StackList
-	if err := h.client.List(ctx, &list, client.InNamespace(q.namespace)); err != nil {
+	if err := h.client.List(ctx, &list, client.InNamespace(q.namespace), client.MatchingFields{StackNameIndex: q.name.stack}); err != nil {
 		return user.Username, q, nil, unavailable("listing Stacks", err)
 	}
 	var found bool

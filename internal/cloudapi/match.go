@@ -1,7 +1,10 @@
 package cloudapi
 
 import (
+	"context"
 	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 )
@@ -34,4 +37,21 @@ func (n stackName) deployedBy(s *pulumiv1.Stack) bool {
 		return parts[0] == n.stack && project == n.project
 	}
 	return false
+}
+
+// StackNameIndex indexes Stacks by the last part of spec.stack, the stack
+// name every form of it ends with: a request reads the few Stacks that
+// may deploy what it names, not every Stack.
+const StackNameIndex = "cloudapi.spec.stack.name"
+
+// SetupIndexes registers StackNameIndex with indexer.
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &pulumiv1.Stack{}, StackNameIndex, func(obj client.Object) []string {
+		s, ok := obj.(*pulumiv1.Stack)
+		if !ok || s.Spec.Stack == "" {
+			return nil
+		}
+		parts := strings.Split(s.Spec.Stack, "/")
+		return []string{parts[len(parts)-1]}
+	})
 }

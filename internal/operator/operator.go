@@ -245,7 +245,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 
-	if err := addCloudAPI(mgr, opts); err != nil {
+	if err := addCloudAPI(ctx, mgr, opts); err != nil {
 		return nil, err
 	}
 	if err := addReceivers(mgr, opts); err != nil {
@@ -415,10 +415,13 @@ func watchedNamespaces(names []string) (map[string]cache.Config, error) {
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // addCloudAPI serves the cloud API when an address is set. It reads Stacks
-// and Updates through the manager's cache.
-func addCloudAPI(mgr manager.Manager, opts Options) error {
+// and Updates through the manager's cache, Stacks through an index.
+func addCloudAPI(ctx context.Context, mgr manager.Manager, opts Options) error {
 	if opts.CloudAPIAddr == "" || opts.CloudAPIAddr == "0" {
 		return nil
+	}
+	if err := cloudapi.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("cloud API: %w", err)
 	}
 	ln, err := net.Listen("tcp", opts.CloudAPIAddr)
 	if err != nil {
