@@ -114,7 +114,14 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 		return "", nil, err
 	}
 	var p promotionv1alpha1.Promotion
-	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+	err := s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)
+	if apierrors.IsNotFound(err) && s.apiReader != nil {
+		// The promote and roll-back actions send the browser here the
+		// moment they created the promotion, which the cache may not
+		// hold yet: ask the API server before saying it does not exist.
+		err = s.apiReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", nil, notFound("promotion %s/%s not found", ns, name)
 		}
