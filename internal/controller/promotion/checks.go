@@ -236,8 +236,8 @@ func jobFinished(job *batchv1.Job) bool {
 }
 
 // probes runs the HTTP measurements of verification checks in goroutines,
-// so that a slow endpoint never holds the controller's one worker for its
-// timeout. A reconcile starts a measurement and returns; the goroutine
+// so that a slow endpoint never holds one of the controller's workers
+// (and its stage's lock) for its timeout. A reconcile starts a measurement and returns; the goroutine
 // keeps the result and wakes the promotion through Wake; the next
 // reconcile collects it. A result stays until the verification ends, so
 // that a reconcile that read the promotion from a cache a patch behind

@@ -20,8 +20,10 @@
 // creationTimestamp, then name) runs next; the older ones are Aborted
 // with the message "superseded by <name>". The decision to start is taken
 // on a live list of the stage's promotions (spec.stage is a selectable
-// field), by one worker, so two promotions of a stage never run at once
-// even when the cache lags.
+// field), while no other promotion of the stage is being reconciled (the
+// controller's workers take a lock per stage, held until the status is
+// written), so two promotions of a stage never run at once even when the
+// cache lags. Promotions of different stages are reconciled at once.
 //
 // # Refusals
 //
@@ -125,7 +127,7 @@
 // after the previous one, at whole seconds as status records them),
 // records them in status.verification, and returns a wait until the next
 // one: nothing sleeps. An HTTP call runs in a goroutine (probes) so the
-// one worker never waits for an endpoint; its end wakes the promotion
+// workers never wait for an endpoint; its end wakes the promotion
 // through a channel source. A Job check creates a Job owned by the
 // Promotion, whose changes wake it. The promotion stays Running, its
 // message naming the checks that run. All checks passed: recordOutcome

@@ -41,29 +41,13 @@ func (s *session) reconcileInputs(ctx context.Context) (sreconcile.Result, error
 	if !s.pending() {
 		return sreconcile.ResultEmpty, nil
 	}
+	changed, err := s.changedInputs(ctx)
+	if err != nil {
+		return sreconcile.ResultEmpty, err
+	}
 	var again []string
-	for i := range s.p.Status.Previews {
+	for _, i := range changed {
 		pv := &s.p.Status.Previews[i]
-		if pv.Inputs == "" || pv.Summary == nil {
-			// Recorded before previews recorded their inputs, or not
-			// previewed: nothing to compare.
-			continue
-		}
-		stack, err := get(ctx, s.r.APIReader, s.p.Namespace, "Stack", pv.Name, &pulumiv1.Stack{})
-		if err != nil {
-			return sreconcile.ResultEmpty, err
-		}
-		if stack == nil {
-			// startPromotion fails the promotion for it.
-			continue
-		}
-		now, err := change.StackDigest(ctx, s.r.APIReader, stack)
-		if err != nil {
-			return sreconcile.ResultEmpty, err
-		}
-		if now == pv.Inputs {
-			continue
-		}
 		if pv.Round >= maxPreviewRounds {
 			s.end(promotionv1alpha1.PromotionFailed, fmt.Sprintf("the inputs of Stack %s changed again after %d previews; "+
 				"nothing was changed; promote again once its Secrets, ConfigMaps and spec are stable", pv.Name, pv.Round))
@@ -79,4 +63,34 @@ func (s *session) reconcileInputs(ctx context.Context) (sreconcile.Result, error
 		"previewing again, and the new plan needs new approvals", strings.Join(again, ", "))
 	s.event(corev1.EventTypeNormal, EventPreviewAgain, msg)
 	return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonPreviewing, fmt.Errorf("%s", msg), previewAgainWait)
+}
+
+// changedInputs returns the indexes of the previews whose Stack reads, now
+// (live), other inputs than when its preview started.
+func (s *session) changedInputs(ctx context.Context) ([]int, error) {
+	var changed []int
+	for i := range s.p.Status.Previews {
+		pv := &s.p.Status.Previews[i]
+		if pv.Inputs == "" || pv.Summary == nil {
+			// Recorded before previews recorded their inputs, or not
+			// previewed: nothing to compare.
+			continue
+		}
+		stack, err := get(ctx, s.r.APIReader, s.p.Namespace, "Stack", pv.Name, &pulumiv1.Stack{})
+		if err != nil {
+			return nil, err
+		}
+		if stack == nil {
+			// startPromotion fails the promotion for it.
+			continue
+		}
+		now, err := change.StackDigest(ctx, s.r.APIReader, stack)
+		if err != nil {
+			return nil, err
+		}
+		if now != pv.Inputs {
+			changed = append(changed, i)
+		}
+	}
+	return changed, nil
 }

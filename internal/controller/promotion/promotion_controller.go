@@ -49,9 +49,9 @@ const (
 	EventAborted = "PromotionAborted"
 )
 
-// Reconciler reconciles Promotions. It must run with one worker: the
-// decision that a promotion starts relies on no other promotion of the
-// stage being decided at the same time.
+// Reconciler reconciles Promotions, Workers at a time, but the promotions
+// of one stage one at a time: the decision that a promotion starts relies
+// on no other promotion of the stage being decided at the same time.
 type Reconciler struct {
 	// Client reads (cached) and writes the API.
 	Client client.Client
@@ -70,8 +70,14 @@ type Reconciler struct {
 	// nothing (the operator always sets it).
 	Admission *change.AdmissionGuard
 
+	// Workers is how many Promotions (of different stages) are
+	// reconciled at once; zero means DefaultWorkers.
+	Workers int
+
 	// probes runs the HTTP measurements of verification checks.
 	probes *probes
+	// stages serializes the reconciles of each stage's promotions.
+	stages stageLocks
 }
 
 // session is one reconcile of one Promotion: the steps are its methods and
@@ -113,6 +119,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	// Held until the status is written: the deferred unlock runs after
+	// finish's.
+	unlock := r.stages.lock(p.Namespace + "/" + p.Spec.Stage)
+	defer unlock()
 	s := &session{r: r, p: p, now: r.now(), obs: observations{began: p.Status.Phase}}
 	patcher := sreconcile.NewPatcher(r.Client, p)
 	var (

@@ -1,6 +1,7 @@
 package promotion
 
 import (
+	"cmp"
 	"context"
 
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
@@ -29,8 +30,8 @@ import (
 // it.
 const StackIndex = "promotion.status.stacks.name"
 
-// SetupWithManager registers the reconciler, with one worker (see
-// Reconciler), and what wakes a Promotion: its creation; a change of phase
+// SetupWithManager registers the reconciler, with Workers workers (one
+// per stage at a time; see Reconciler), and what wakes a Promotion: its creation; a change of phase
 // (or the deletion) of another promotion of its stage, for the queue; a
 // change of its Stage (a freeze lifted, windows changed); while it runs, a
 // change of one of its Stacks; a change of the preview Workspaces and
@@ -72,7 +73,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Owns(&autov1alpha1.Update{}).
 		Owns(&batchv1.Job{}).
 		WatchesRawSource(source.Channel(r.prober().wake, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultWorkers)}).
 		Complete(r)
 }
 

@@ -24,6 +24,18 @@ func (s *session) startPromotion(ctx context.Context) (sreconcile.Result, error)
 	if !s.pending() {
 		return sreconcile.ResultEmpty, nil
 	}
+	// The approvals were counted on a live list, after reconcileInputs
+	// compared the inputs: an input that changed in between, before an
+	// approval of the old plan arrived, is caught here, after the count,
+	// and the next reconcile previews again.
+	changed, err := s.changedInputs(ctx)
+	if err != nil {
+		return sreconcile.ResultEmpty, err
+	}
+	if len(changed) > 0 {
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonPreviewing,
+			fmt.Errorf("the inputs of Stack %s changed while the approvals were counted; previewing again", s.p.Status.Previews[changed[0]].Name), previewAgainWait)
+	}
 	if s.stage.Spec.PreviewOnly {
 		// Previewed and approved: a preview stage pins nothing.
 		return s.finishPreviewOnly(ctx)
