@@ -14,12 +14,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/stackyard/stackyard/test/gitserver"
 )
@@ -262,11 +259,13 @@ func TestDocs(t *testing.T) {
 		gs := gitserver.New(t)
 		repo := gs.CreateRepo("quickstart")
 		repo.Git("config", "http.receivepack", "true")
-		stateDir := quickstartVolume(t, c)
 		r := newDocRun(t, clone, append(env, "QUICKSTART_REPO="+serveGitOnNode(t, gs)+"/quickstart.git"))
 		r.run(t, filepath.Join(docs, "quickstart.md"), []docCheck{
 			{after: "delete stack hello", check: func(t *testing.T) {
-				// destroyOnFinalize ran: the checkpoint is empty.
+				// destroyOnFinalize ran: the checkpoint, on the volume the
+				// cluster's default StorageClass made for the guide's
+				// claim, is empty.
+				stateDir := claimDir(t, c, "quickstart", "quickstart-state")
 				if n, err := stateResources(stateDir, "quickstart", "dev"); err != nil || n != 0 {
 					t.Errorf("after deleting the Stack its state should hold no resources: %d resources, %v", n, err)
 				}
@@ -276,39 +275,22 @@ func TestDocs(t *testing.T) {
 	})
 }
 
-// quickstartVolume makes a PersistentVolume for the quickstart's claim, as
-// a default StorageClass would (the test cluster has none): a host
-// directory, writable by the workspace pod's user. It returns the
-// directory.
-func quickstartVolume(t *testing.T, c *cluster) string {
+// claimDir is the host directory of the volume bound to the claim ns/name
+// (the test cluster's provisioner makes hostPath volumes).
+func claimDir(t *testing.T, c *cluster, ns, name string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp(clusterDir(), "quickstart-state-")
+	pvc, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "quickstart-"},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)},
-			},
-		},
-	}
-	pv, err = c.cs.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{})
+	pv, err := c.cs.CoreV1().PersistentVolumes().Get(t.Context(), pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the volume of claim %s/%s: %v", ns, name, err)
 	}
-	t.Cleanup(func() {
-		_ = c.cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
-		_ = os.RemoveAll(dir)
-	})
-	return dir
+	if pv.Spec.HostPath == nil {
+		t.Fatalf("the volume %s of claim %s/%s is not a host directory: %+v", pv.Name, ns, name, pv.Spec.PersistentVolumeSource)
+	}
+	return pv.Spec.HostPath.Path
 }
 
 // operatorGone lists what is left of an installation of the operator by
