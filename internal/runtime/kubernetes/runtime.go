@@ -37,6 +37,7 @@ const DefaultFieldOwner = "stackyard-workspace"
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 
 // Options configure a Runtime.
@@ -97,6 +98,9 @@ func (r *Runtime) Name() string { return Name }
 // Ensure applies ws's Service and StatefulSet at one replica and reports
 // whether its pod serves; see the package doc.
 func (r *Runtime) Ensure(ctx context.Context, ws *autov1alpha1.Workspace) (runtime.Status, error) {
+	if err := r.checkCacheClaim(ctx, ws); err != nil {
+		return runtime.Status{}, err
+	}
 	sts, err := r.apply(ctx, ws, 1)
 	if err != nil {
 		return runtime.Status{}, err
@@ -234,4 +238,56 @@ func (r *Runtime) pod(ctx context.Context, ws *autov1alpha1.Workspace) (*corev1.
 // a StatefulSet's fields that cannot change after creation.
 func immutable(err error) bool {
 	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "updates to statefulset spec for fields other than")
+}
+
+// checkCacheClaim refuses a cache claim the StatefulSet did not make. The
+// StatefulSet controller takes over an existing claim of the name it
+// would give its own (cache-<statefulset>-0), and the agent runs the
+// plugins it finds there: someone allowed to create claims in the
+// namespace, but not to run the Workspace's programs, could otherwise
+// hand them plugins of their own.
+//
+// A claim newer than the live StatefulSet is its own. One owned by a
+// StatefulSet of the Workspace's that is gone (replaced when the claim
+// templates changed) is being collected: the Workspace waits for it. Any
+// other (made before the StatefulSet, or older than it) stalls the
+// Workspace, naming the claim.
+func (r *Runtime) checkCacheClaim(ctx context.Context, ws *autov1alpha1.Workspace) error {
+	sts, err := BuildStatefulSet(ws, r.opts.Build, 1)
+	if err != nil || len(sts.Spec.VolumeClaimTemplates) == 0 {
+		return nil // apply reports a spec it cannot build
+	}
+	name := CacheVolume + "-" + ObjectName(ws) + "-0"
+	var claim corev1.PersistentVolumeClaim
+	switch err := r.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ws.Namespace, Name: name}, &claim); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return reconcile.NewGeneric("", fmt.Errorf("reading the cache claim %s: %w", name, err))
+	}
+	var live appsv1.StatefulSet
+	err = r.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ws.Namespace, Name: ObjectName(ws)}, &live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.NewGeneric("", fmt.Errorf("reading StatefulSet %s: %w", ObjectName(ws), err))
+	}
+	exists := err == nil
+	if exists && !claim.CreationTimestamp.Before(&live.CreationTimestamp) {
+		return nil
+	}
+	collected := !claim.DeletionTimestamp.IsZero()
+	for _, ref := range claim.OwnerReferences {
+		if ref.Kind == "StatefulSet" && ref.Name == ObjectName(ws) && (!exists || ref.UID != live.UID) {
+			// Its owner is gone: the garbage collector deletes it.
+			collected = true
+		}
+	}
+	if collected {
+		return reconcile.NewWaiting("", fmt.Errorf("waiting for the cache claim %s of the replaced StatefulSet to be deleted", name), 2*time.Second)
+	}
+	// Looked at again every half minute: deleting the claim is the fix,
+	// and nothing about it wakes the Workspace.
+	return reconcile.NewStallingRequeue(reconcile.StalledSpecInvalidReason, fmt.Errorf(
+		"PersistentVolumeClaim %s was not made by this Workspace's StatefulSet (it is older), and the agent would run "+
+			"the plugins it holds: delete it, or give the Workspace a volume named %q of its own in spec.podTemplate", name, CacheVolume),
+		30*time.Second)
 }

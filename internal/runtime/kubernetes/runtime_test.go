@@ -297,3 +297,82 @@ func TestCacheTurnedOn(t *testing.T) {
 		t.Error("the StatefulSet was not made anew")
 	}
 }
+
+// TestForeignCacheClaim: a claim of the cache's name that the
+// StatefulSet did not make (created before it) is never handed to the
+// agent: the Workspace stalls, naming it, until it is deleted. A claim
+// of a replaced StatefulSet is waited for while it is collected.
+func TestForeignCacheClaim(t *testing.T) {
+	ns := newNamespace(t)
+	rt := newTestRuntime(t, ns)
+	rt.opts.Build.Cache = CacheOptions{Size: resource.MustParse("1Gi")}
+	c := testEnv(t).Client
+	ws := createWorkspace(t, ns, nil)
+	claimName := CacheVolume + "-" + ObjectName(ws) + "-0"
+	claim := func(owner *metav1.OwnerReference) *corev1.PersistentVolumeClaim {
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: claimName},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+		if owner != nil {
+			pvc.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
+		if err := c.Create(ctx(t), pvc); err != nil {
+			t.Fatal(err)
+		}
+		return pvc
+	}
+
+	// Made before the StatefulSet: refused, and no StatefulSet is made.
+	planted := claim(nil)
+	_, err := rt.Ensure(ctx(t), ws)
+	var stalled *reconcile.Stalling
+	if !errors.As(err, &stalled) || !strings.Contains(err.Error(), claimName) {
+		t.Fatalf("Ensure with a planted claim: %v, want a stall naming %s", err, claimName)
+	}
+	var sts appsv1.StatefulSet
+	if err := c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: ObjectName(ws)}, &sts); !apierrors.IsNotFound(err) {
+		t.Fatalf("a StatefulSet was made over the planted claim: %v", err)
+	}
+	// Deleted: the API server's claim protection holds it (here no
+	// controller ever lets go); while it goes, the Workspace waits.
+	remove := func(pvc *corev1.PersistentVolumeClaim) {
+		t.Helper()
+		if err := c.Delete(ctx(t), pvc); err != nil {
+			t.Fatal(err)
+		}
+		_, err := rt.Ensure(ctx(t), ws)
+		var waiting *reconcile.Waiting
+		if !errors.As(err, &waiting) {
+			t.Fatalf("Ensure with a claim being deleted: %v, want a wait", err)
+		}
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+		if err := c.Patch(ctx(t), pvc, patch); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	remove(planted)
+
+	// A claim of a StatefulSet that is gone: waited for, as the garbage
+	// collector deletes it.
+	orphan := claim(&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: ObjectName(ws), UID: "0bd0e4a6-0000-4000-8000-000000000000"})
+	_, err = rt.Ensure(ctx(t), ws)
+	var waiting *reconcile.Waiting
+	if !errors.As(err, &waiting) {
+		t.Fatalf("Ensure with a claim being collected: %v, want a wait", err)
+	}
+	remove(orphan)
+
+	// Without a claim the StatefulSet is made; a claim made after it (or
+	// in the same second: timestamps have whole seconds) is its own.
+	if _, err := rt.Ensure(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	claim(nil)
+	if _, err := rt.Ensure(ctx(t), ws); err != nil {
+		t.Fatalf("Ensure with the StatefulSet's own claim: %v", err)
+	}
+}
