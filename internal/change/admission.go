@@ -45,29 +45,43 @@ func ExpectedPolicies() ([]admissionv1.ValidatingAdmissionPolicy, []admissionv1.
 		if err != nil {
 			return err
 		}
-		for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-			var meta struct{ Kind string }
-			if err := yaml.Unmarshal(doc, &meta); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			switch meta.Kind {
-			case "ValidatingAdmissionPolicy":
-				var p admissionv1.ValidatingAdmissionPolicy
-				if err := yaml.UnmarshalStrict(doc, &p); err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-				policies = append(policies, p)
-			case "ValidatingAdmissionPolicyBinding":
-				var b admissionv1.ValidatingAdmissionPolicyBinding
-				if err := yaml.UnmarshalStrict(doc, &b); err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-				bindings = append(bindings, b)
-			}
+		p, b, err := DecodePolicies(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
+		policies, bindings = append(policies, p...), append(bindings, b...)
 		return nil
 	})
 	return policies, bindings, err
+}
+
+// DecodePolicies reads the ValidatingAdmissionPolicies and their
+// bindings from a stream of YAML documents separated by "---" lines,
+// strictly, leaving out documents of other kinds.
+func DecodePolicies(data []byte) ([]admissionv1.ValidatingAdmissionPolicy, []admissionv1.ValidatingAdmissionPolicyBinding, error) {
+	var policies []admissionv1.ValidatingAdmissionPolicy
+	var bindings []admissionv1.ValidatingAdmissionPolicyBinding
+	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, nil, err
+		}
+		switch meta.Kind {
+		case "ValidatingAdmissionPolicy":
+			var p admissionv1.ValidatingAdmissionPolicy
+			if err := yaml.UnmarshalStrict(doc, &p); err != nil {
+				return nil, nil, err
+			}
+			policies = append(policies, p)
+		case "ValidatingAdmissionPolicyBinding":
+			var b admissionv1.ValidatingAdmissionPolicyBinding
+			if err := yaml.UnmarshalStrict(doc, &b); err != nil {
+				return nil, nil, err
+			}
+			bindings = append(bindings, b)
+		}
+	}
+	return policies, bindings, nil
 }
 
 // AdmissionGuard answers whether the API server enforces the admission

@@ -1,13 +1,11 @@
 package change
 
 import (
-	"bytes"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/stackyard/stackyard/test/testenv"
 )
@@ -28,30 +26,17 @@ func TestPoliciesSurviveKustomize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kustomized, kustomizedBindings, err := DecodePolicies(out)
+	if err != nil {
+		t.Fatal(err)
+	}
 	gotPolicies := map[string]*admissionv1.ValidatingAdmissionPolicy{}
+	for i := range kustomized {
+		gotPolicies[kustomized[i].Name] = &kustomized[i]
+	}
 	gotBindings := map[string]*admissionv1.ValidatingAdmissionPolicyBinding{}
-	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
-		var meta struct {
-			Kind     string
-			Metadata struct{ Name string }
-		}
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			t.Fatal(err)
-		}
-		switch meta.Kind {
-		case "ValidatingAdmissionPolicy":
-			var p admissionv1.ValidatingAdmissionPolicy
-			if err := yaml.UnmarshalStrict(doc, &p); err != nil {
-				t.Fatal(err)
-			}
-			gotPolicies[p.Name] = &p
-		case "ValidatingAdmissionPolicyBinding":
-			var b admissionv1.ValidatingAdmissionPolicyBinding
-			if err := yaml.UnmarshalStrict(doc, &b); err != nil {
-				t.Fatal(err)
-			}
-			gotBindings[b.Name] = &b
-		}
+	for i := range kustomizedBindings {
+		gotBindings[kustomizedBindings[i].Name] = &kustomizedBindings[i]
 	}
 	for i := range policies {
 		want := &policies[i]

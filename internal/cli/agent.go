@@ -262,16 +262,15 @@ func useCache(log logr.Logger, dir string, maxBytes int64) {
 		log.Info("the plugin cache is not used", "cache", dir, "reason", err.Error())
 		return
 	}
-	removed, err := cache.Prune(dir, maxBytes)
+	removed, kept, err := cache.Prune(dir, maxBytes)
 	for _, e := range removed {
-		log.Info("removed a plugin from the cache to keep it within its size", "plugin", e.Name, "bytes", e.Size, "maxBytes", maxBytes)
+		log.Info("removed from the cache to keep it within its size", "entry", e.Name, "bytes", e.Size, "maxBytes", maxBytes)
 	}
 	if err != nil {
 		log.Info("could not prune the plugin cache", "cache", dir, "reason", err.Error())
 	}
-	entries, _ := cache.Entries(dir)
-	names := make([]string, len(entries))
-	for i, e := range entries {
+	names := make([]string, len(kept))
+	for i, e := range kept {
 		names[i] = e.Name
 	}
 	log.Info("plugin cache in use", "cache", dir, "plugins", names)

@@ -52,8 +52,6 @@ func TestWorkspaceCacheOnNode(t *testing.T) {
 		for _, s := range []string{"-cached", "-uncached"} {
 			_ = c.cs.CoreV1().Namespaces().Delete(context.Background(), ns+s, metav1.DeleteOptions{})
 		}
-		_ = c.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), ns+"-program", metav1.DeleteOptions{})
-		_ = c.cs.RbacV1().ClusterRoles().Delete(context.Background(), ns+"-program", metav1.DeleteOptions{})
 	})
 	installed := kustomizeInstaller.install(t, img, ns)
 	grantProgram(t, c, ns, workspaceSA)
@@ -68,9 +66,7 @@ func TestWorkspaceCacheOnNode(t *testing.T) {
 	repoURL := serveGitOnNode(t, gs) + "/cached.git"
 
 	newStack := func(name string, optOut bool) {
-		s := stackObject(ns, repoURL, v1, name, img.agent(), stateDir)
-		config := map[string]any{"web:namespace": ns + "-" + name, "web:image": "stackyard.test/pause:1"}
-		must(t, unstructured.SetNestedMap(s.Object, config, "spec", "config"))
+		s := programStack(t, ns, repoURL, v1, name, img.agent(), stateDir, ns+"-"+name)
 		must(t, unstructured.SetNestedField(s.Object, map[string]any{"type": "Literal", "literal": map[string]any{"value": "^github://api.github.com/pulumi=" + mirror.url}},
 			"spec", "envRefs", "PULUMI_PLUGIN_DOWNLOAD_URL_OVERRIDES"))
 		if optOut {

@@ -44,8 +44,6 @@ func TestPipelineOnNode(t *testing.T) {
 		for _, env := range []string{"dev", "prod"} {
 			_ = c.cs.CoreV1().Namespaces().Delete(context.Background(), ns+"-"+env, metav1.DeleteOptions{})
 		}
-		_ = c.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), ns+"-program", metav1.DeleteOptions{})
-		_ = c.cs.RbacV1().ClusterRoles().Delete(context.Background(), ns+"-program", metav1.DeleteOptions{})
 	})
 	installed := kustomizeInstaller.install(t, img, ns)
 	grantProgram(t, c, ns, workspaceSA)
@@ -61,10 +59,8 @@ func TestPipelineOnNode(t *testing.T) {
 	// The Stacks start at v1, where a new environment starts; from then
 	// on only their stage moves them.
 	for _, env := range []string{"dev", "prod"} {
-		s := stackObject(ns, repoURL, v1, "web-"+env, agent, stateDir)
+		s := programStack(t, ns, repoURL, v1, "web-"+env, agent, stateDir, ns+"-"+env)
 		s.SetAnnotations(map[string]string{"promotion.stackyard.dev/authorized-stage": env})
-		config := map[string]any{"web:namespace": ns + "-" + env, "web:image": "stackyard.test/pause:1"}
-		must(t, unstructured.SetNestedMap(s.Object, config, "spec", "config"))
 		create(t, c.dyn, stackGVR, ns, s)
 	}
 	for _, env := range []string{"dev", "prod"} {

@@ -53,11 +53,7 @@ func TestKubernetesProgramOnNode(t *testing.T) {
 	v1 := repo.Commit("main", map[string]string{"Pulumi.yaml": kubeprogram.Project("hello", false)})
 	repoURL := serveGitOnNode(t, gs) + "/kube.git"
 
-	stack := stackObject(ns, repoURL, v1, "kube", agent, stateDir)
-	config := map[string]any{"web:namespace": app, "web:image": "stackyard.test/pause:1"}
-	if err := unstructured.SetNestedMap(stack.Object, config, "spec", "config"); err != nil {
-		t.Fatal(err)
-	}
+	stack := programStack(t, ns, repoURL, v1, "kube", agent, stateDir, app)
 	if _, err := c.dyn.Resource(stackGVR).Namespace(ns).Create(ctx, stack, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +108,16 @@ func TestKubernetesProgramOnNode(t *testing.T) {
 
 	installed.uninstall(t)
 	waitNoLeftovers(t, c, installed.objects)
-	_ = c.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), ns+"-program", metav1.DeleteOptions{})
-	_ = c.cs.RbacV1().ClusterRoles().Delete(context.Background(), ns+"-program", metav1.DeleteOptions{})
+}
+
+// programStack is stackObject for kubeprogram's program, making its
+// objects in the namespace app, its pod on the node's pause image.
+func programStack(t *testing.T, ns, repoURL, commit, name, agentImage, stateDir, app string) *unstructured.Unstructured {
+	t.Helper()
+	s := stackObject(ns, repoURL, commit, name, agentImage, stateDir)
+	config := map[string]any{"web:namespace": app, "web:image": "stackyard.test/pause:1"}
+	must(t, unstructured.SetNestedMap(s.Object, config, "spec", "config"))
+	return s
 }
 
 // providerImage is the agent image with Pulumi's Kubernetes provider
@@ -138,7 +142,8 @@ func providerImage(t *testing.T, img images) string {
 // grantProgram gives the ServiceAccount ns/name what the program needs,
 // as a cluster administrator would: Namespaces are cluster-scoped, the
 // rest lives in the namespace the program makes, and the provider watches
-// ReplicaSets, Pods and Events while it waits for a rollout.
+// ReplicaSets, Pods and Events while it waits for a rollout. The grant
+// goes when the test ends.
 func grantProgram(t *testing.T, c *cluster, ns, name string) {
 	t.Helper()
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
@@ -158,6 +163,10 @@ func grantProgram(t *testing.T, c *cluster, ns, name string) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
 	}
+	t.Cleanup(func() {
+		_ = c.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = c.cs.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
 	if _, err := c.cs.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@
 package cache
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -133,20 +134,17 @@ func sizeOf(dir string) int64 {
 // package managers there).
 const PackagesDir = "packages"
 
-// Prune keeps the cache under root within budget bytes and returns what
-// it removed. Package managers' download caches go first, largest first:
-// they hold what can be downloaded again, and a package manager cannot be
-// told which of its files a program still uses. Then plugins, oldest
-// installed first; the newest version of each plugin stays whatever its
-// size: it is the one the programs most likely use. A budget of zero or
-// less removes nothing.
-func Prune(root string, budget int64) ([]Entry, error) {
-	if budget <= 0 {
-		return nil, nil
-	}
+// Prune keeps the cache under root within budget bytes and returns the
+// entries it removed and the plugins it kept. Package managers' download
+// caches go first, largest first: they hold what can be downloaded again,
+// and a package manager cannot be told which of its files a program still
+// uses. Then plugins, oldest installed first; the newest version of each
+// plugin stays whatever its size: it is the one the programs most likely
+// use. A budget of zero or less removes nothing.
+func Prune(root string, budget int64) (removed, kept []Entry, err error) {
 	entries, err := Entries(root)
-	if err != nil {
-		return nil, err
+	if err != nil || budget <= 0 {
+		return nil, entries, err
 	}
 	packages := packageEntries(root)
 	var total int64
@@ -160,33 +158,33 @@ func Prune(root string, budget int64) ([]Entry, error) {
 			newest[e.plugin()] = e
 		}
 	}
-	var removed []Entry
-	slices.SortFunc(packages, func(a, b Entry) int { return int(b.Size - a.Size) })
+	slices.SortFunc(packages, func(a, b Entry) int { return cmp.Compare(b.Size, a.Size) })
 	for _, e := range packages {
 		if total <= budget {
 			break
 		}
 		if err := remove(filepath.Join(root, PackagesDir), e.Name); err != nil {
-			return removed, err
+			return removed, entries, err
 		}
 		total -= e.Size
 		removed = append(removed, e)
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return a.Installed.Compare(b.Installed) })
-	for _, e := range entries {
+	for i, e := range entries {
 		if total <= budget {
-			break
+			return removed, append(kept, entries[i:]...), nil
 		}
 		if newest[e.plugin()].Name == e.Name {
+			kept = append(kept, e)
 			continue
 		}
 		if err := remove(filepath.Join(root, PluginsDir), e.Name); err != nil {
-			return removed, err
+			return removed, append(kept, entries[i:]...), err
 		}
 		total -= e.Size
 		removed = append(removed, e)
 	}
-	return removed, nil
+	return removed, kept, nil
 }
 
 // packageEntries lists the package managers' caches under root, each

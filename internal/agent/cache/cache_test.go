@@ -104,27 +104,34 @@ func TestPrune(t *testing.T) {
 		t.Fatalf("entries %v: installs in progress are not entries", entries)
 	}
 
-	if removed, err := Prune(root, 0); err != nil || len(removed) != 0 {
+	if removed, _, err := Prune(root, 0); err != nil || len(removed) != 0 {
 		t.Fatalf("no budget: removed %v, %v", removed, err)
 	}
-	if removed, err := Prune(root, 2000); err != nil || len(removed) != 0 {
+	if removed, _, err := Prune(root, 2000); err != nil || len(removed) != 0 {
 		t.Fatalf("within budget: removed %v, %v", removed, err)
 	}
 	// 1500 bytes held; a budget of 1000 removes the older kubernetes
 	// (400, then 1100 left) and the older aws (300, then 800 left).
-	removed, err := Prune(root, 1000)
+	removed, kept, err := Prune(root, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var names, keptNames []string
 	for _, e := range removed {
 		names = append(names, e.Name)
 	}
 	if want := []string{"resource-kubernetes-v4.20.0", "resource-aws-v6.0.0"}; !slices.Equal(names, want) {
 		t.Errorf("removed %v, want %v", names, want)
 	}
+	for _, e := range kept {
+		keptNames = append(keptNames, e.Name)
+	}
+	slices.Sort(keptNames)
+	if want := []string{"resource-aws-v7.0.0", "resource-kubernetes-v4.24.0", "resource-random-v4.0.0"}; !slices.Equal(keptNames, want) {
+		t.Errorf("kept %v, want %v", keptNames, want)
+	}
 	// A budget under the newest versions' size removes nothing more.
-	if removed, err := Prune(root, 10); err != nil || len(removed) != 0 {
+	if removed, _, err := Prune(root, 10); err != nil || len(removed) != 0 {
 		t.Errorf("the newest versions must stay: removed %v, %v", removed, err)
 	}
 	left, _ := os.ReadDir(filepath.Join(root, PluginsDir))
@@ -172,7 +179,7 @@ func TestPrunePackagesFirst(t *testing.T) {
 		}
 	}
 	// 1300 bytes; within 900, npm (500) goes, and nothing else.
-	removed, err := Prune(root, 900)
+	removed, _, err := Prune(root, 900)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +187,7 @@ func TestPrunePackagesFirst(t *testing.T) {
 		t.Fatalf("removed %v, want the npm cache", removed)
 	}
 	// Within 500: go (200) goes, then the older plugin.
-	removed, err = Prune(root, 500)
+	removed, _, err = Prune(root, 500)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestStartRechecksInputs(t *testing.T) {
 	stack.Spec.Stack = "web"
 	stack.Spec.GitSource = &shared.GitSource{ProjectRepo: "https://git.example.com/web.git", Commit: strings.Repeat("a", 40)}
 	stack.Spec.SecretRefs = map[string]shared.ResourceRef{"web:token": {
-		SelectorType: shared.ResourceSelectorSecret,
+		SelectorType:     shared.ResourceSelectorSecret,
 		ResourceSelector: shared.ResourceSelector{SecretRef: &shared.SecretSelector{Name: "web-token", Key: "token"}},
 	}}
 	if err := c.Create(ctx, stack); err != nil {

@@ -98,10 +98,14 @@ func (r *Runtime) Name() string { return Name }
 // Ensure applies ws's Service and StatefulSet at one replica and reports
 // whether its pod serves; see the package doc.
 func (r *Runtime) Ensure(ctx context.Context, ws *autov1alpha1.Workspace) (runtime.Status, error) {
-	if err := r.checkCacheClaim(ctx, ws); err != nil {
+	built, err := BuildStatefulSet(ws, r.opts.Build, 1)
+	if err != nil {
 		return runtime.Status{}, err
 	}
-	sts, err := r.apply(ctx, ws, 1)
+	if err := r.checkCacheClaim(ctx, ws, built); err != nil {
+		return runtime.Status{}, err
+	}
+	sts, err := r.apply(ctx, ws, built)
 	if err != nil {
 		return runtime.Status{}, err
 	}
@@ -169,13 +173,10 @@ func (r *Runtime) Dial(ctx context.Context, ws *autov1alpha1.Workspace) (*grpc.C
 		grpc.WithPerRPCCredentials(r.tokens.perRPC(audience)))
 }
 
-// apply writes ws's Service and StatefulSet (with replicas) by server-side
-// apply and returns the StatefulSet as the API server stored it.
-func (r *Runtime) apply(ctx context.Context, ws *autov1alpha1.Workspace, replicas int32) (*appsv1.StatefulSet, error) {
-	sts, err := BuildStatefulSet(ws, r.opts.Build, replicas)
-	if err != nil {
-		return nil, err
-	}
+// apply writes ws's Service and its StatefulSet sts (BuildStatefulSet's)
+// by server-side apply and returns the StatefulSet as the API server
+// stored it.
+func (r *Runtime) apply(ctx context.Context, ws *autov1alpha1.Workspace, sts *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
 	svc := BuildService(ws)
 	for _, obj := range []client.Object{svc, sts} {
 		if err := controllerutil.SetControllerReference(ws, obj, r.opts.Scheme); err != nil {
@@ -251,11 +252,14 @@ func immutable(err error) bool {
 // StatefulSet of the Workspace's that is gone (replaced when the claim
 // templates changed) is being collected: the Workspace waits for it. Any
 // other (made before the StatefulSet, or older than it) stalls the
-// Workspace, naming the claim.
-func (r *Runtime) checkCacheClaim(ctx context.Context, ws *autov1alpha1.Workspace) error {
-	sts, err := BuildStatefulSet(ws, r.opts.Build, 1)
-	if err != nil || len(sts.Spec.VolumeClaimTemplates) == 0 {
-		return nil // apply reports a spec it cannot build
+// Workspace, naming the claim. What this does not catch: a claim made in
+// the moment between the StatefulSet and its controller's own, and one
+// someone deletes and makes again while the Workspace idles (the
+// replacement is newer than the StatefulSet); closing those takes a claim
+// the operator makes under a name nobody can guess.
+func (r *Runtime) checkCacheClaim(ctx context.Context, ws *autov1alpha1.Workspace, sts *appsv1.StatefulSet) error {
+	if len(sts.Spec.VolumeClaimTemplates) == 0 {
+		return nil
 	}
 	name := CacheVolume + "-" + ObjectName(ws) + "-0"
 	var claim corev1.PersistentVolumeClaim
@@ -266,7 +270,7 @@ func (r *Runtime) checkCacheClaim(ctx context.Context, ws *autov1alpha1.Workspac
 		return reconcile.NewGeneric("", fmt.Errorf("reading the cache claim %s: %w", name, err))
 	}
 	var live appsv1.StatefulSet
-	err = r.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ws.Namespace, Name: ObjectName(ws)}, &live)
+	err := r.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ws.Namespace, Name: ObjectName(ws)}, &live)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.NewGeneric("", fmt.Errorf("reading StatefulSet %s: %w", ObjectName(ws), err))
 	}
