@@ -67,7 +67,7 @@ test-cluster: $(CLUSTER_TOOLS) $(BIN)/helm $(BIN)/pulumi-resource-kubernetes ima
 	if [ $$status -eq 0 ]; then \
 		KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test $(GO_TEST_FLAGS) -tags cluster -timeout $(TEST_TIMEOUT) ./test/cluster/... || status=$$?; \
 	fi; \
-	hack/cluster/down.sh || true; \
+	if [ $$status -ne 3 ]; then hack/cluster/down.sh || true; fi; \
 	exit $$status
 
 $(KUBE_SCHEDULER): tools/kube/go.mod tools/kube/go.sum

@@ -37,11 +37,15 @@ log() { echo ">> cluster: $*" >&2; }
 die() { echo "!! cluster: $*" >&2; exit 1; }
 
 # pid_of NAME: the recorded PID of a component if that process still runs.
+# A zombie (killed, not yet reaped: PID 1 of some sandboxes never reaps) does
+# not count.
 pid_of() {
-	local f=$PIDS/$1.pid pid
+	local f=$PIDS/$1.pid pid state
 	[[ -f $f ]] || return 1
 	pid=$(<"$f")
-	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
+	state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+	[[ $state != Z ]] && echo "$pid"
 }
 
 ctr_() { "$BIN/ctr" --address "$CONTAINERD_SOCK" -n k8s.io "$@"; }

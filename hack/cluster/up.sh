@@ -21,11 +21,19 @@ for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube
 done
 command -v nft >/dev/null || die "nft is missing (kube-proxy's nftables mode): run hack/cluster/deps.sh"
 if [[ -d $CLUSTER_DIR ]]; then
+	# A live cluster belongs to someone else (another run on this machine):
+	# refuse with exit code 3, which tells test-cluster not to tear it down.
 	for c in "${COMPONENTS[@]}"; do
-		pid_of "$c" >/dev/null && die "$c is already running from $CLUSTER_DIR: run hack/cluster/down.sh first"
+		if pid_of "$c" >/dev/null; then
+			echo "!! cluster: $c is already running from $CLUSTER_DIR: run hack/cluster/down.sh first" >&2
+			exit 3
+		fi
 	done
 	[[ -f $MARKER ]] || die "$CLUSTER_DIR exists and is not a test cluster's directory"
-	die "$CLUSTER_DIR is left over from an earlier cluster: run hack/cluster/down.sh first"
+	# Nothing of it runs: a run that was killed left it. Clean it up (its
+	# containers, mounts and cgroups too) and start afresh.
+	log "$CLUSTER_DIR is left over from an earlier run that was stopped; cleaning it up"
+	"$(dirname "${BASH_SOURCE[0]}")/down.sh" || die "could not clean up $CLUSTER_DIR: run hack/cluster/down.sh"
 fi
 
 start_time=$(date +%s)
