@@ -5,14 +5,22 @@
 # part of `make test`: the suite sits behind the "bench" build tag.
 #
 # Knobs: BENCH_N (burst sizes), BENCH_REPEAT (latency repetitions),
+# BENCH_SCALE_N and BENCH_SHARDS (make bench-scale: Stacks and shard counts),
 # BENCH_RUN (a subset of the figures, e.g. latency or 'burst-100|idle');
 # BENCH_IDLE_AFTER and BENCH_IDLE_FOR are read from the environment.
 
 BENCH_N ?= 10 100
 BENCH_REPEAT ?= 10
 BENCH_RUN ?=
+BENCH_SCALE_N ?= 10000
+BENCH_SHARDS ?= 1 2 4
 
 .PHONY: bench-e2e
 bench-e2e: $(TOOLS) ## Measure latency, burst and idle cost end to end; writes docs/benchmarks.md (~11 min on 2 cores).
 	BENCH_N="$(BENCH_N)" BENCH_REPEAT="$(BENCH_REPEAT)" BENCH_RUN="$(BENCH_RUN)" go test -tags bench -count=1 -timeout 120m -v \
 		-run '^TestBench$$$(if $(BENCH_RUN),/^($(BENCH_RUN))$$)' ./test/bench/
+
+.PHONY: bench-scale
+bench-scale: $(TOOLS) ## Measure N deployed Stacks under 1, 2 and 4 shards (restart, idle); writes figure 7 of docs/benchmarks.md (~25 min on 2 cores at 10,000).
+	BENCH_SCALE_N="$(BENCH_SCALE_N)" BENCH_SHARDS="$(BENCH_SHARDS)" go test -tags bench -count=1 -timeout 120m -v \
+		-run '^TestBenchScale$$' ./test/bench/

@@ -18,6 +18,7 @@ import (
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
 	"github.com/stackyard/stackyard/internal/runtime/local"
+	"github.com/stackyard/stackyard/internal/shard"
 )
 
 func init() {
@@ -28,7 +29,8 @@ func init() {
 func newOperatorCommand() *cobra.Command {
 	var opts operator.Options
 	var toolDirs, serviceAccount, pod string
-	var watchNamespaces []string
+	var watchNamespaces, shards []string
+	var shardName string
 	zapOpts := zap.Options{}
 	cmd := &cobra.Command{
 		Use:   "operator",
@@ -54,6 +56,11 @@ func newOperatorCommand() *cobra.Command {
 					opts.WatchNamespaces = append(opts.WatchNamespaces, ns)
 				}
 			}
+			sh, err := shard.New(shardName, shards)
+			if err != nil {
+				return err
+			}
+			opts.Shard = sh
 			ctx := ctrl.SetupSignalHandler()
 			cfg, err := ctrl.GetConfig()
 			if err != nil {
@@ -91,6 +98,8 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&pod, "pod", ownPod(), "this replica's own Pod, namespace/name (default: the POD_NAMESPACE and POD_NAME environment variables, from the downward API); "+
 		"the leader labels it "+leader.Label+"=true and removes the label from the other replicas' Pods, so a Service that selects it reaches the leader (empty: no label)")
 	f.StringSliceVar(&watchNamespaces, "watch-namespaces", nil, "comma-separated namespaces whose Stacks, Programs, Workspaces, Updates and pipelines the operator reconciles (empty: all namespaces)")
+	f.StringVar(&shardName, "shard", "", "the shard this operator reconciles: the Stacks labelled "+shard.Label+"=<shard>, their Workspaces and Updates, under a leader election of its own (empty: the default shard, which also runs Programs, pipelines, notifications, the dashboard and the APIs)")
+	f.StringSliceVar(&shards, "shards", nil, "comma-separated names of every named shard of the installation: the default shard leaves their Stacks alone and reconciles every other one, an unknown shard label included (empty: the default shard reconciles every Stack)")
 	f.DurationVar(&opts.IdleAfter, "idle-after", time.Minute, "stop a workspace agent after this long without pending operations")
 	f.DurationVar(&opts.OperationTimeout, "operation-timeout", 0, "cancel a Pulumi operation that runs longer than this and fail its Update (0: no bound beyond the program's customTimeouts)")
 	f.DurationVar(&opts.StallAfter, "stall-after", sreconcile.DefaultStallAfter, "mark an object Stalled once the same failure (an API call, a missing Secret) has lasted this long")

@@ -38,6 +38,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackyard/stackyard/internal/shard"
 )
 
 // The Labeler reads and patches Pods in the operator's own namespace only,
@@ -51,9 +53,10 @@ const Label = "stackyard.dev/leader"
 
 // installationLabels are the labels whose values, copied from the
 // replica's own Pod, pick the other Pods of the same installation: the
-// chart's Deployment selects its pods by both, config/manager's by the
-// first.
-var installationLabels = []string{"app.kubernetes.io/name", "app.kubernetes.io/instance"}
+// chart's Deployment selects its pods by the first two, config/manager's by
+// the first. The third keeps a sharded installation's leaders
+// (internal/shard), one per shard, from unlabelling each other.
+var installationLabels = []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", shard.PodLabel}
 
 // stopTimeout bounds the removal of the label when the replica stops.
 const stopTimeout = 5 * time.Second

@@ -52,6 +52,7 @@ import (
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
 	"github.com/stackyard/stackyard/internal/runtime/local"
+	"github.com/stackyard/stackyard/internal/shard"
 	"github.com/stackyard/stackyard/internal/source"
 )
 
@@ -133,6 +134,10 @@ type Options struct {
 	// selects the label, sends downloads to the replica that builds the
 	// artifacts (internal/leader). Empty outside a cluster.
 	Pod types.NamespacedName
+	// Shard is the part of the cluster's Stacks this operator reconciles
+	// (internal/shard). A named shard runs the Stack, Workspace and Update
+	// controllers only; the default shard (the zero value) runs everything.
+	Shard shard.Shard
 	// WatchNamespaces limits the Stacks, Programs, Workspaces, Updates and
 	// change-management objects the operator reconciles, and everything it
 	// caches, to these namespaces; empty means every namespace. With it the
@@ -202,6 +207,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkShardOptions(opts); err != nil {
+		return nil, err
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -211,7 +219,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		Metrics:                 metricsserver.Options{BindAddress: cmp.Or(opts.MetricsAddr, "0")},
 		HealthProbeBindAddress:  cmp.Or(opts.ProbeAddr, "0"),
 		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        "stackyard.pulumi.com",
+		LeaderElectionID:        opts.Shard.LeaderElectionID("stackyard.pulumi.com"),
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		// The process exits when the manager stops (its operations are
 		// cancelled first), so the next replica may lead at once instead
@@ -224,8 +232,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		// Every namespaced kind is cached, and so watched and reconciled,
 		// in the watched namespaces only (nil: all of them); cluster-scoped
-		// kinds stay cluster-wide.
-		Cache: cache.Options{DefaultNamespaces: watched},
+		// kinds stay cluster-wide. The shard's kinds are cached for the
+		// shard only.
+		Cache: cache.Options{DefaultNamespaces: watched, ByObject: shardCache(opts.Shard)},
 	})
 	if err != nil {
 		return nil, err
@@ -245,18 +254,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 
-	if err := addCloudAPI(ctx, mgr, opts); err != nil {
-		return nil, err
-	}
-	if err := addReceivers(mgr, opts); err != nil {
-		return nil, err
-	}
-	if err := addAlerts(mgr, opts); err != nil {
-		return nil, err
-	}
-	dash, err := addDashboard(mgr, opts)
-	if err != nil {
-		return nil, err
+	var dash *dashboard.Server
+	if opts.Shard.IsDefault() {
+		if dash, err = addHub(ctx, mgr, opts); err != nil {
+			return nil, err
+		}
 	}
 
 	events, notify := workspace.NotifyChannel()
@@ -270,8 +272,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 
-	if err := program.NewReconciler(mgr.GetClient(), mgr.GetScheme(), store, mgr.GetEventRecorder("program-controller")).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("program controller: %w", err)
+	if opts.Shard.IsDefault() {
+		if err := program.NewReconciler(mgr.GetClient(), mgr.GetScheme(), store, mgr.GetEventRecorder("program-controller")).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("program controller: %w", err)
+		}
 	}
 	if err := workspace.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("workspace-controller"), workspace.Options{
 		IdleAfter: opts.IdleAfter, Owns: owns, RuntimeEvents: events, StallAfter: opts.StallAfter,
@@ -289,13 +293,15 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	stackReconciler := &stack.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("stack-controller"), Poller: poller,
-		MinResync: opts.MinResync, StallAfter: opts.StallAfter,
+		MinResync: opts.MinResync, StallAfter: opts.StallAfter, Shard: opts.Shard,
 	}
 	if err := stackReconciler.SetupWithManager(ctx, mgr, stack.Options{MaxConcurrentReconciles: opts.StackConcurrency}); err != nil {
 		return nil, fmt.Errorf("stack controller: %w", err)
 	}
-	if err := setupPromotion(ctx, mgr, opts, poller); err != nil {
-		return nil, err
+	if opts.Shard.IsDefault() {
+		if err := setupPromotion(ctx, mgr, opts, poller); err != nil {
+			return nil, err
+		}
 	}
 	return &Operator{Manager: mgr, Dashboard: dash}, nil
 }

@@ -29,6 +29,7 @@ import (
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/leader"
 	"github.com/stackyard/stackyard/internal/operator"
+	"github.com/stackyard/stackyard/internal/shard"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -370,4 +371,55 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 		Runtime: operator.RuntimeLocal, StateDir: t.TempDir(), WatchNamespaces: []string{"apps", "Team_B"},
 	})
 	g.Expect(err).To(MatchError(ContainSubstring(`--watch-namespaces: "Team_B" is not a namespace name`)))
+	_, err = operator.New(context.Background(), env.Config, operator.Options{
+		Runtime: operator.RuntimeLocal, StateDir: t.TempDir(), Shard: shard.Shard{Name: "blue"}, DashboardAddr: ":8090",
+	})
+	g.Expect(err).To(MatchError(ContainSubstring("--dashboard-bind-address=:8090: shard blue cannot serve it; the default shard serves it for every shard")))
+}
+
+// TestShardLeaders starts the default shard and shard blue of one
+// installation, each with leader election, as the chart deploys them: each
+// shard takes a Lease of its own, and each leader labels its own Pod
+// without taking the label from the other shard's leader, whose artifacts
+// Service selects it.
+func TestShardLeaders(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cfg, err := env.ServiceAccountConfig(ctx, "stackyard-system", "stackyard", testenv.OperatorRoles()...)
+	g.Expect(err).NotTo(HaveOccurred())
+	install := map[string]string{"app.kubernetes.io/name": "stackyard", "app.kubernetes.io/instance": "sharded"}
+	withShard := func(name string) map[string]string {
+		l := maps.Clone(install)
+		l[shard.PodLabel] = name
+		return l
+	}
+	createPod(t, "sharded-default", withShard(shard.DefaultName), false)
+	createPod(t, "sharded-blue", withShard("blue"), false)
+	// Left labelled by an earlier leader of shard blue: blue's leader
+	// unlabels it, the default shard's leaves it alone.
+	createPod(t, "sharded-blue-old", withShard("blue"), true)
+
+	def, err := shard.New("", []string{"blue"})
+	g.Expect(err).NotTo(HaveOccurred())
+	blue, err := shard.New("blue", []string{"blue"})
+	g.Expect(err).NotTo(HaveOccurred())
+	for pod, sh := range map[string]shard.Shard{"sharded-default": def, "sharded-blue": blue} {
+		startOperator(t, cfg, operator.Options{
+			LeaderElection: true, LeaderElectionNamespace: "stackyard-system", Shard: sh,
+			Pod: types.NamespacedName{Namespace: "stackyard-system", Name: pod},
+		})
+	}
+	for _, name := range []string{"stackyard.pulumi.com", "blue.shard.stackyard.pulumi.com"} {
+		g.Eventually(func(g Gomega) {
+			var lease coordinationv1.Lease
+			g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: "stackyard-system", Name: name}, &lease)).To(Succeed())
+			g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Not(BeEmpty())))
+		}, time.Minute, 250*time.Millisecond).Should(Succeed(), "no leader holds Lease %s", name)
+	}
+	g.Eventually(leaderPods, 30*time.Second, 100*time.Millisecond).Should(ConsistOf("sharded-default", "sharded-blue"),
+		"each shard's leader labels its own Pod, and unlabels only its own shard's others")
+	// Each leader labels its own Pod and then, at once, unlabels the
+	// others it selects; nothing announces the end of that pass, so a
+	// short watch stands for it.
+	g.Consistently(leaderPods, 2*time.Second, 100*time.Millisecond).Should(ConsistOf("sharded-default", "sharded-blue"))
 }

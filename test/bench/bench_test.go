@@ -24,6 +24,10 @@ const (
 	envIdleAfter = "BENCH_IDLE_AFTER"
 	// envIdleFor is the idle figure's window.
 	envIdleFor = "BENCH_IDLE_FOR"
+	// envScaleN is the scale figure's number of Stacks.
+	envScaleN = "BENCH_SCALE_N"
+	// envShards lists the scale figure's shard counts, e.g. "1 2 4".
+	envShards = "BENCH_SHARDS"
 )
 
 // resultsFile is where the latest run is written.

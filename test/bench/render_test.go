@@ -5,6 +5,7 @@ package bench
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -66,6 +67,9 @@ func render(r *Results) string {
 	renderPromotion(&b, r)
 	renderPush(&b, r)
 	renderCache(&b)
+	if rec := readScale(); rec != nil {
+		renderScale(&b, rec)
+	}
 	renderFixes(&b)
 	return b.String()
 }
@@ -91,6 +95,68 @@ func renderPromotion(b *strings.Builder, r *Results) {
 	p("- A release reaches prod %.2f s (median) after its commit, %.2f s more than deploying it by hand:\n", pr.Total.Median, pr.Added.Median)
 	p("  release discovery, a Release object, two Promotions with their records, and two Stack updates\n")
 	p("  through their agents. The prod promotion starts once dev has verified the release, %.2f s in.\n\n", pr.Dev.Median)
+}
+
+// The headings renderScale and renderFixes start with, which
+// TestBenchScale finds to put figure 7 in place.
+const (
+	scaleHeading = "## 7. Scale: 10,000 Stacks and shards"
+	fixesHeading = "## Fixes the figures called for"
+)
+
+// Targets of the scale figure (issue 23).
+const (
+	targetScaleCPU = 5.0  // percent of a core, idle
+	targetScaleMiB = 1024 // MiB, idle
+)
+
+// renderScale writes figure 7 from its record (make bench-scale).
+func renderScale(b *strings.Builder, rec *ScaleRecord) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("%s\n\n", scaleHeading)
+	if len(rec.Results) == 0 {
+		p("Not measured.\n\n")
+		return
+	}
+	m := rec.Machine
+	n := rec.Results[0].Stacks
+	var counts []string
+	for _, r := range rec.Results {
+		counts = append(counts, strconv.Itoa(r.Shards))
+	}
+	p("Command: `make bench-scale BENCH_SCALE_N=%d BENCH_SHARDS='%s'` (test/bench/scale_test.go; %s on\n", n, strings.Join(counts, " "), minutes(float64(rec.Took)))
+	p("%d cores, commit `%s`, %s; its record is `test/bench/results/scale.json`).\n\n", m.Cores, m.Commit, m.Date)
+	p("%d Stacks deployed before the operator starts, as after a restart or an upgrade: one Stack is\n", n)
+	p("deployed for real, and the others are made with its spec, its status and its Workspace (spec,\n")
+	p("annotations, status), so each operator finds what it would have written itself and nothing due.\n")
+	p("Then, for each shard count, that many `stackyard operator` processes (the default shard and named\n")
+	p("ones, `--shards`/`--shard`, local runtime, `--idle-after %s`) start on the same control plane, the\n", secs(float64(rec.IdleAfter)))
+	p("Stacks and their Workspaces labelled round robin. **Restart** is the time until every shard's Stack\n")
+	p("and Workspace controllers have reconciled every object they watch and their queues are empty (from\n")
+	p("`controller_runtime_reconcile_total` and `workqueue_depth`); then, after 15 s, the processes are\n")
+	p("watched idle. CPU, memory and API requests are the processes' together.\n\n")
+	p("| Shards | Restart | API requests in it | Idle CPU | Idle memory (PSS) | per shard | API requests per minute | Updates, agents started |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rec.Results {
+		var per []string
+		for _, v := range r.ShardPSS {
+			per = append(per, mib(v))
+		}
+		p("| %d | %.1f s | %.0f | %.2f %% of a core | %s (max %s) | %s | %.0f | %d, %d |\n",
+			r.Shards, float64(r.Restart), r.RestartRequests, r.CPU, mib(r.PSS), mib(r.MaxPSS), strings.Join(per, ", "), r.RequestsPerMinute, r.Updates, r.MaxAgents)
+	}
+	p("\n")
+	if one := rec.Results[0]; one.Shards == 1 {
+		p("- One operator, %d Stacks: idle CPU %.2f %% of a core (target < %.0f %%: %s), memory %s (target\n",
+			n, one.CPU, targetScaleCPU, yes(one.CPU < targetScaleCPU), mib(one.PSS))
+		p("  < %d MiB: %s); a restart reconciles them all in %.1f s, running %d Updates and starting %d\n",
+			targetScaleMiB, yes(one.PSS < targetScaleMiB<<20), float64(one.Restart), one.Updates, one.MaxAgents)
+		p("  agents.\n")
+	}
+	p("- On one machine, shards share its cores: they divide the reconciles, not the CPU that the\n")
+	p("  reconciles and the control plane need. Each shard holds its own caches, and the default\n")
+	p("  shard caches every Stack (pipelines and the dashboard read them), so memory grows with the\n")
+	p("  number of shards. See docs/sharding.md, \"When to shard\".\n\n")
 }
 
 // renderCache writes figure 6, which make test-cluster measures

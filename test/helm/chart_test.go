@@ -74,8 +74,15 @@ func decodeOperator(t *testing.T, m manifest) operator {
 	if len(deployments) != 1 {
 		t.Fatalf("%d Deployments rendered, want 1", len(deployments))
 	}
+	return decodeDeployment(t, deployments[0])
+}
+
+// decodeDeployment decodes an operator Deployment and checks its arguments
+// as decodeOperator does.
+func decodeDeployment(t *testing.T, u *unstructured.Unstructured) operator {
+	t.Helper()
 	var o operator
-	fromUnstructured(t, deployments[0], &o.deployment)
+	fromUnstructured(t, u, &o.deployment)
 	containers := o.deployment.Spec.Template.Spec.Containers
 	if len(containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(containers))
@@ -375,6 +382,8 @@ var leftToOperator = map[string]string{
 	"zap-devel":            "development logging; logLevel and logEncoder cover production",
 	"zap-stacktrace-level": "rarely changed; extraArgs",
 	"zap-time-encoding":    "rarely changed; extraArgs (testdata/everything.yaml passes it so)",
+	"shard":                "passed to the named shards' Deployments only (values shards); TestRenderShards checks it",
+	"shards":               "passed when values shards names some; TestRenderShards checks it",
 }
 
 // TestRenderEverything renders every option on: two replicas, the cloud

@@ -247,7 +247,11 @@ func (o *Operator) Restart() error {
 
 // Metric sums the samples of the metric family name (every label set)
 // that the operator serves now.
-func (o *Operator) Metric(name string) (float64, error) {
+func (o *Operator) Metric(name string) (float64, error) { return o.MetricWith(name, "") }
+
+// MetricWith sums the samples of the metric family name whose labels
+// contain label, such as `controller="stack"` ("" for every sample).
+func (o *Operator) MetricWith(name, label string) (float64, error) {
 	resp, err := http.Get(o.MetricsURL)
 	if err != nil {
 		return 0, err
@@ -262,6 +266,9 @@ func (o *Operator) Metric(name string) (float64, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		if label != "" && !strings.Contains(line, label) {
 			continue
 		}
 		f := strings.Fields(line)

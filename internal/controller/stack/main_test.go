@@ -24,6 +24,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/operator"
+	"github.com/stackyard/stackyard/internal/shard"
 	"github.com/stackyard/stackyard/test/gitserver"
 	"github.com/stackyard/stackyard/test/testenv"
 )
@@ -129,27 +130,41 @@ func benchmarksOnly() bool {
 	return run != nil && run.Value.String() == "^$" && bench != nil && bench.Value.String() != ""
 }
 
-// startOperator assembles and starts the operator with the local runtime.
+// startOperator assembles and starts the suite's operator with the local
+// runtime: unsharded, so it reconciles every Stack.
 func startOperator() error {
+	stop, err := launchOperator(stateDir, metricsAddr, shard.Shard{})
+	if err != nil {
+		return err
+	}
+	stopOperator = stop
+	return nil
+}
+
+// launchOperator assembles and starts an operator with the local runtime,
+// its state in state and its metrics on metrics ("0": none), reconciling
+// the shard sh, and returns what stops it.
+func launchOperator(state, metrics string, sh shard.Shard) (func(), error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(ctx, operatorConfig, operator.Options{
 		Runtime:     operator.RuntimeLocal,
-		StateDir:    stateDir,
+		StateDir:    state,
 		AgentPath:   agentBin,
 		ToolDirs:    []string{testenv.BinDir()},
 		AgentEnv:    map[string]string{"PULUMI_CONFIG_PASSPHRASE": passphrase},
-		MetricsAddr: metricsAddr,
+		MetricsAddr: metrics,
 		IdleAfter:   5 * time.Second,
 		MinResync:   time.Second,
 		// A failure that lasts this long stalls; errors_test.go waits for
 		// it, and TestGitHostOutage shows an outage shorter than it does not.
 		StallAfter: 8 * time.Second,
+		Shard:      sh,
 		// Tests that restart the operator assemble it again in this process.
 		SkipControllerNameValidation: true,
 	})
 	if err != nil {
 		cancel()
-		return err
+		return nil, err
 	}
 	done := make(chan struct{})
 	go func() {
@@ -158,11 +173,10 @@ func startOperator() error {
 			fmt.Fprintln(os.Stderr, "operator stopped:", err)
 		}
 	}()
-	stopOperator = func() {
+	return func() {
 		cancel()
 		<-done
-	}
-	return nil
+	}, nil
 }
 
 // freeAddr returns a loopback address with a port free now, for a server

@@ -38,16 +38,19 @@ func (s *session) observeUpdate(ctx context.Context) (sreconcile.Result, error) 
 		return sreconcile.ResultEmpty, nil
 	}
 	var upd autov1alpha1.Update
-	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: cur.Name}, &upd)
-	if apierrors.IsNotFound(err) {
+	found, err := s.readUpdate(ctx, cur.Name, &upd)
+	if err != nil {
+		return sreconcile.ResultEmpty, failed(pulumiv1.UpdateReadFailedReason, "reading update "+cur.Name, err)
+	}
+	if !found {
 		s.warn("UpdateLost", fmt.Sprintf("update %s disappeared before it finished; starting over", cur.Name))
 		s.stack.Status.CurrentUpdate = nil
 		return sreconcile.ResultEmpty, nil
 	}
-	if err != nil {
-		return sreconcile.ResultEmpty, failed(pulumiv1.UpdateReadFailedReason, "reading update "+cur.Name, err)
-	}
 	done, failedUpd, reason := updateDone(&upd)
+	if !done && !s.r.Shard.Owns(&upd) {
+		return sreconcile.ResultEmpty, s.elsewhere(&upd)
+	}
 	if !done {
 		if updatePending(&upd) && s.workspaceStall(ctx) != nil {
 			// The Update never started and its Workspace cannot run it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +45,7 @@ func (s *session) checkPrerequisites(ctx context.Context) error {
 		var pre pulumiv1.Stack
 		if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: p.Name}, &pre); err != nil {
 			if apierrors.IsNotFound(err) {
-				return notSatisfied("%s: Stack %q not found", field, p.Name)
+				return s.prerequisiteMissing(ctx, field, p.Name)
 			}
 			return failed(pulumiv1.PrerequisiteReadFailedReason, fmt.Sprintf("%s: reading Stack %q", field, p.Name), err)
 		}
@@ -121,4 +122,19 @@ func (s *session) checkCycle(ctx context.Context) error {
 
 func notSatisfied(format string, args ...any) error {
 	return sreconcile.NewWaiting(pulumiv1.ReconcilingPrerequisiteNotSatisfiedReason, fmt.Errorf(format, args...), waitInterval)
+}
+
+// prerequisiteMissing is the error for a prerequisite this shard's cache
+// does not hold: a wait while it does not exist, and a stall, naming the
+// field, when it exists in another shard, whose Stacks a named shard
+// neither sees nor is woken by.
+func (s *session) prerequisiteMissing(ctx context.Context, field, name string) error {
+	if !s.r.Shard.IsDefault() {
+		var pre pulumiv1.Stack
+		err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: name}, &pre)
+		if err == nil && !s.r.Shard.Owns(&pre) {
+			return sreconcile.NewStallingRequeue(pulumiv1.StalledSpecInvalidReason, s.r.Shard.Elsewhere(field, "Stack", &pre), time.Minute)
+		}
+	}
+	return notSatisfied("%s: Stack %q not found", field, name)
 }

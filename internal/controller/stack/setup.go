@@ -51,6 +51,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			predicate.GenerationChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
 			sreconcile.DeletionStarted(),
+			r.Shard.Moved(),
 		))).
 		Owns(&autov1alpha1.Workspace{}).
 		Owns(&autov1alpha1.Update{}).

@@ -14,6 +14,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/shard"
 )
 
 // Finalizer holds a Stack until the operator has cleaned up after it (its
@@ -60,6 +61,11 @@ type Reconciler struct {
 	// Secret) may last before the Stack is Stalled instead of Reconciling;
 	// zero means sreconcile.DefaultStallAfter (5 minutes).
 	StallAfter time.Duration
+	// Shard is the part of the cluster's Stacks this controller reconciles
+	// (internal/shard); the zero value is all of them. The cache may hold
+	// other shards' Stacks (the default shard's holds every Stack): they are
+	// left alone.
+	Shard shard.Shard
 
 	// freshPolls remembers, per Stack UID, the reconcile request whose
 	// fresh poll of the branch is done, so that a Stack that keeps waiting
@@ -112,6 +118,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	stack := &pulumiv1.Stack{}
 	if err := r.Client.Get(ctx, req.NamespacedName, stack); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.Shard.Owns(stack) {
+		// Another shard's, or moved to one: that shard reconciles it.
+		return ctrl.Result{}, nil
 	}
 	s := &session{r: r, stack: stack, now: r.now()}
 	patcher := sreconcile.NewPatcher(r.Client, stack)

@@ -21,6 +21,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/shard"
 )
 
 // reconcileUpdate starts an update when one is due: it checks the
@@ -176,6 +177,8 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 		upd.Spec.RunProgram = ptr.To(true)
 	}
 	applyUpdateTemplate(upd, spec.UpdateTemplate)
+	// The Update runs in the Stack's shard, whatever the template says.
+	shard.Stamp(stack, upd)
 	holdToPlan(upd, stack, revision)
 	if upd.Spec.TtlAfterCompleted == nil {
 		upd.Spec.TtlAfterCompleted = &metav1.Duration{Duration: DefaultUpdateTTL}

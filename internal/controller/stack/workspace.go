@@ -62,6 +62,9 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkHandover(ctx, current); err != nil {
+		return err
+	}
 	ws, err := BuildWorkspace(s.stack, s.src)
 	if err != nil {
 		return err

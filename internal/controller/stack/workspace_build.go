@@ -17,6 +17,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/shard"
 )
 
 // StackNameLabel marks the objects made for a Stack (Workspace, Updates) with
@@ -69,6 +70,8 @@ func BuildWorkspace(stack *pulumiv1.Stack, src Source) (*autov1alpha1.Workspace,
 			ProjectInfo:        src.Project,
 		},
 	}
+	// The Workspace is served by the Stack's shard.
+	shard.Stamp(stack, b.ws)
 	b.environment(spec)
 	b.stack(spec)
 	if b.err != nil {
@@ -304,6 +307,7 @@ func applyWorkspaceTemplate(ws *autov1alpha1.Workspace, tmpl *autov1alpha1.Works
 		out.Labels = map[string]string{}
 	}
 	out.Labels[StackNameLabel] = ws.Labels[StackNameLabel]
+	shard.Stamp(ws, out)
 	out.Name, out.Namespace = ws.Name, ws.Namespace
 	if pt := out.Spec.PodTemplate; pt != nil && pt.Spec != nil && pt.Spec.Containers == nil {
 		// A template that sets, say, only a securityContext has no

@@ -1,0 +1,76 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/shard"
+)
+
+// handoverPoll is how often a Stack that moved between shards looks again
+// at an Update its former shard still runs: that Update is not in this
+// shard's cache, so no event announces its end.
+const handoverPoll = 5 * time.Second
+
+// readUpdate reads the Stack's Update name: from the cache, and past it
+// when the cache has none, so that an Update the cache has not seen yet,
+// or one that another shard runs (a Stack that just moved here), is
+// followed instead of being taken for lost. found is false when it does
+// not exist at all.
+func (s *session) readUpdate(ctx context.Context, name string, upd *autov1alpha1.Update) (found bool, err error) {
+	key := client.ObjectKey{Namespace: s.stack.Namespace, Name: name}
+	err = s.r.Client.Get(ctx, key, upd)
+	if apierrors.IsNotFound(err) {
+		err = s.r.apiReader().Get(ctx, key, upd)
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// elsewhere is the wait for an Update another shard runs: the Stack moved
+// here while it ran, and that shard finishes it.
+func (s *session) elsewhere(upd *autov1alpha1.Update) error {
+	return sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
+		fmt.Errorf("%s: update %s runs in shard %s, which this Stack left; waiting for it to finish before shard %s takes over",
+			pulumiv1.ReconcilingProcessingUpdateMessage, upd.Name, shard.Of(upd), s.r.Shard), handoverPoll)
+}
+
+// checkHandover keeps this shard off a Workspace that another shard still
+// serves: when the Stack's Workspace is labelled for another shard (the
+// Stack moved here), every Update of the Stack that shard may still run
+// must finish before the apply relabels the Workspace, which takes it from
+// that shard. Only a Workspace missing from this shard's cache is looked
+// at, so a Stack that stays put costs nothing.
+func (s *session) checkHandover(ctx context.Context, cached *autov1alpha1.Workspace) error {
+	if cached != nil || s.r.Shard.Selector().Empty() {
+		return nil
+	}
+	var ws autov1alpha1.Workspace
+	err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws)
+	if apierrors.IsNotFound(err) || (err == nil && s.r.Shard.Owns(&ws)) {
+		return nil
+	}
+	if err != nil {
+		return failed(pulumiv1.WorkspaceApplyFailedReason, "reading the Workspace", err)
+	}
+	var updates autov1alpha1.UpdateList
+	if err := s.r.apiReader().List(ctx, &updates, client.InNamespace(s.stack.Namespace), client.MatchingLabels{StackNameLabel: s.stack.Name}); err != nil {
+		return failed(pulumiv1.WorkspaceApplyFailedReason, "listing the Stack's Updates", err)
+	}
+	for i := range updates.Items {
+		upd := &updates.Items[i]
+		if done, _, _ := updateDone(upd); !done && !s.r.Shard.Owns(upd) && upd.DeletionTimestamp.IsZero() {
+			return s.elsewhere(upd)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+package stack_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/shard"
+)
+
+// delayProgram sleeps for as many seconds as its config says, on create and
+// on every change of the number: a new delay makes an update that stays in
+// flight that long.
+const delayProgram = `name: moving
+runtime: yaml
+config:
+  delay:
+    type: integer
+resources:
+  wait:
+    type: stackyardtest:index:Sleep
+    properties:
+      seconds: ${delay}
+outputs:
+  delay: ${delay}
+`
+
+// runShards replaces the suite's operator, for the test, with an
+// installation of two shards: the default shard, told of shard blue, and
+// shard blue, each with its own state directory (and so its own local
+// agents). It returns blue's state directory and what stops the default
+// shard (for good: the test's end does nothing more).
+func runShards(t *testing.T) (blueState string, stopDefault func()) {
+	t.Helper()
+	stopOperator()
+	t.Cleanup(func() {
+		if err := startOperator(); err != nil {
+			t.Errorf("starting the suite's operator again: %v", err)
+		}
+	})
+	def, err := shard.New("", []string{"blue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blue, err := shard.New("blue", []string{"blue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := launchOperator(t.TempDir(), metricsAddr, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stopDefault = func() { once.Do(stop) }
+	t.Cleanup(stopDefault)
+	blueState = t.TempDir()
+	stopBlue, err := launchOperator(blueState, "0", blue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopBlue)
+	return blueState, stopDefault
+}
+
+// TestShardHandover moves a Stack between two shards, once while an update
+// runs, and checks that every update runs exactly once, in the shard the
+// Stack's label names: the move starts no update of its own, the shard the
+// Stack joins waits for the update the other shard runs and records its
+// result, and only then takes the Workspace over; the next update runs in
+// the new shard, with the new shard's agent; moving back works the same
+// way.
+func TestShardHandover(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	blueState, _ := runShards(t)
+
+	s, _ := newFileStack(t, "moving", func(string) string { return delayProgram })
+	ns := s.Namespace
+	s.Spec.Config = delay(0)
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	first := waitSucceeded(t, ns, "moving", "")
+	g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "", first: ""}),
+		"the unlabelled Stack's Workspace and Update belong to the default shard")
+
+	// An update that takes a while, started by the default shard; the
+	// Stack moves to blue while it runs.
+	setDelay(g, ns, 6)
+	running := waitRunningUpdate(t, ns, "moving", []string{first})
+	label(g, ns, "moving", "blue")
+	waitStack(t, ns, "moving", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		g.Expect(conditionMessage(s, "Reconciling")).To(ContainSubstring("update " + running + " runs in shard default, which this Stack left"))
+	})
+	second := waitSucceeded(t, ns, "moving", first)
+	g.Expect(second).To(Equal(running), "the new shard recorded an update other than the one in flight")
+	g.Eventually(func(g Gomega) {
+		g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "blue", first: "", running: ""}))
+	}, opTimeout, pollInterval).Should(Succeed(), "the Workspace was not handed over, or the move started an update")
+
+	// The next update is blue's, on blue's own agent.
+	setDelay(g, ns, 1)
+	third := waitSucceeded(t, ns, "moving", second)
+	g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "blue", first: "", running: "", third: "blue"}))
+	_, err := os.Stat(filepath.Join(blueState, "workspaces", ns))
+	g.Expect(err).NotTo(HaveOccurred(), "shard blue ran no agent for the Stack")
+
+	// Back to the default shard, at rest this time: no update, and the
+	// next one is the default shard's.
+	label(g, ns, "moving", "")
+	g.Eventually(func(g Gomega) {
+		g.Expect(shardLabels(g, ns, "moving")).To(HaveKeyWithValue("Workspace", ""))
+	}, opTimeout, pollInterval).Should(Succeed(), "the default shard did not take the Workspace back")
+	g.Expect(shardLabels(g, ns, "moving")).To(HaveLen(4), "moving back started an update")
+	setDelay(g, ns, 0)
+	fourth := waitSucceeded(t, ns, "moving", third)
+	g.Expect(shardLabels(g, ns, "moving")).To(HaveKeyWithValue(fourth, ""))
+	g.Expect(shardLabels(g, ns, "moving")).To(HaveLen(5))
+}
+
+// TestShardHandoverWaitsForUnseenUpdates covers the moment a move can meet
+// an Update the Stack's status does not name yet (the shard left behind
+// created it just before the move, and had no time to record it): the
+// shard the Stack joins must not take the Workspace, on which that Update
+// is about to run, until the Update has finished. The default shard is
+// stopped so that the Update stays pending for as long as the test needs.
+func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, stopDefault := runShards(t)
+
+	s, _ := newFileStack(t, "moving", func(string) string { return delayProgram })
+	ns := s.Namespace
+	s.Spec.Config = delay(0)
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	first := waitSucceeded(t, ns, "moving", "")
+	stopDefault()
+
+	pending := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-unrecorded", Labels: map[string]string{stack.StackNameLabel: "moving"}},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "moving", StackName: "dev", Type: autov1alpha1.UpType},
+	}
+	g.Expect(env.Client.Create(ctx, pending)).To(Succeed())
+	label(g, ns, "moving", "blue")
+	waitStack(t, ns, "moving", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		g.Expect(conditionMessage(s, "Reconciling")).To(ContainSubstring("update moving-unrecorded runs in shard default, which this Stack left"))
+	})
+	g.Consistently(func(g Gomega) {
+		g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "", first: "", "moving-unrecorded": ""}))
+	}, 2*handoverPoll, pollInterval).Should(Succeed(), "shard blue took the Workspace while the default shard's Update was pending")
+
+	// The Update ends (here: it is withdrawn); blue takes over.
+	g.Expect(env.Client.Delete(ctx, pending)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "blue", first: ""}))
+	}, opTimeout, pollInterval).Should(Succeed())
+	waitSucceeded(t, ns, "moving", "")
+}
+
+// TestShardPrerequisiteElsewhere checks that a Stack whose prerequisite is
+// in another shard, which a named shard neither sees nor hears from, is
+// Stalled with a message naming the field and both shards, and recovers
+// when the prerequisite joins its shard.
+func TestShardPrerequisiteElsewhere(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	runShards(t)
+
+	pre, _ := newFileStack(t, "base", func(string) string { return delayProgram })
+	ns := pre.Namespace
+	pre.Spec.Config = delay(0)
+	g.Expect(env.Client.Create(ctx, pre)).To(Succeed())
+	app, _ := newFileStack(t, "app", func(string) string { return delayProgram })
+	app.Namespace = ns
+	app.Labels = map[string]string{shard.Label: "blue"}
+	app.Spec.Config = delay(0)
+	app.Spec.Prerequisites = []shared.PrerequisiteRef{{Name: "base"}}
+	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
+	waitStack(t, ns, "app", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		g.Expect(conditionMessage(s, "Stalled")).To(HavePrefix("spec.prerequisites[0]: Stack base is in another shard (stackyard.dev/shard=default) and this object is in shard blue"))
+	})
+	label(g, ns, "base", "blue")
+	waitSucceeded(t, ns, "app", "")
+}
+
+// pollInterval paces the checks of this file.
+const pollInterval = 250 * time.Millisecond
+
+// handoverPoll is the controller's: how often a Stack that moved looks at
+// Updates its former shard may run.
+const handoverPoll = 5 * time.Second
+
+func delay(seconds int) map[string]apiextensionsv1.JSON {
+	return map[string]apiextensionsv1.JSON{"delay": {Raw: []byte(strconv.Itoa(seconds))}}
+}
+
+// conditionMessage is the message of the Stack's condition typ whose
+// status is True, or "".
+func conditionMessage(s *pulumiv1.Stack, typ string) string {
+	if c := findCondition(s, typ); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Message
+	}
+	return ""
+}
+
+func setDelay(g Gomega, ns string, seconds int) {
+	patchStack(g, ns, "moving", func(s *pulumiv1.Stack) { s.Spec.Config = delay(seconds) })
+}
+
+// label sets the Stack's shard label; "" removes it.
+func label(g Gomega, ns, name, value string) {
+	patchStack(g, ns, name, func(s *pulumiv1.Stack) {
+		if value == "" {
+			delete(s.Labels, shard.Label)
+			return
+		}
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[shard.Label] = value
+	})
+}
+
+func patchStack(g Gomega, ns, name string, change func(*pulumiv1.Stack)) {
+	g.Eventually(func() error {
+		var s pulumiv1.Stack
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+			return err
+		}
+		change(&s)
+		return env.Client.Update(context.Background(), &s)
+	}, opTimeout, pollInterval).Should(Succeed())
+}
+
+// shardLabels maps the Stack's Workspace ("Workspace") and each of its
+// Updates (by name) to their shard label, "" when unlabelled.
+func shardLabels(g Gomega, ns, name string) map[string]string {
+	ctx := context.Background()
+	out := map[string]string{}
+	var ws autov1alpha1.Workspace
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ws)).To(Succeed())
+	out["Workspace"] = ws.Labels[shard.Label]
+	var updates autov1alpha1.UpdateList
+	g.Expect(env.Client.List(ctx, &updates, client.InNamespace(ns), client.MatchingLabels{stack.StackNameLabel: name})).To(Succeed())
+	for _, u := range updates.Items {
+		out[u.Name] = u.Labels[shard.Label]
+	}
+	return out
+}
+
+// waitSucceeded waits for the Stack to be Ready after a successful update
+// other than previous, and returns that update's name.
+func waitSucceeded(t *testing.T, ns, name, previous string) string {
+	t.Helper()
+	s := waitStack(t, ns, name, opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		ready(g, s)
+		g.Expect(s.Status.LastUpdate).NotTo(BeNil())
+		g.Expect(s.Status.LastUpdate.Name).NotTo(Equal(previous))
+		g.Expect(s.Status.LastUpdate.State).To(Equal(shared.SucceededStackStateMessage))
+	})
+	return s.Status.LastUpdate.Name
+}
