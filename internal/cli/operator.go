@@ -93,6 +93,7 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&opts.DashboardURL, "dashboard-external-url", "", "address users reach the dashboard at, e.g. https://stackyard.example.com; Updates without a Pulumi Cloud permalink link to its pages")
 	f.BoolVar(&opts.DashboardReadOnly, "dashboard-read-only", false, "serve the dashboard without actions (approve, reject, promote, roll back, reconcile)")
 	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", `health and readiness probes ("0" disables)`)
+	f.StringVar(&opts.PprofAddr, "pprof-bind-address", "0", `Go profiles of the operator itself (/debug/pprof/), for diagnosis, e.g. "127.0.0.1:6060" ("0" disables)`)
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "run only one active replica")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease")
 	f.StringVar(&pod, "pod", ownPod(), "this replica's own Pod, namespace/name (default: the POD_NAMESPACE and POD_NAME environment variables, from the downward API); "+

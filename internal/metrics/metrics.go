@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -68,6 +69,10 @@ type StackCollector struct {
 	// Reader lists Stacks; the manager's cached client makes a scrape cost
 	// no API request.
 	Reader client.Reader
+	// Selector picks the Stacks counted: this shard's (internal/shard), so
+	// that the shards of an installation add up to every Stack once; nil
+	// counts all.
+	Selector labels.Selector
 	// Timeout bounds one listing.
 	Timeout time.Duration
 }
@@ -84,7 +89,11 @@ func (c *StackCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var list pulumiv1.StackList
-	if err := c.Reader.List(ctx, &list); err != nil {
+	var opts []client.ListOption
+	if c.Selector != nil && !c.Selector.Empty() {
+		opts = append(opts, client.MatchingLabelsSelector{Selector: c.Selector})
+	}
+	if err := c.Reader.List(ctx, &list, opts...); err != nil {
 		ch <- prometheus.NewInvalidMetric(stacksDesc, err)
 		return
 	}
@@ -130,8 +139,8 @@ func (u *Updates) Collectors() []prometheus.Collector {
 // assembled earlier in the same process (tests stop the operator and start
 // a new one) are replaced, so that the metrics come from the manager that
 // runs and not from a stopped one.
-func Register(reader client.Reader, updates *Updates) error {
-	return RegisterCollectors(append(updates.Collectors(), &StackCollector{Reader: reader})...)
+func Register(reader client.Reader, stacks labels.Selector, updates *Updates) error {
+	return RegisterCollectors(append(updates.Collectors(), &StackCollector{Reader: reader, Selector: stacks})...)
 }
 
 // RegisterCollectors adds collectors to controller-runtime's registry,

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -61,4 +66,64 @@ stackyard_updates_total{result="succeeded",type="up"} 2
 	if n := testutil.CollectAndCount(u.duration); n != 2 {
 		t.Errorf("duration series: got %d, want 2", n)
 	}
+}
+
+// TestStackCollectorCountsItsShard checks that a shard's collector counts
+// only the Stacks its selector picks, so that the shards of an
+// installation add up to every Stack once. The reader is controller-runtime's
+// fake client: what is tested is the listing's options, not an API server.
+func TestStackCollectorCountsItsShard(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := pulumiv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue}
+	var objs []client.Object
+	for i, shard := range []string{"", "blue", "blue", "green"} {
+		s := stackWith(false, ready)
+		s.Name, s.Namespace = fmt.Sprintf("s%d", i), "apps"
+		if shard != "" {
+			s.Labels = map[string]string{"stackyard.dev/shard": shard}
+		}
+		objs = append(objs, &s)
+	}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	for _, tc := range []struct {
+		selector string
+		want     float64
+	}{
+		{"", 4},
+		{"stackyard.dev/shard=blue", 2},
+		{"stackyard.dev/shard notin (blue)", 2},
+	} {
+		sel, err := labels.Parse(tc.selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := totalOf(t, &StackCollector{Reader: reader, Selector: sel}); got != tc.want {
+			t.Errorf("selector %q: %g Stacks counted, want %g", tc.selector, got, tc.want)
+		}
+	}
+}
+
+// totalOf is the state="total" sample that c collects.
+func totalOf(t *testing.T, c prometheus.Collector) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "state" && l.GetValue() == StateTotal {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatal("no total collected")
+	return 0
 }

@@ -124,6 +124,9 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are the metrics and health endpoints ("0"
 	// disables).
 	MetricsAddr, ProbeAddr string
+	// PprofAddr serves Go's profiles (net/http/pprof) for diagnosing the
+	// operator's own CPU and memory; empty or "0" disables it.
+	PprofAddr string
 	// LeaderElection makes only one replica reconcile at a time.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the lease.
@@ -218,6 +221,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: cmp.Or(opts.MetricsAddr, "0")},
 		HealthProbeBindAddress:  cmp.Or(opts.ProbeAddr, "0"),
+		PprofBindAddress:        cmp.Or(opts.PprofAddr, "0"),
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        opts.Shard.LeaderElectionID("stackyard.pulumi.com"),
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
@@ -268,7 +272,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 
 	updates := metrics.NewUpdates()
-	if err := metrics.Register(mgr.GetClient(), updates); err != nil {
+	if err := metrics.Register(mgr.GetClient(), opts.Shard.Selector(), updates); err != nil {
 		return nil, err
 	}
 

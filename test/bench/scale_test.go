@@ -223,7 +223,9 @@ func seedStack(ctx context.Context, c client.Client, ms *pulumiv1.Stack, mw *aut
 	if err := c.Status().Update(ctx, s); err != nil {
 		return err
 	}
-	w := &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{
+	// Applied as the Stack controller applies it, so that it is that
+	// controller's, as a Workspace it made before a restart is.
+	w := &autov1alpha1.Workspace{TypeMeta: metav1.TypeMeta{APIVersion: autov1alpha1.GroupVersion.String(), Kind: "Workspace"}, ObjectMeta: metav1.ObjectMeta{
 		Namespace: scaleNamespace, Name: name, Finalizers: mw.Finalizers,
 		Labels: map[string]string{stack.StackNameLabel: name}, Annotations: mw.Annotations,
 		OwnerReferences: []metav1.OwnerReference{{
@@ -231,7 +233,7 @@ func seedStack(ctx context.Context, c client.Client, ms *pulumiv1.Stack, mw *aut
 			Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true),
 		}},
 	}, Spec: *mw.Spec.DeepCopy()}
-	if err := c.Create(ctx, w); err != nil {
+	if err := c.Patch(ctx, w, client.Apply, client.FieldOwner(stack.FieldManager), client.ForceOwnership); err != nil {
 		return err
 	}
 	w.Status = *mw.Status.DeepCopy()
@@ -326,6 +328,11 @@ func measureShards(t *testing.T, h *harness, bin string, n, k int, window time.D
 		}
 		if j > 0 {
 			args = append(args, "--shard", names[j-1])
+		} else {
+			// For a look at where the default shard's time goes.
+			pprof := testenv.FreeAddr(t)
+			args = append(args, "--pprof-bind-address", pprof)
+			t.Logf("scale: %d shards: the default shard's profiles at http://%s/debug/pprof/", k, pprof)
 		}
 		dir := filepath.Join(t.TempDir(), fmt.Sprintf("shard-%d", j))
 		ops[j] = testenv.StartOperator(t, testenv.OperatorOptions{Bin: bin, Dir: dir, Config: h.env.Config, Args: args})

@@ -384,6 +384,7 @@ var leftToOperator = map[string]string{
 	"zap-time-encoding":    "rarely changed; extraArgs (testdata/everything.yaml passes it so)",
 	"shard":                "passed to the named shards' Deployments only (values shards); TestRenderShards checks it",
 	"shards":               "passed when values shards names some; TestRenderShards checks it",
+	"pprof-bind-address":   "diagnosis only, off by default; extraArgs",
 }
 
 // TestRenderEverything renders every option on: two replicas, the cloud

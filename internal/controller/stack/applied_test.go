@@ -3,8 +3,10 @@ package stack
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 )
@@ -15,7 +17,7 @@ func TestAppliedWorkspacesUnchanged(t *testing.T) {
 			Namespace: ns, Name: name, UID: types.UID(uid), ResourceVersion: rv}}
 	}
 	var a appliedWorkspaces
-	a.record(ws("apps", "web", "u1", "10"), "d1")
+	a.record(ws("apps", "web", "u1", "10"), "d1", "s7", "rev1")
 	for _, tc := range []struct {
 		name    string
 		current *autov1alpha1.Workspace
@@ -36,8 +38,26 @@ func TestAppliedWorkspacesUnchanged(t *testing.T) {
 			t.Errorf("%s: unchanged = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	for _, tc := range []struct {
+		name                   string
+		current                *autov1alpha1.Workspace
+		stackVersion, revision string
+		want                   bool
+	}{
+		{"nothing changed", ws("apps", "web", "u1", "10"), "s7", "rev1", true},
+		{"the Stack written since", ws("apps", "web", "u1", "10"), "s8", "rev1", false},
+		{"a new revision", ws("apps", "web", "u1", "10"), "s7", "rev2", false},
+		{"the Workspace written since", ws("apps", "web", "u1", "11"), "s7", "rev1", false},
+		{"deleted and created again", ws("apps", "web", "u2", "10"), "s7", "rev1", false},
+		{"none in the cache", nil, "s7", "rev1", false},
+		{"no Stack version", ws("apps", "web", "u1", "10"), "", "rev1", false},
+	} {
+		if got := a.settled(tc.current, tc.stackVersion, tc.revision); got != tc.want {
+			t.Errorf("%s: settled = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 	a.forget("apps", "web")
-	if a.unchanged(ws("apps", "web", "u1", "10"), "d1") {
+	if a.unchanged(ws("apps", "web", "u1", "10"), "d1") || a.settled(ws("apps", "web", "u1", "10"), "s7", "rev1") {
 		t.Error("a forgotten apply still counts")
 	}
 }
@@ -56,5 +76,62 @@ func TestWorkspaceDigest(t *testing.T) {
 	b.Spec.Git.Ref = "def"
 	if db = workspaceDigest(b); da == db {
 		t.Fatal("a changed Workspace keeps its digest")
+	}
+}
+
+// TestCovers checks when a cached Workspace already holds what an apply
+// would send: fields the server or others added do not matter, a changed,
+// missing or removed one does, and lists must match element by element.
+func TestCovers(t *testing.T) {
+	desired := func() *autov1alpha1.Workspace {
+		return &autov1alpha1.Workspace{
+			TypeMeta: metav1.TypeMeta{APIVersion: autov1alpha1.GroupVersion.String(), Kind: "Workspace"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", Labels: map[string]string{StackNameLabel: "web"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "pulumi.com/v1", Kind: "Stack", Name: "web", UID: "u1"}}},
+			Spec: autov1alpha1.WorkspaceSpec{
+				ServiceAccountName: "runner",
+				Env:                []corev1.EnvVar{{Name: "A", Value: "1"}},
+				Stacks:             []autov1alpha1.WorkspaceStack{{Name: "dev", Create: ptr.To(true)}},
+			},
+		}
+	}
+	cached := func(change func(*autov1alpha1.Workspace)) *autov1alpha1.Workspace {
+		ws := desired()
+		ws.TypeMeta = metav1.TypeMeta{}
+		ws.UID, ws.ResourceVersion, ws.Generation = "w1", "42", 3
+		ws.Annotations = map[string]string{"stackyard.dev/setup": "digest"}
+		ws.Status.ObservedGeneration = 3
+		ws.ManagedFields = []metav1.ManagedFieldsEntry{
+			{Manager: "stackyard-workspace-controller", Operation: metav1.ManagedFieldsOperationUpdate},
+			{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply},
+		}
+		if change != nil {
+			change(ws)
+		}
+		return ws
+	}
+	for _, tc := range []struct {
+		name    string
+		current *autov1alpha1.Workspace
+		want    bool
+	}{
+		{"none cached", nil, false},
+		{"as applied, with what the server and others added", cached(nil), true},
+		{"a label added by someone", cached(func(ws *autov1alpha1.Workspace) { ws.Labels["team"] = "x" }), true},
+		{"a value changed", cached(func(ws *autov1alpha1.Workspace) { ws.Spec.ServiceAccountName = "other" }), false},
+		{"a field removed", cached(func(ws *autov1alpha1.Workspace) { ws.Spec.ServiceAccountName = "" }), false},
+		{"a label removed", cached(func(ws *autov1alpha1.Workspace) { delete(ws.Labels, StackNameLabel) }), false},
+		{"a list element changed", cached(func(ws *autov1alpha1.Workspace) { ws.Spec.Env[0].Value = "2" }), false},
+		{"a list element added", cached(func(ws *autov1alpha1.Workspace) {
+			ws.Spec.Env = append(ws.Spec.Env, corev1.EnvVar{Name: "B", Value: "2"})
+		}), false},
+		{"another owner", cached(func(ws *autov1alpha1.Workspace) { ws.OwnerReferences[0].UID = "u2" }), false},
+		{"never applied by stackyard (PKO's, say)", cached(func(ws *autov1alpha1.Workspace) {
+			ws.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "pulumi-kubernetes-operator", Operation: metav1.ManagedFieldsOperationApply}}
+		}), false},
+	} {
+		if got := covers(tc.current, desired()); got != tc.want {
+			t.Errorf("%s: covers = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

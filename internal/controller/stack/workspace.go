@@ -54,9 +54,10 @@ const (
 // operator's last apply of the same content returned (see
 // appliedWorkspaces), nobody has written it since as far as the cache
 // knows, so applying again would only repeat what the API server already
-// holds. A write by anyone, the Workspace controller's status included,
-// wakes the Stack and makes the next reconcile apply again, as does a
-// restart of the operator.
+// holds; and when the cached Workspace already holds every field the apply
+// would set (covers), as after a restart. A write by anyone wakes the
+// Stack, and the next reconcile applies again if the write changed a field
+// the apply sets.
 func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	current, err := s.cachedWorkspace(ctx)
 	if err != nil {
@@ -64,6 +65,12 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	}
 	if err := s.checkHandover(ctx, current); err != nil {
 		return err
+	}
+	if mode == applyIfChanged && s.r.applied.settled(current, s.stack.ResourceVersion, s.src.Revision) &&
+		!Decide(&s.stack.Spec, s.stack.Status.LastUpdate, s.observed()).Due {
+		// An idle resync: nothing the Workspace is built from changed. (An
+		// update about to start checks the references below.)
+		return nil
 	}
 	ws, err := BuildWorkspace(s.stack, s.src)
 	if err != nil {
@@ -77,13 +84,20 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	}
 	ws.ManagedFields = nil
 	digest := workspaceDigest(ws)
-	if mode == applyIfChanged && s.r.applied.unchanged(current, digest) {
-		return nil
+	if mode == applyIfChanged {
+		if s.r.applied.unchanged(current, digest) {
+			return nil
+		}
+		if covers(current, ws) {
+			// As good as applied: later resyncs take the cheaper check.
+			s.r.applied.record(current, digest, s.stack.ResourceVersion, s.src.Revision)
+			return nil
+		}
 	}
 	err = s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
 	switch {
 	case err == nil:
-		s.r.applied.record(ws, digest)
+		s.r.applied.record(ws, digest, s.stack.ResourceVersion, s.src.Revision)
 		return nil
 	case isNamespaceTerminating(err):
 		return namespaceTerminating(err)
