@@ -86,6 +86,9 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	digest := workspaceDigest(ws)
 	if mode == applyIfChanged {
 		if s.r.applied.unchanged(current, digest) {
+			// Remember the Stack as it is now (its own status writes move
+			// its resourceVersion), so that the next idle resync is settled.
+			s.r.applied.record(current, digest, s.stack.ResourceVersion, s.src.Revision)
 			return nil
 		}
 		if covers(current, ws) {
