@@ -28,9 +28,9 @@ type appliedWorkspace struct {
 	uid             types.UID
 	resourceVersion string
 	digest          string
-	// stackVersion and revision are the Stack's resourceVersion and
-	// resolved source revision the applied content was built from.
-	stackVersion, revision string
+	// stackVersion and source are the Stack's resourceVersion and the
+	// resolved source (sourceKey) the applied content was built from.
+	stackVersion, source string
 }
 
 // workspaceDigest is the digest of the Workspace an apply would send; ""
@@ -60,20 +60,33 @@ func (a *appliedWorkspaces) unchanged(current *autov1alpha1.Workspace, digest st
 }
 
 // record remembers that applying the content with digest, built from the
-// Stack as of stackVersion at revision, left ws, the object the API server
-// answered with.
-func (a *appliedWorkspaces) record(ws *autov1alpha1.Workspace, digest, stackVersion, revision string) {
+// Stack as of stackVersion and the source whose sourceKey is source, left
+// ws, the object the API server answered with.
+func (a *appliedWorkspaces) record(ws *autov1alpha1.Workspace, digest, stackVersion, source string) {
 	a.m.Store(types.NamespacedName{Namespace: ws.Namespace, Name: ws.Name},
-		appliedWorkspace{uid: ws.UID, resourceVersion: ws.ResourceVersion, digest: digest, stackVersion: stackVersion, revision: revision})
+		appliedWorkspace{uid: ws.UID, resourceVersion: ws.ResourceVersion, digest: digest, stackVersion: stackVersion, source: source})
+}
+
+// sourceKey identifies everything of a resolved source that goes into the
+// Workspace: not only its revision but where it is fetched from (a
+// Program's artifact URL can change while its revision does not, and the
+// Stack does not change with it); "" (never settled) if it cannot be
+// encoded.
+func sourceKey(src Source) string {
+	b, err := json.Marshal(src)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // settled reports whether nothing an apply is built from has changed since
 // the last one: current is, to the resourceVersion, what it left, and the
-// Stack (to its resourceVersion) and the source revision are those it was
-// built from. Then even building the Workspace again can be skipped, which
+// Stack (to its resourceVersion) and the resolved source (sourceKey) are
+// those it was built from. Then even building the Workspace again can be skipped, which
 // a resync of thousands of idle Stacks does once a minute each.
-func (a *appliedWorkspaces) settled(current *autov1alpha1.Workspace, stackVersion, revision string) bool {
-	if current == nil || current.ResourceVersion == "" || stackVersion == "" {
+func (a *appliedWorkspaces) settled(current *autov1alpha1.Workspace, stackVersion, source string) bool {
+	if current == nil || current.ResourceVersion == "" || stackVersion == "" || source == "" {
 		return false
 	}
 	v, ok := a.m.Load(types.NamespacedName{Namespace: current.Namespace, Name: current.Name})
@@ -82,7 +95,7 @@ func (a *appliedWorkspaces) settled(current *autov1alpha1.Workspace, stackVersio
 	}
 	last := v.(appliedWorkspace)
 	return last.uid == current.UID && last.resourceVersion == current.ResourceVersion &&
-		last.stackVersion == stackVersion && last.revision == revision
+		last.stackVersion == stackVersion && last.source == source
 }
 
 // forget drops what is remembered of the Workspace ns/name.

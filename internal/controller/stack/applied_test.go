@@ -39,20 +39,21 @@ func TestAppliedWorkspacesUnchanged(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name                   string
-		current                *autov1alpha1.Workspace
-		stackVersion, revision string
-		want                   bool
+		name                 string
+		current              *autov1alpha1.Workspace
+		stackVersion, source string
+		want                 bool
 	}{
 		{"nothing changed", ws("apps", "web", "u1", "10"), "s7", "rev1", true},
 		{"the Stack written since", ws("apps", "web", "u1", "10"), "s8", "rev1", false},
 		{"a new revision", ws("apps", "web", "u1", "10"), "s7", "rev2", false},
+		{"no source", ws("apps", "web", "u1", "10"), "s7", "", false},
 		{"the Workspace written since", ws("apps", "web", "u1", "11"), "s7", "rev1", false},
 		{"deleted and created again", ws("apps", "web", "u2", "10"), "s7", "rev1", false},
 		{"none in the cache", nil, "s7", "rev1", false},
 		{"no Stack version", ws("apps", "web", "u1", "10"), "", "rev1", false},
 	} {
-		if got := a.settled(tc.current, tc.stackVersion, tc.revision); got != tc.want {
+		if got := a.settled(tc.current, tc.stackVersion, tc.source); got != tc.want {
 			t.Errorf("%s: settled = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -133,5 +134,20 @@ func TestCovers(t *testing.T) {
 		if got := covers(tc.current, desired()); got != tc.want {
 			t.Errorf("%s: covers = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestSourceKey checks that a source fetched from elsewhere at the same
+// revision (a Program's artifact served at a new URL) is another source to
+// settled.
+func TestSourceKey(t *testing.T) {
+	at := func(url string) Source {
+		return Source{Flux: &autov1alpha1.FluxSource{URL: url, Digest: "sha256:1"}, Revision: "sha256:1"}
+	}
+	if sourceKey(at("http://a/x.tgz")) == sourceKey(at("http://b/x.tgz")) {
+		t.Error("a new artifact URL at the same revision has the same key")
+	}
+	if sourceKey(at("http://a/x.tgz")) != sourceKey(at("http://a/x.tgz")) {
+		t.Error("the same source has two keys")
 	}
 }

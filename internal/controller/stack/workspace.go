@@ -66,7 +66,7 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	if err := s.checkHandover(ctx, current); err != nil {
 		return err
 	}
-	if mode == applyIfChanged && s.r.applied.settled(current, s.stack.ResourceVersion, s.src.Revision) &&
+	if mode == applyIfChanged && s.r.applied.settled(current, s.stack.ResourceVersion, sourceKey(s.src)) &&
 		!Decide(&s.stack.Spec, s.stack.Status.LastUpdate, s.observed()).Due {
 		// An idle resync: nothing the Workspace is built from changed. (An
 		// update about to start checks the references below.)
@@ -88,19 +88,19 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 		if s.r.applied.unchanged(current, digest) {
 			// Remember the Stack as it is now (its own status writes move
 			// its resourceVersion), so that the next idle resync is settled.
-			s.r.applied.record(current, digest, s.stack.ResourceVersion, s.src.Revision)
+			s.r.applied.record(current, digest, s.stack.ResourceVersion, sourceKey(s.src))
 			return nil
 		}
 		if covers(current, ws) {
 			// As good as applied: later resyncs take the cheaper check.
-			s.r.applied.record(current, digest, s.stack.ResourceVersion, s.src.Revision)
+			s.r.applied.record(current, digest, s.stack.ResourceVersion, sourceKey(s.src))
 			return nil
 		}
 	}
 	err = s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
 	switch {
 	case err == nil:
-		s.r.applied.record(ws, digest, s.stack.ResourceVersion, s.src.Revision)
+		s.r.applied.record(ws, digest, s.stack.ResourceVersion, sourceKey(s.src))
 		return nil
 	case isNamespaceTerminating(err):
 		return namespaceTerminating(err)
