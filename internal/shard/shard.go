@@ -23,6 +23,7 @@
 package shard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -96,7 +97,7 @@ func checkName(flag, name string) error {
 		return fmt.Errorf("%s: %q is the default shard's name: the default shard is the one without --shard", flag, name)
 	}
 	if errs := validation.IsValidLabelValue(name); len(errs) > 0 || name == "" {
-		return fmt.Errorf("%s: %q is not a shard name (a label value): %s", flag, name, cmpOr(strings.Join(errs, "; "), "empty"))
+		return fmt.Errorf("%s: %q is not a shard name (a label value): %s", flag, name, cmp.Or(strings.Join(errs, "; "), "empty"))
 	}
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return fmt.Errorf("%s: %q is not a shard name (lower-case letters, digits and '-'): %s", flag, name, strings.Join(errs, "; "))
@@ -104,18 +105,11 @@ func checkName(flag, name string) error {
 	return nil
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // IsDefault reports whether s is the default shard.
 func (s Shard) IsDefault() bool { return s.Name == "" }
 
 // String is the shard's name, or DefaultName.
-func (s Shard) String() string { return cmpOr(s.Name, DefaultName) }
+func (s Shard) String() string { return cmp.Or(s.Name, DefaultName) }
 
 // Selector selects the objects s owns: Label=Name for a named shard, for
 // the default shard every object whose Label is not one of Others
@@ -144,7 +138,7 @@ func (s Shard) Owns(obj metav1.Object) bool {
 }
 
 // Of is the shard obj's label names: its Label, or DefaultName.
-func Of(obj metav1.Object) string { return cmpOr(obj.GetLabels()[Label], DefaultName) }
+func Of(obj metav1.Object) string { return cmp.Or(obj.GetLabels()[Label], DefaultName) }
 
 // Stamp gives to the shard label of from: set to from's value, or removed
 // when from has none.

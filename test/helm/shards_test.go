@@ -1,6 +1,7 @@
 package helm_test
 
 import (
+	"cmp"
 	"maps"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestRenderShards(t *testing.T) {
 			}
 		}
 		podLabels := labels.Set(o.deployment.Spec.Template.Labels)
-		if got := podLabels[shard.PodLabel]; got != cmpOr(want, shard.DefaultName) {
+		if got := podLabels[shard.PodLabel]; got != cmp.Or(want, shard.DefaultName) {
 			t.Errorf("%s: pods labelled %s=%q", name, shard.PodLabel, got)
 		}
 		sel := labels.SelectorFromSet(o.deployment.Spec.Selector.MatchLabels)
@@ -84,11 +85,4 @@ func TestRenderShards(t *testing.T) {
 			}
 		}
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
