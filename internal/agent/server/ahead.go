@@ -17,12 +17,16 @@ import (
 // its operation ends (dropAhead), so its answer can never serve a later
 // call.
 
+// A command can also be answered ahead: the agent already knows what it
+// would print (answer), so the Run call that asks for it runs nothing.
+
 // aheadRun is a command started ahead and, once done is closed, its
-// outcome.
+// outcome; or, with answered set, an answer that needs no command.
 type aheadRun struct {
-	started time.Time
-	cancel  context.CancelFunc
-	done    chan struct{}
+	started  time.Time
+	cancel   context.CancelFunc
+	done     chan struct{}
+	answered bool
 
 	stdout, stderr string
 	code           int
@@ -62,6 +66,23 @@ func (r *cliRunner) startAhead(ctx context.Context, workdir string, env []string
 	}()
 }
 
+// answer records stdout as the outcome of the next Run of args in workdir,
+// which then starts no process.
+func (r *cliRunner) answer(workdir string, args []string, stdout string) {
+	run := &aheadRun{started: time.Now(), cancel: func() {}, done: make(chan struct{}), answered: true, stdout: stdout}
+	close(run.done)
+	r.ahead.mu.Lock()
+	defer r.ahead.mu.Unlock()
+	if r.ahead.runs == nil {
+		r.ahead.runs = map[string]*aheadRun{}
+	}
+	key := aheadKey(workdir, args)
+	if old := r.ahead.runs[key]; old != nil {
+		old.cancel()
+	}
+	r.ahead.runs[key] = run
+}
+
 // takeAhead returns, and forgets, the run started ahead for workdir and
 // args; nil when there is none.
 func (r *cliRunner) takeAhead(workdir string, args []string) *aheadRun {
@@ -83,6 +104,9 @@ func (r *cliRunner) dropAhead() {
 	for _, run := range runs {
 		run.cancel()
 		<-run.done
+		if run.answered {
+			continue
+		}
 		r.log.V(1).Info("a command started ahead was not used", "elapsed", time.Since(run.started).Round(time.Millisecond).String())
 	}
 }
@@ -95,3 +119,7 @@ func (r *cliRunner) dropAhead() {
 func historyArgs(stack string) []string {
 	return []string{"stack", "history", "--json", "--page-size", "1", "--page", "1", "--stack", stack}
 }
+
+// noHistory is `pulumi stack history --json` for a stack with no update,
+// the answer given when the agent builds the summary itself.
+const noHistory = "[]"

@@ -168,13 +168,18 @@ func (r *cliRunner) Version() semver.Version { return r.version }
 // exit code. It always adds --non-interactive, as the Automation API's own
 // runner does, so that the CLI fails instead of prompting.
 // A command started ahead with the same working directory and arguments
-// (ahead.go) is not run again: Run waits for it and returns its outcome.
+// (ahead.go) is not run again: Run waits for it and returns its outcome;
+// one answered ahead returns that answer.
 func (r *cliRunner) Run(ctx context.Context, workdir string, stdin io.Reader,
 	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
 ) (stdout, stderr string, code int, err error) {
 	started, ahead := time.Now(), false
 	if run := r.takeAhead(workdir, args); run != nil && stdin == nil && len(additionalOutput) == 0 && len(additionalErrorOutput) == 0 {
 		<-run.done
+		if run.answered {
+			r.log.V(1).Info("pulumi not run: the agent had the answer", "command", commandName(args))
+			return run.stdout, run.stderr, run.code, run.err
+		}
 		started, ahead = run.started, true
 		stdout, stderr, code, err = run.stdout, run.stderr, run.code, run.err
 	} else {

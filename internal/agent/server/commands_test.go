@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,13 +100,22 @@ func checkCommands(t *testing.T, what string, got, want []string) {
 }
 
 // checkHistoryAhead fails the test unless the last `pulumi stack history`
-// the agent ran, the update's summary, was started ahead, beside the
-// export that read the outputs.
+// the agent ran, an update's summary, was started ahead, beside the export
+// that read the outputs.
 func checkHistoryAhead(t *testing.T, h *harness) {
 	t.Helper()
 	lines := regexp.MustCompile(`"msg"="ran pulumi" "command"="stack history".*"startedAhead"=(true|false)`).FindAllStringSubmatch(h.logs.String(), -1)
 	if len(lines) == 0 || lines[len(lines)-1][1] != "true" {
 		t.Errorf("the update's `stack history` was not started ahead of its outputs' export (log lines %q)", lines)
+	}
+}
+
+// checkHistoryAnswered fails the test unless the agent has answered the
+// Automation API's `pulumi stack history` itself, n times so far.
+func checkHistoryAnswered(t *testing.T, h *harness, n int) {
+	t.Helper()
+	if got := strings.Count(h.logs.String(), `"msg"="pulumi not run: the agent had the answer" "command"="stack history"`); got != n {
+		t.Errorf("the agent answered `stack history` itself %d times; want %d", got, n)
 	}
 }
 
@@ -140,8 +150,8 @@ func TestCommandsPerUpdate(t *testing.T) {
 		[]string{"stack select"})
 	var r opRun
 	checkCommands(t, "the first update", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "first update") }),
-		[]string{"up", "stack export", "stack history"})
-	checkHistoryAhead(t, h)
+		[]string{"up"})
+	checkHistoryAnswered(t, h, 1)
 	checkGreeting(t, "the first update", r, path, "v1")
 	if sum := r.result.GetSummary(); sum.GetKind() != "update" || sum.GetResult() != "succeeded" || r.result.GetChanges()["create"] != 3 {
 		t.Errorf("first update: summary %v, changes %v; want a succeeded update, 3 creates", sum, r.result.GetChanges())
@@ -152,7 +162,7 @@ func TestCommandsPerUpdate(t *testing.T) {
 	checkCommands(t, "a setup with new configuration", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v2")...) }),
 		nil)
 	checkCommands(t, "an update on a warm agent", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "second update") }),
-		[]string{"up", "stack export", "stack history"})
+		[]string{"up"})
 	checkGreeting(t, "the second update", r, path, "v2")
 	if r.result.GetChanges()["update"] != 1 {
 		t.Errorf("second update: changes %v; want 1 update", r.result.GetChanges())
@@ -161,10 +171,15 @@ func TestCommandsPerUpdate(t *testing.T) {
 	// The same setup again changes nothing, so it runs nothing.
 	checkCommands(t, "a setup without changes", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v2")...) }), nil)
 	checkCommands(t, "an update without changes", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "third update") }),
-		[]string{"up", "stack export", "stack history"})
+		[]string{"up"})
 	if r.result.GetChanges()["same"] != 3 {
 		t.Errorf("third update: changes %v; want 3 same", r.result.GetChanges())
 	}
+	checkGreeting(t, "an update without changes", r, path, "v2")
+	if got := output(t, r.result, "suffix"); len(fmt.Sprint(got)) != 6 {
+		t.Errorf("an update without changes: output suffix = %v; want the 6 random characters", got)
+	}
+	checkHistoryAnswered(t, h, 3)
 }
 
 // TestCommandsAfterNewCommit is what the local runtime does when a new
@@ -202,7 +217,7 @@ func TestCommandsAfterNewCommit(t *testing.T) {
 		h.setUp("dev", append(warmConfig(path, "v2"), literal("token", "carried-secret-1", true))...)
 	}), []string{"config set-all"})
 	checkCommands(t, "its first update", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after a new commit") }),
-		[]string{"up", "stack export", "stack history"})
+		[]string{"up"})
 	checkGreeting(t, "the update after a new commit", r, path, "v2")
 	if !strings.Contains(h.logs.String(), "took over the secrets key material") {
 		t.Error("the new agent did not take over the key material")
@@ -235,7 +250,7 @@ func TestCommandsAfterNewCommit(t *testing.T) {
 	h.setUp("dev", warmConfig(path, "v4")...)
 	h.update("dev").mustFail(t, "update of a removed stack", agenterr.StackNotFound)
 	checkCommands(t, "the update after the stack was removed", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after the removal") }),
-		[]string{"stack select", "up", "stack export", "stack history"})
+		[]string{"stack select", "up"})
 	checkGreeting(t, "the update after the removal", r, path, "v4")
 }
 
@@ -260,7 +275,7 @@ func TestWarmAgentRunsWhatIsNeeded(t *testing.T) {
 	checkCommands(t, "going back to dev", h.commandsOf(func() { h.setUp("dev", warmConfig(path, "v1")...) }),
 		[]string{"stack select"})
 	checkCommands(t, "an update of dev", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update of dev") }),
-		[]string{"up", "stack export", "stack history"})
+		[]string{"up"})
 	checkGreeting(t, "dev's update", r, path, "v1")
 
 	// Someone edits the stack settings on disk: the configuration the
@@ -285,7 +300,7 @@ func TestWarmAgentRunsWhatIsNeeded(t *testing.T) {
 	h.update("dev").mustFail(t, "update writing below a file", agenterr.ResourceFailed)
 	h.setUp("dev", warmConfig(path, "v2")...)
 	checkCommands(t, "the update after a failed one", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after the failure") }),
-		[]string{"stack export", "up", "stack export", "stack history"})
+		[]string{"stack export", "up"})
 	checkGreeting(t, "the update after the failure", r, path, "v2")
 
 	// Another process leaves a pending create in the state. The warm
@@ -296,17 +311,18 @@ func TestWarmAgentRunsWhatIsNeeded(t *testing.T) {
 	h.addPendingCreate(t, "warm", "dev", pendingURN)
 	checkCommands(t, "an update over another's pending create", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update over a pending create") }),
 		[]string{"up", "stack export", "stack history"})
+	checkHistoryAhead(t, h)
 	want := []string{pendingURN + " creating"}
 	if got := pendingStrings(r.result.GetPendingOperations()); !slices.Equal(got, want) || r.result.GetRecovery() != nil {
 		t.Errorf("update over a pending create reported pending %v, recovery %v; want %v, no recovery", got, r.result.GetRecovery(), want)
 	}
 	checkCommands(t, "the next update", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update clearing the pending create") }),
-		[]string{"stack export", "refresh", "stack history", "up", "stack export", "stack history"})
+		[]string{"stack export", "refresh", "stack history", "up"})
 	if got := pendingStrings(r.result.GetRecovery().GetClearedPendingOperations()); !slices.Equal(got, want) {
 		t.Errorf("the next update cleared %v; want %v", got, want)
 	}
 	checkCommands(t, "an update on a clean state", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update on a clean state") }),
-		[]string{"up", "stack export", "stack history"})
+		[]string{"up"})
 	if r.result.GetRecovery() != nil || len(r.result.GetPendingOperations()) != 0 {
 		t.Errorf("an update on a clean state reported recovery %v, pending %v", r.result.GetRecovery(), r.result.GetPendingOperations())
 	}
@@ -323,7 +339,7 @@ func TestWarmAgentRunsWhatIsNeeded(t *testing.T) {
 	}
 	h.update("dev").mustFail(t, "update of a removed stack", agenterr.StackNotFound)
 	checkCommands(t, "the update after the stack was removed", h.commandsOf(func() { r = h.update("dev").mustSucceed(t, "update after the removal") }),
-		[]string{"stack select", "up", "stack export", "stack history"})
+		[]string{"stack select", "up"})
 	checkGreeting(t, "the update after the removal", r, path, "v2")
 }
 

@@ -143,17 +143,29 @@
 //     left; the Result then reports those pending operations, and the
 //     next operation clears them.
 //
+//   - An up's outputs are taken from its own engine events: the root
+//     stack resource's outputs, as the engine reports them once the
+//     program has run, serialized as the state holds them, secrets
+//     encrypted. The events end before the CLI exits, so they are all
+//     there when the Automation API asks for the outputs. `pulumi stack
+//     output --show-secrets` runs only when some output is secret. The
+//     summary is then the agent's own (kind, result, times, the change
+//     counts of the engine's summary event, and the message the CLI
+//     records: the request's, else the title of the program's commit), so
+//     the Automation API's `pulumi stack history` is answered without
+//     running it (ahead.go). An up that succeeded leaves no pending
+//     operation of its own; when the engine warned that the state held
+//     another run's, or the events showed no outputs, the outputs are read
+//     as for other operations instead:
+//
 //   - Outputs are read from `pulumi stack export`, plus `pulumi stack
 //     output --show-secrets` only when some output is secret, instead of
 //     the Automation API's two `pulumi stack output` runs
 //     (stateWorkspace), with the same values and secret marking; that
 //     export is also what tells the agent whether an operation left
-//     pending operations.
-//
-//   - The summary the Automation API reads after the outputs, `pulumi stack
-//     history` (kind, result, version, message, which the CLI takes from
-//     the program's git commit when the request has none), is started
-//     beside the export of an up's outputs rather than after it (ahead.go).
+//     pending operations. The summary the Automation API reads after the
+//     outputs, `pulumi stack history`, is started beside that export
+//     rather than after it (ahead.go).
 //
 //   - The CLI's version, which the Automation API needs, is read once per
 //     binary and kept in the user's cache directory (cliVersion), not asked
@@ -161,9 +173,9 @@
 //
 // The agent's own exports leave secrets encrypted: they need no secrets
 // provider, which spares a passphrase's key derivation or a KMS call. So
-// an up on a warm agent runs `pulumi up`, then `pulumi stack export` and
-// `pulumi stack history` at once, plus one `pulumi config set-all` when a
-// secret value changed; a new stack adds one `pulumi stack select
+// an up on a warm agent runs `pulumi up` alone, plus one `pulumi config
+// set-all` when a secret value changed and one `pulumi stack output` when
+// an output is secret; a new stack adds one `pulumi stack select
 // --create`.
 //
 // # Secrets

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"time"
 
@@ -39,6 +41,9 @@ type forwarder struct {
 	pendingWarned bool
 	// steps counts the resource steps the engine began (ResourcePreEvent).
 	steps int
+	// stackOutputs are the outputs of the root stack resource, as the
+	// engine reported them (secrets masked), once it has; nil before.
+	stackOutputs map[string]any
 }
 
 // pendingWarning is in the engine's warning about the pending operations
@@ -118,8 +123,8 @@ func (f *forwarder) finish() {
 }
 
 // observe records error diagnostics, what plugins wrote to stderr, the
-// engine's warning about pending operations, the resource steps begun and
-// the summary.
+// engine's warning about pending operations, the resource steps begun, the
+// stack's outputs and the summary.
 func (f *forwarder) observe(e apitype.EngineEvent) {
 	if d := e.DiagnosticEvent; d != nil {
 		switch d.Severity {
@@ -136,10 +141,40 @@ func (f *forwarder) observe(e apitype.EngineEvent) {
 	if e.ResourcePreEvent != nil {
 		f.steps++
 	}
+	if r := e.ResOutputsEvent; r != nil && r.Metadata.Type == stackResourceType {
+		if n := r.Metadata.New; n != nil && n.Parent == "" {
+			f.stackOutputs = map[string]any{}
+			maps.Copy(f.stackOutputs, n.Outputs)
+		}
+	}
 	if e.SummaryEvent != nil {
 		sum := *e.SummaryEvent
 		f.summary = &sum
 	}
+}
+
+// eventsWait bounds how long the outputs of a run that has ended wait for
+// the end of its events: the CLI closes its event stream before it exits,
+// and the Automation API closes the channel once every event is in it, so
+// they are normally all there already.
+const eventsWait = 5 * time.Second
+
+// outputsSeen waits until every event of the run has been observed (the
+// channel closed), and returns the stack outputs the engine reported and
+// whether it warned about pending operations. ok is false when the events
+// did not end within eventsWait, or held no stack outputs: the outputs
+// must then be read from the state.
+func (f *forwarder) outputsSeen(ctx context.Context) (outputs map[string]any, pendingWarned, ok bool) {
+	timer := time.NewTimer(eventsWait)
+	defer timer.Stop()
+	select {
+	case <-f.done:
+	case <-timer.C:
+		return nil, false, false
+	case <-ctx.Done():
+		return nil, false, false
+	}
+	return f.stackOutputs, f.pendingWarned, f.stackOutputs != nil
 }
 
 // toProto converts an event into its wire form: the event-log JSON as a

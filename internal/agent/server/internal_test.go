@@ -327,3 +327,17 @@ func TestDamagedSidecar(t *testing.T) {
 		}
 	}
 }
+
+func TestCommitTitle(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"title", "title"},
+		{"title\n\nbody", "title"},
+		{"title\r\nbody", "title"},
+		{"title\rrest", "title"},
+	} {
+		if got := commitTitle(tc.in); got != tc.want {
+			t.Errorf("commitTitle(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}

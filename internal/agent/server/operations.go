@@ -31,6 +31,9 @@ type operation struct {
 	showSecrets bool
 	// message is the operation's message, for a synthesized summary.
 	message string
+	// outputsFromEvents has the outputs the run reads taken from its
+	// engine events when they show them (stateWorkspace.StackOutputs).
+	outputsFromEvents bool
 	// run runs the operation once, sending its events to ch.
 	run func(ctx context.Context, st auto.Stack, ch chan<- events.EngineEvent) (outcome, error)
 	// after runs once the operation succeeded (Destroy with remove forgets
@@ -132,10 +135,11 @@ func (s *Server) Up(req *agentpb.UpRequest, stream grpc.ServerStreamingServer[ag
 	}
 	planData := req.GetPlan()
 	return s.operate(stream, operation{
-		kind:        "update",
-		mutating:    true,
-		showSecrets: req.GetShowSecrets(),
-		message:     req.GetMessage(),
+		kind:              "update",
+		mutating:          true,
+		showSecrets:       req.GetShowSecrets(),
+		message:           req.GetMessage(),
+		outputsFromEvents: true,
 		run: func(ctx context.Context, st auto.Stack, ch chan<- events.EngineEvent) (outcome, error) {
 			if strictRefresh {
 				// The refresh runs on its own, so that changes it finds
@@ -161,10 +165,6 @@ func (s *Server) Up(req *agentpb.UpRequest, stream grpc.ServerStreamingServer[ag
 				}
 			}
 			opts := append(opts, optup.EventStreams(ch))
-			if w, ok := st.Workspace().(*stateWorkspace); ok {
-				w.historyAhead = true
-				defer func() { w.historyAhead = false }()
-			}
 			if len(planData) > 0 {
 				plan, err := newPlanFile(planData)
 				if err != nil {
@@ -348,6 +348,10 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 		}
 		return s.withLockRecovery(ctx, st, rec, func() error {
 			fw = newForwarder(stream, s.secrets, s.log)
+			if op.outputsFromEvents {
+				watch(st, fw)
+				defer watch(st, nil)
+			}
 			var err error
 			out, err = op.run(ctx, st, fw.events)
 			s.cli.dropAhead()

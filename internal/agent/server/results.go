@@ -15,9 +15,12 @@ import (
 )
 
 // result builds an operation's Result from what its run produced. The
-// summary comes from the backend's history when the operation recorded one,
-// and is synthesized from the agent's clock otherwise (previews, failures).
-// The change counts come from the engine's summary event, or the history.
+// summary comes from the backend's history when the operation recorded one
+// and the agent read it, and is synthesized from the agent's clock
+// otherwise (previews, failures, an up whose outputs came from its events);
+// a mutating operation's then gets the message the CLI recorded for it
+// (defaultMessage). The change counts come from the engine's summary
+// event, or the history.
 func (s *Server) result(op operation, out outcome, fw *forwarder, start time.Time, rec *agentpb.Recovery, pending []*agentpb.PendingOperation) *agentpb.Result {
 	res := &agentpb.Result{
 		Summary: &agentpb.UpdateSummary{
@@ -55,6 +58,8 @@ func (s *Server) result(op operation, out outcome, fw *forwarder, start time.Tim
 				res.Changes[k] = int32(v) //nolint:gosec // counts fit
 			}
 		}
+	} else if op.mutating && op.message == "" {
+		res.Summary.Message = withholdPlanValues(s.secrets.Redact(defaultMessage(s.opts.WorkDir)))
 	}
 	changes := out.changes
 	if fw != nil && fw.summary != nil && len(fw.summary.ResourceChanges) > 0 {

@@ -19,21 +19,24 @@ import (
 const maskedSecret = "[secret]"
 
 // stateWorkspace is the agent's Automation API workspace: a LocalWorkspace
-// whose StackOutputs reads the outputs from `pulumi stack export` without
-// --show-secrets, which needs no secrets provider, and runs `pulumi stack
-// output --show-secrets` only when some output is secret; the
-// LocalWorkspace runs `pulumi stack output` twice, with and without
-// --show-secrets. auto.Stack.Up and the agent's Refresh read the outputs
-// once the operation has run, so the same export also tells the agent
-// whether the state the operation left holds pending operations (see
-// view).
+// whose StackOutputs, which auto.Stack.Up and the agent's Refresh call once
+// the operation has run, takes the outputs from the run's own engine
+// events when it watched them, and otherwise reads them from `pulumi stack
+// export` without --show-secrets, which needs no secrets provider; either
+// way it runs `pulumi stack output --show-secrets` only when some output
+// is secret. The LocalWorkspace runs `pulumi stack output` twice, with and
+// without --show-secrets. The export also tells the agent whether the state
+// the operation left holds pending operations (see view); the events tell
+// it too, through the engine's warning.
 type stateWorkspace struct {
 	auto.Workspace
 
-	// historyAhead, while set, makes the next StackOutputs start the
-	// summary's `pulumi stack history` ahead, beside its export (see
-	// ahead.go); auto.Stack.Up asks for it right after the outputs.
-	historyAhead bool
+	// watched, while set, is the forwarder of the up whose outputs the
+	// next StackOutputs reads (see outputsFromEvents). auto.Stack.Up asks
+	// for the summary right after the outputs; when they came from the
+	// events, so does the summary, and `pulumi stack history` is not run;
+	// otherwise it is started ahead, beside the export (ahead.go).
+	watched *forwarder
 
 	// creating, while set, makes SelectStack create the stack it selects
 	// when there is none, and created records whether it did.
@@ -97,8 +100,11 @@ type stateView struct {
 // LocalWorkspace does: every value in clear, marked secret when `pulumi
 // stack output --json` shows "[secret]" in it.
 func (w *stateWorkspace) StackOutputs(ctx context.Context, stack string) (auto.OutputMap, error) {
-	if w.historyAhead {
-		w.historyAhead = false
+	if fw := w.watched; fw != nil {
+		w.watched = nil
+		if outs, ok, err := w.outputsFromEvents(ctx, fw, stack); ok || err != nil {
+			return outs, err
+		}
 		if cli, ok := w.PulumiCommand().(*cliRunner); ok {
 			cli.startAhead(ctx, w.WorkDir(), cliEnv(w), historyArgs(stack)...)
 		}
@@ -118,7 +124,44 @@ func (w *stateWorkspace) StackOutputs(ctx context.Context, stack string) (auto.O
 	w.mu.Lock()
 	w.seen = &stateView{pending: pending}
 	w.mu.Unlock()
+	return w.reveal(ctx, stack, stored)
+}
 
+// outputsFromEvents returns the outputs of the up that fw watched, as its
+// engine reported them, with ok set; an up that succeeded without the
+// engine warning about pending operations from an earlier run leaves none
+// in the state, so nothing needs exporting. Its summary is then the
+// agent's own (the result's, see Server.result): `pulumi stack history` is
+// answered with no entry instead of being run. ok is false when the events
+// did not show the outputs, or the warning was given: the state must be
+// read.
+func (w *stateWorkspace) outputsFromEvents(ctx context.Context, fw *forwarder, stack string) (auto.OutputMap, bool, error) {
+	seen, pendingWarned, ok := fw.outputsSeen(ctx)
+	if !ok || pendingWarned {
+		return nil, false, nil
+	}
+	stored := make(map[string]storedOutput, len(seen))
+	for k, v := range seen {
+		o, err := storedOutputOf(k, v)
+		if err != nil {
+			return nil, false, err
+		}
+		stored[k] = o
+	}
+	if cli, ok := w.PulumiCommand().(*cliRunner); ok {
+		cli.answer(w.WorkDir(), historyArgs(stack), noHistory)
+	}
+	w.mu.Lock()
+	w.seen = &stateView{}
+	w.mu.Unlock()
+	outs, err := w.reveal(ctx, stack, stored)
+	return outs, true, err
+}
+
+// reveal returns the outputs stored holds, every value in clear: a secret
+// one is read with `pulumi stack output --show-secrets`, run only when
+// some output is encrypted.
+func (w *stateWorkspace) reveal(ctx context.Context, stack string, stored map[string]storedOutput) (auto.OutputMap, error) {
 	encrypted := false
 	for _, o := range stored {
 		encrypted = encrypted || o.encrypted
@@ -153,6 +196,14 @@ func (w *stateWorkspace) view() *stateView {
 	v := w.seen
 	w.seen = nil
 	return v
+}
+
+// watch has the next StackOutputs of st's workspace take the outputs from
+// the events fw observes (outputsFromEvents); nil stops it.
+func watch(st auto.Stack, fw *forwarder) {
+	if w, ok := st.Workspace().(*stateWorkspace); ok {
+		w.watched = fw
+	}
 }
 
 // viewOf returns st's last state view (see stateWorkspace.view); nil when
@@ -246,16 +297,26 @@ func storedOutputs(dep apitype.UntypedDeployment) (map[string]storedOutput, erro
 			continue
 		}
 		for k, v := range r.Outputs {
-			masked, encrypted := maskSecrets(v)
-			text, err := json.Marshal(masked)
+			o, err := storedOutputOf(k, v)
 			if err != nil {
-				return nil, fmt.Errorf("read stack output %q: %w", k, err)
+				return nil, err
 			}
-			out[k] = storedOutput{value: v, secret: strings.Contains(string(text), maskedSecret), encrypted: encrypted}
+			out[k] = o
 		}
 		break
 	}
 	return out, nil
+}
+
+// storedOutputOf reads the stack output k whose serialized value, as the
+// state and the engine's events hold it, is v.
+func storedOutputOf(k string, v any) (storedOutput, error) {
+	masked, encrypted := maskSecrets(v)
+	text, err := json.Marshal(masked)
+	if err != nil {
+		return storedOutput{}, fmt.Errorf("read stack output %q: %w", k, err)
+	}
+	return storedOutput{value: v, secret: strings.Contains(string(text), maskedSecret), encrypted: encrypted}, nil
 }
 
 // maskSecrets returns v, a property value as the state stores it, with

@@ -6,11 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+
+	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/redact"
 )
 
 // outputsProgram has outputs of every shape, secrets at the top, nested in
@@ -58,7 +63,8 @@ outputs:
 // values and secret marks, as the Automation API's LocalWorkspace does
 // from its two `pulumi stack output` runs, on real stacks: one command,
 // the export, when no output is secret, and the export and one `pulumi
-// stack output` when some are.
+// stack output` when some are; and, after an up whose engine events it
+// watched, from those events, with no export.
 func TestOutputsFromExport(t *testing.T) {
 	cli, err := newCLIRunner("", 0, logr.Discard())
 	if err != nil {
@@ -125,19 +131,61 @@ func TestOutputsFromExport(t *testing.T) {
 			if v := sw.view(); v != nil {
 				t.Errorf("a second view = %+v; want none", v)
 			}
+
+			// An up whose events the workspace watched: its outputs come
+			// from the events, with no export; only the secrets are read
+			// with the CLI.
+			watched := &countingCommand{PulumiCommand: cli}
+			inner, err = auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(watched), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sw = &stateWorkspace{Workspace: inner}
+			st, err = auto.SelectStack(ctx, "dev", sw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fw := newForwarder(discardEvents{}, redact.New(), logr.Discard())
+			sw.watched = fw
+			watched.args = nil
+			res, err := st.Up(ctx, optup.EventStreams(fw.events))
+			fw.finish()
+			if err != nil {
+				t.Fatalf("up: %v", err)
+			}
+			if !reflect.DeepEqual(res.Outputs, want) {
+				t.Errorf("outputs of a watched up:\n%#v\nwant, as `pulumi stack output` gives them:\n%#v", res.Outputs, want)
+			}
+			wantArgs := []string{"up", "stack history"}
+			if tc.commands > 1 {
+				wantArgs = []string{"up", "stack output", "stack history"}
+			}
+			if !slices.Equal(watched.args, wantArgs) {
+				t.Errorf("a watched up ran %q; want %q", watched.args, wantArgs)
+			}
+			if v := sw.view(); v == nil || len(v.pending) != 0 {
+				t.Errorf("view after a watched up = %+v; want a state without pending operations", v)
+			}
 		})
 	}
 }
 
-// countingCommand counts the commands it runs.
+// discardEvents is an event stream nobody reads.
+type discardEvents struct{}
+
+func (discardEvents) Send(*agentpb.OperationStream) error { return nil }
+
+// countingCommand counts the commands it runs, and records their names.
 type countingCommand struct {
 	auto.PulumiCommand
 	runs int
+	args []string
 }
 
 func (c *countingCommand) Run(ctx context.Context, workdir string, stdin io.Reader,
 	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
 ) (string, string, int, error) {
 	c.runs++
+	c.args = append(c.args, commandName(args))
 	return c.PulumiCommand.Run(ctx, workdir, stdin, additionalOutput, additionalErrorOutput, additionalEnv, args...)
 }
