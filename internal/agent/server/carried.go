@@ -25,9 +25,6 @@ type carried struct {
 	// operation begins, so an agent killed mid-run leaves it unset and the
 	// next agent looks.
 	Clean bool `json:"clean,omitempty"`
-	// Installed, recorded for the project (installedKey), says that
-	// `pulumi install` succeeded there (install.go).
-	Installed bool `json:"installed,omitempty"`
 	// Selected is the selection (selectionKey) the previous agent made of
 	// the stack with the CLI: a new agent trusts it and runs no `pulumi
 	// stack select` for the same request. Every other command names the

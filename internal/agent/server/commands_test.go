@@ -199,9 +199,9 @@ func TestCommandsAfterNewCommit(t *testing.T) {
 			t.Fatalf("Install: %v", err)
 		}
 	}
-	// Automatic plugin acquisition is off in the tests, so the install has
-	// no plugin step (install.go).
-	checkCommands(t, "the first install", h.commandsOf(install), []string{"install"})
+	// A YAML program without packages has nothing to install
+	// (install.go).
+	checkCommands(t, "the first install", h.commandsOf(install), nil)
 	h.setUp("dev", append(warmConfig(path, "v1"), literal("token", "carried-secret-1", true))...)
 	h.update("dev").mustSucceed(t, "first update")
 
@@ -382,11 +382,13 @@ func (h *harness) addPendingCreate(t *testing.T, project, stack, urn string) {
 // install` resolves providers without looking on PATH and tries to download
 // this one, which fails (there is no network here, and no release of the
 // test provider anywhere); the agent installs again without that step, and
-// the update, whose engine finds the provider on PATH, succeeds.
+// the update, whose engine finds the provider on PATH, succeeds. A YAML
+// program is installed only when asked to reinstall; a program in another
+// language always is.
 func TestInstallWithProvidersOnPath(t *testing.T) {
 	h := newHarnessEnv(t, warmProgram, map[string]string{"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "false"})
 	checkCommands(t, "the install", h.commandsOf(func() {
-		if _, err := h.client.Install(h.ctx(), &agentpb.InstallRequest{}); err != nil {
+		if _, err := h.client.Install(h.ctx(), &agentpb.InstallRequest{Reinstall: true}); err != nil {
 			t.Fatalf("Install: %v", err)
 		}
 	}), []string{"install", "install"})

@@ -14,20 +14,17 @@ import (
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 )
 
-// installedKey is the name under which carried.go records, for the
-// project rather than a stack, that an install succeeded.
-const installedKey = "\x00install"
-
 // Install runs `pulumi install` for the project: its language packages
 // and plugins. Two things come first. A runtime whose language host is
 // nowhere the CLI looks fails with MissingPlugin, saying which host and
 // the two ways out, rather than with whatever the CLI prints. And a YAML
-// program in a directory where the previous agent installed successfully
-// (the local runtime's, after it fetched a new commit; carried.go) is not
-// installed again, unless its project file declares packages (whose SDKs
-// `pulumi install` sets up): a YAML program has no language packages, and
-// the plugins its resources need are resolved by each operation as
-// `pulumi install` would, from the same places.
+// program is not installed, unless its project file declares packages
+// (whose SDKs `pulumi install` sets up) or the request asks to reinstall:
+// a YAML program has no language packages, and the plugins its resources
+// need are resolved by each operation as `pulumi install` would, from the
+// same places, and more (the engine looks on PATH, the plugin step of
+// `pulumi install` does not; see below). That spares every new Workspace
+// of a YAML program one or two CLI runs.
 func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*agentpb.InstallResult, error) {
 	if err := s.requireProject(); err != nil {
 		return nil, err
@@ -52,11 +49,10 @@ func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*age
 				"nor installed under PULUMI_HOME: put %s on the operator's tool path (its --tool-dir, or PATH), or run the Workspace "+
 				"in the kubernetes runtime with an image that has it (pulumi/pulumi-%s, or the pulumi/pulumi image)", runtime, host, host, runtime)
 	}
-	if runtime == "yaml" && len(proj.Packages) == 0 && !req.GetReinstall() && s.loadCarried(installedKey).Installed {
-		s.log.V(1).Info("a YAML program installed by the previous agent in this directory; not installed again")
+	if runtime == "yaml" && len(proj.Packages) == 0 && !req.GetReinstall() {
+		s.log.V(1).Info("a YAML program without packages: nothing to install; its operations resolve its plugins")
 		return &agentpb.InstallResult{}, nil
 	}
-	s.dropCarried(installedKey)
 	opts := &auto.InstallOptions{
 		NoPlugins:               req.GetNoPlugins(),
 		NoDependencies:          req.GetNoDependencies(),
@@ -85,7 +81,6 @@ func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*age
 	if err != nil {
 		return nil, s.fail(ctx, err, nil)
 	}
-	s.updateCarried(installedKey, func(c *carried) { c.Installed = true })
 	return &agentpb.InstallResult{}, nil
 }
 
