@@ -7,7 +7,9 @@
 # Knobs: BENCH_N (burst sizes), BENCH_REPEAT (latency repetitions),
 # BENCH_SCALE_N and BENCH_SHARDS (make bench-scale: Stacks and shard counts),
 # BENCH_RUN (a subset of the figures, e.g. latency or 'burst-100|idle');
-# BENCH_IDLE_AFTER and BENCH_IDLE_FOR are read from the environment.
+# BENCH_IDLE_AFTER, BENCH_IDLE_FOR and BENCH_OPERATOR_ARGS (further operator
+# flags, e.g. --pprof-bind-address=127.0.0.1:6060) are read from the
+# environment.
 
 BENCH_N ?= 10 100
 BENCH_REPEAT ?= 10

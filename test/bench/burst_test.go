@@ -52,6 +52,12 @@ type BurstResult struct {
 	// CPU is where the processor time went; nil in runs from before it
 	// was measured.
 	CPU *BurstCPU `json:"cpu,omitempty"`
+	// Requests are the API server's requests per Stack during the burst,
+	// by verb and resource ("PATCH stacks/status"), from its own
+	// apiserver_request_total, watches left out; the bench's own creates of
+	// the Stacks are in "POST stacks". Absent in runs from before it was
+	// measured.
+	Requests map[string]float64 `json:"requests,omitempty"`
 }
 
 // BurstCPU splits the processor time of a burst, in seconds of one core,
@@ -77,6 +83,10 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	h.createNamespace(t, ns)
 	res := BurstResult{N: n, FloorTries: map[int]Seconds{}}
 
+	req0, err := h.apiRequests()
+	if err != nil {
+		t.Fatal(err)
+	}
 	samp := startSampler(h.pid(), 500*time.Millisecond)
 	op0, cp0 := treeCPU(tree(h.pid())), controlPlaneCPU()
 	start := time.Now()
@@ -125,6 +135,13 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	if !ok {
 		t.Fatalf("%d of %d Stacks Ready after %s: %v", len(readyAt), n, timeout, h.rec.failures(ns))
 	}
+	req1, err := h.apiRequests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var census string
+	res.Requests, census = requestsPer(req0, req1, n)
+	t.Logf("N=%d: API requests per Stack: %s", n, census)
 	sort.Slice(readyAt, func(i, j int) bool { return readyAt[i] < readyAt[j] })
 	res.AllReady, res.FirstReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[0]), Sec(readyAt[n/2])
 	res.PeakPSS, res.PeakRSS, res.MaxAgents = peak.PSS, peak.RSS, maxAgents

@@ -148,7 +148,10 @@ func (h *harness) startOperator(t *testing.T, tmp string) {
 		Bin:    bin,
 		Dir:    tmp,
 		Config: h.env.Config,
-		Args:   []string{"--idle-after", h.idleAfter.String(), "--receiver-bind-address", addr},
+		// BENCH_OPERATOR_ARGS adds flags, such as --pprof-bind-address to
+		// profile the operator during a figure.
+		Args: append([]string{"--idle-after", h.idleAfter.String(), "--receiver-bind-address", addr},
+			strings.Fields(os.Getenv("BENCH_OPERATOR_ARGS"))...),
 	})
 	h.opArgs = h.op.Args
 }
