@@ -6,6 +6,7 @@
 #
 # Knobs: BENCH_N (burst sizes), BENCH_REPEAT (latency repetitions),
 # BENCH_SCALE_N and BENCH_SHARDS (make bench-scale: Stacks and shard counts),
+# BENCH_SHARD_BURST_N (make bench-shard-burst: the burst under those shards),
 # BENCH_RUN (a subset of the figures, e.g. latency or 'burst-100|idle');
 # BENCH_IDLE_AFTER, BENCH_IDLE_FOR and BENCH_OPERATOR_ARGS (further operator
 # flags, e.g. --pprof-bind-address=127.0.0.1:6060) are read from the
@@ -16,11 +17,17 @@ BENCH_REPEAT ?= 10
 BENCH_RUN ?=
 BENCH_SCALE_N ?= 10000
 BENCH_SHARDS ?= 1 2 4
+BENCH_SHARD_BURST_N ?= 1000
 
 .PHONY: bench-e2e
 bench-e2e: $(TOOLS) ## Measure latency, burst and idle cost end to end; writes docs/benchmarks.md (~11 min on 2 cores).
 	BENCH_N="$(BENCH_N)" BENCH_REPEAT="$(BENCH_REPEAT)" BENCH_RUN="$(BENCH_RUN)" go test -tags bench -count=1 -timeout 120m -v \
 		-run '^TestBench$$$(if $(BENCH_RUN),/^($(BENCH_RUN))$$)' ./test/bench/
+
+.PHONY: bench-shard-burst
+bench-shard-burst: $(TOOLS) ## Measure a burst of new Stacks under 1, 2 and 4 shards; adds it to figure 7 (~35 min on 2 cores at 1,000).
+	BENCH_SHARD_BURST_N="$(BENCH_SHARD_BURST_N)" BENCH_SHARDS="$(BENCH_SHARDS)" go test -tags bench -count=1 -timeout 120m -v \
+		-run '^TestBenchShardBurst$$' ./test/bench/
 
 .PHONY: bench-scale
 bench-scale: $(TOOLS) ## Measure N deployed Stacks under 1, 2 and 4 shards (restart, idle); writes figure 7 of docs/benchmarks.md (~25 min on 2 cores at 10,000).

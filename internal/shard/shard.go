@@ -92,12 +92,15 @@ func New(name string, others []string) (Shard, error) {
 	return s, nil
 }
 
+// checkName checks a shard name given to flag: a DNS-1123 label, which is
+// also a valid label value (the shard label's) and a valid part of the
+// Deployment and lease names built from it; never the default shard's.
 func checkName(flag, name string) error {
 	if name == DefaultName {
 		return fmt.Errorf("%s: %q is the default shard's name: the default shard is the one without --shard", flag, name)
 	}
-	if errs := validation.IsValidLabelValue(name); len(errs) > 0 || name == "" {
-		return fmt.Errorf("%s: %q is not a shard name (a label value): %s", flag, name, cmp.Or(strings.Join(errs, "; "), "empty"))
+	if name == "" {
+		return fmt.Errorf("%s: a shard name cannot be empty", flag)
 	}
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return fmt.Errorf("%s: %q is not a shard name (lower-case letters, digits and '-'): %s", flag, name, strings.Join(errs, "; "))

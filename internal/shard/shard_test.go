@@ -29,7 +29,7 @@ func TestNew(t *testing.T) {
 		{name: "the default's name listed", others: []string{"default"}, err: `--shards: "default"`},
 		{name: "not a label value", shard: "A_b/c", err: `--shard: "A_b/c" is not a shard name`},
 		{name: "upper case", shard: "Blue", err: `--shard: "Blue" is not a shard name (lower-case`},
-		{name: "empty in the list", others: []string{"a", ""}, err: `--shards: "" is not a shard name`},
+		{name: "empty in the list", others: []string{"a", ""}, err: `--shards: a shard name cannot be empty`},
 		{name: "listed twice", others: []string{"a", "a"}, err: `--shards: "a" is listed twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,7 +26,8 @@ const (
 	envIdleFor = "BENCH_IDLE_FOR"
 	// envScaleN is the scale figure's number of Stacks.
 	envScaleN = "BENCH_SCALE_N"
-	// envShards lists the scale figure's shard counts, e.g. "1 2 4".
+	// envShards lists the scale figure's shard counts, e.g. "1 2 4"; the
+	// burst under shards (shardburst_test.go) reads it too.
 	envShards = "BENCH_SHARDS"
 )
 

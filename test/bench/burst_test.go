@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 )
@@ -90,29 +89,13 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	samp := startSampler(h.pid(), 500*time.Millisecond)
 	op0, cp0 := treeCPU(tree(h.pid())), controlPlaneCPU()
 	start := time.Now()
-	errs := make(chan error, n)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				name := fmt.Sprintf("s%04d", i)
-				errs <- h.client.Create(context.Background(), h.stack(ns, name, fmt.Sprintf("b%d-%04d", n, i), "hello"))
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	backend := freshBackend(t)
+	if err := inParallel(n, 16, func(i int) error {
+		st := h.stack(ns, fmt.Sprintf("s%04d", i), fmt.Sprintf("b%d-%04d", n, i), "hello")
+		st.Spec.Backend = "file://" + backend
+		return h.client.Create(context.Background(), st)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	var readyAt []time.Duration
 	var marks []readyMark
@@ -169,7 +152,7 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	floorCPU := map[int]Seconds{}
 	for _, p := range floorParallelism {
 		cpu0 := childCPU()
-		took, err := h.bareBurst(fmt.Sprintf("f%d-p%d", n, p), res.FloorTriesN, p)
+		took, err := h.bareBurst(freshBackend(t), fmt.Sprintf("f%d-p%d", n, p), res.FloorTriesN, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +167,7 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	cpu.Floor = floorCPU[best]
 	if n > res.FloorTriesN {
 		cpu0 := childCPU()
-		took, err := h.bareBurst(fmt.Sprintf("f%d-all", n), n, best)
+		took, err := h.bareBurst(freshBackend(t), fmt.Sprintf("f%d-all", n), n, best)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,33 +182,12 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 }
 
 // bareBurst runs n bare stack init + up, p at a time, on stacks named
-// prefix-<i>, and returns the wall time.
-func (h *harness) bareBurst(prefix string, n, p int) (time.Duration, error) {
+// prefix-<i> in the file backend in backend, and returns the wall time.
+func (h *harness) bareBurst(backend, prefix string, n, p int) (time.Duration, error) {
 	start := time.Now()
-	work := make(chan int)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for w := 0; w < p; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				_, err := h.bareUp(fmt.Sprintf("%s-%04d", prefix, i))
-				errs <- err
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	took := time.Since(start)
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return took, err
-		}
-	}
-	return took, nil
+	err := inParallel(n, p, func(i int) error {
+		_, err := h.bareUp(backend, fmt.Sprintf("%s-%04d", prefix, i))
+		return err
+	})
+	return time.Since(start), err
 }

@@ -59,7 +59,7 @@ func benchLatency(t *testing.T, h *harness, repeat int) []LatencyResult {
 	}
 	// The bare CLI's own stack on the same backend, with the same program.
 	bare := "latency-bare"
-	if _, err := h.bareUp(bare); err != nil {
+	if _, err := h.bareUp(h.backend, bare); err != nil {
 		t.Fatal(err)
 	}
 

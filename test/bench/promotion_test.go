@@ -183,9 +183,15 @@ func waitCommit(ctx context.Context, h *harness, ns, name, commit string, timeou
 // pulumiIn runs the pinned CLI in dir against the shared backend and
 // returns how long it took.
 func (h *harness) pulumiIn(dir string, args ...string) (time.Duration, error) {
+	return pulumiOn(h.backend, dir, args...)
+}
+
+// pulumiOn runs the pinned CLI in dir against the file backend in
+// backend and returns how long it took.
+func pulumiOn(backend, dir string, args ...string) (time.Duration, error) {
 	cmd := exec.Command(filepath.Join(testenv.BinDir(), "pulumi"), append(args, "--non-interactive")...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+h.backend)
+	cmd.Env = append(os.Environ(), "PULUMI_BACKEND_URL=file://"+backend)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,6 +67,11 @@ type ScaleRecord struct {
 	IdleAfter Seconds       `json:"idleAfter"`
 	Results   []ScaleResult `json:"results"`
 	Took      Seconds       `json:"took"`
+	// Bursts are the bursts of new Stacks under shards
+	// (TestBenchShardBurst), measured on BurstsMachine; absent until
+	// measured.
+	Bursts        []ShardBurstResult `json:"bursts,omitempty"`
+	BurstsMachine *Machine           `json:"burstsMachine,omitempty"`
 }
 
 // scaleFile is the committed record of the scale figure.
@@ -192,7 +196,9 @@ func benchScale(t *testing.T, h *harness, n int, shardCounts []int, window time.
 		t.Fatal(err)
 	}
 	began := time.Now()
-	parallel(t, n, func(i int) error { return seedStack(ctx, h.client, &ms, &mw, stackName(i)) })
+	if err := inParallel(n, 16, func(i int) error { return seedStack(ctx, h.client, &ms, &mw, stackName(i)) }); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("scale: seeded %d deployed Stacks in %s", n, time.Since(began).Round(time.Second))
 
 	var results []ScaleResult
@@ -202,7 +208,9 @@ func benchScale(t *testing.T, h *harness, n int, shardCounts []int, window time.
 	}
 	for _, k := range shardCounts {
 		began := time.Now()
-		parallel(t, n, func(i int) error { return labelShard(ctx, h.client, stackName(i), shardOf(i, k)) })
+		if err := inParallel(n, 16, func(i int) error { return labelShard(ctx, h.client, stackName(i), shardOf(i, k)) }); err != nil {
+			t.Fatal(err)
+		}
 		t.Logf("scale: labelled %d Stacks for %d shards in %s", n, k, time.Since(began).Round(time.Second))
 		results = append(results, measureShards(t, h, bin, n, k, window))
 	}
@@ -287,37 +295,6 @@ func labelShard(ctx context.Context, c client.Client, name, value string) error 
 		}
 	}
 	return nil
-}
-
-// parallel runs do for 0…n-1 on 16 workers and fails t on the first error.
-func parallel(t *testing.T, n int, do func(i int) error) {
-	t.Helper()
-	work := make(chan int)
-	errs := make(chan error, 16)
-	var wg sync.WaitGroup
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if err := do(i); err != nil {
-					select {
-					case errs <- fmt.Errorf("item %d: %w", i, err):
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
 }
 
 // measureShards starts k operators (the default shard and k-1 named ones)

@@ -132,8 +132,12 @@ func (s *session) prerequisiteMissing(ctx context.Context, field, name string) e
 	if !s.r.Shard.IsDefault() {
 		var pre pulumiv1.Stack
 		err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: name}, &pre)
-		if err == nil && !s.r.Shard.Owns(&pre) {
+		switch {
+		case err == nil && !s.r.Shard.Owns(&pre):
 			return sreconcile.NewStallingRequeue(pulumiv1.StalledSpecInvalidReason, s.r.Shard.Elsewhere(field, "Stack", &pre), time.Minute)
+		case err != nil && !apierrors.IsNotFound(err):
+			// Not knowing is not "not found": say what failed, and retry.
+			return failed(pulumiv1.ReconcilingPrerequisiteNotSatisfiedReason, fmt.Sprintf("%s: reading Stack %q", field, name), err)
 		}
 	}
 	return notSatisfied("%s: Stack %q not found", field, name)
