@@ -96,16 +96,22 @@ func TestBenchScale(t *testing.T) {
 	rec.Results = benchScale(t, h, n, intsEnv(t, envShards, []int{1, 2, 4}), durationEnv(t, envIdleFor, 2*time.Minute))
 	rec.Took = Sec(time.Since(began))
 	rec.Machine.LoadAfter = loadavg()
+	if err := saveScale(rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// saveScale writes rec to the committed record and renders figure 7 from
+// it.
+func saveScale(rec *ScaleRecord) error {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := os.WriteFile(scaleFile(), append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := writeScaleSection(rec); err != nil {
-		t.Fatal(err)
-	}
+	return writeScaleSection(rec)
 }
 
 // TestBenchScaleRender writes figure 7 of docs/benchmarks.md again from

@@ -4,9 +4,7 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -69,14 +67,7 @@ func TestBenchShardBurst(t *testing.T) {
 		rec.Bursts = append(rec.Bursts, shardBurst(t, h, bin, n, k))
 	}
 	rec.BurstsMachine = ptrTo(machineFacts())
-	data, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(scaleFile(), append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeScaleSection(rec); err != nil {
+	if err := saveScale(rec); err != nil {
 		t.Fatal(err)
 	}
 }
