@@ -14,6 +14,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/change/policy"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
@@ -85,7 +86,14 @@ func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, err
 		return sreconcile.ResultSuccess, nil
 	}
 	if !t.approved() {
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonAwaitingApproval, errors.New(t.message()), t.recheck(s.now))
+		wait := t.recheck(s.now)
+		if s.r.Admission != nil {
+			// Fail closed while waiting too: the policies that keep an
+			// approval true can go after this promotion got past
+			// reconcileAdmission, so it looks at them again.
+			wait = min(wait, change.HoldRecheck)
+		}
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonAwaitingApproval, errors.New(t.message()), wait)
 	}
 	return sreconcile.ResultEmpty, nil
 }
