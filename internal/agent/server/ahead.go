@@ -50,16 +50,7 @@ type aheadRuns struct {
 func (r *cliRunner) startAhead(ctx context.Context, workdir string, env []string, args ...string) {
 	ctx, cancel := context.WithCancel(ctx)
 	run := &aheadRun{started: time.Now(), cancel: cancel, done: make(chan struct{})}
-	key := aheadKey(workdir, args)
-	r.ahead.mu.Lock()
-	if r.ahead.runs == nil {
-		r.ahead.runs = map[string]*aheadRun{}
-	}
-	if old := r.ahead.runs[key]; old != nil {
-		old.cancel()
-	}
-	r.ahead.runs[key] = run
-	r.ahead.mu.Unlock()
+	r.putAhead(aheadKey(workdir, args), run)
 	go func() {
 		defer close(run.done)
 		run.stdout, run.stderr, run.code, run.err = r.run(ctx, workdir, nil, nil, nil, env, args...)
@@ -71,12 +62,17 @@ func (r *cliRunner) startAhead(ctx context.Context, workdir string, env []string
 func (r *cliRunner) answer(workdir string, args []string, stdout string) {
 	run := &aheadRun{started: time.Now(), cancel: func() {}, done: make(chan struct{}), answered: true, stdout: stdout}
 	close(run.done)
+	r.putAhead(aheadKey(workdir, args), run)
+}
+
+// putAhead records run under key for a later Run to take, cancelling the
+// one it replaces.
+func (r *cliRunner) putAhead(key string, run *aheadRun) {
 	r.ahead.mu.Lock()
 	defer r.ahead.mu.Unlock()
 	if r.ahead.runs == nil {
 		r.ahead.runs = map[string]*aheadRun{}
 	}
-	key := aheadKey(workdir, args)
 	if old := r.ahead.runs[key]; old != nil {
 		old.cancel()
 	}
