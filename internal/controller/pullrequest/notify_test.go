@@ -37,10 +37,9 @@ func TestNotificationsEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 
-	stage := &promotionv1alpha1.Stage{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "staging"}, stage)).To(Succeed())
-	stage.Spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1}
-	g.Expect(env.Client.Update(ctx, stage)).To(Succeed())
+	f.editStage(t, "staging", func(stage *promotionv1alpha1.Stage) {
+		stage.Spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1}
+	})
 
 	var (
 		mu    sync.Mutex

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -112,6 +113,24 @@ func (f *fixture) push(branch, content string) string {
 	return sha
 }
 
+// editStage changes the spec of the fixture's Stage name. The operator
+// writes the Stage's status meanwhile, so the change is retried on a
+// conflict.
+func (f *fixture) editStage(t *testing.T, name string, edit func(*promotionv1alpha1.Stage)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		stage := &promotionv1alpha1.Stage{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, stage); err != nil {
+			return err
+		}
+		edit(stage)
+		return env.Client.Update(context.Background(), stage)
+	})
+	if err != nil {
+		t.Fatalf("changing Stage %s: %v", name, err)
+	}
+}
+
 // page is what the Stack's program wrote.
 func (f *fixture) page() string {
 	b, _ := os.ReadFile(f.target)
@@ -159,16 +178,14 @@ func (f *fixture) previews(g Gomega, number int64) []string {
 // an hour: every step is driven by Gitea's events.
 func TestPullRequestPreviews(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	f := newFixture(t)
-	stage := &promotionv1alpha1.Stage{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "staging"}, stage)).To(Succeed())
-	stage.Spec.Policies = []promotionv1alpha1.PolicyRule{
-		{Name: "no-deletes", Expression: "counts.delete > 0", Action: promotionv1alpha1.PolicyRefuse},
-		{Name: "page-frozen", Expression: `changes.exists(c, c.op == "update" && "content" in c.properties)`,
-			Action: promotionv1alpha1.PolicyRefuse, Message: "the page is frozen"},
-	}
-	g.Expect(env.Client.Update(ctx, stage)).To(Succeed())
+	f.editStage(t, "staging", func(stage *promotionv1alpha1.Stage) {
+		stage.Spec.Policies = []promotionv1alpha1.PolicyRule{
+			{Name: "no-deletes", Expression: "counts.delete > 0", Action: promotionv1alpha1.PolicyRefuse},
+			{Name: "page-frozen", Expression: `changes.exists(c, c.op == "update" && "content" in c.properties)`,
+				Action: promotionv1alpha1.PolicyRefuse, Message: "the page is frozen"},
+		}
+	})
 	head := f.push("feature", "v2")
 	number := f.gitea.OpenPullRequest("web", "feature", "main", "v2 of the page")
 
