@@ -30,15 +30,28 @@ var patchedMetadata = []string{"labels", "annotations", "finalizers", "ownerRefe
 // finalizers or owner references carries the object's resourceVersion: lists
 // are replaced whole by a merge patch, so a concurrent change makes it fail
 // with a conflict (and the reconcile retry) instead of losing the other
-// writer's entry.
+// writer's entry. A Locked Patcher makes every patch carry it.
 type Patcher struct {
 	client client.Client
 	before client.Object
+	lock   bool
 }
 
 // NewPatcher snapshots obj (a deep copy) as the base of the later patches.
 func NewPatcher(c client.Client, obj client.Object) *Patcher {
 	return &Patcher{client: c, before: obj.DeepCopyObject().(client.Object)}
+}
+
+// Locked makes every patch of p carry the resourceVersion its decisions
+// were made on (obj's, then each patch's answer), so that a patch
+// of an object read from a cache that was behind fails with a conflict
+// instead of writing over what the cache did not show yet. A controller
+// whose decisions must see the latest status (start an operation, declare
+// one interrupted) uses it instead of reading every object live. It
+// returns p.
+func (p *Patcher) Locked() *Patcher {
+	p.lock = true
+	return p
 }
 
 // Patch writes what changed in obj since the snapshot: metadata first (so a
@@ -66,10 +79,11 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
 	statusDiff := mergeDiff(pick(before, []string{"status"}), pick(after, []string{"status"}))
 
 	var errs []error
+	version := obj.GetResourceVersion()
 	if len(metaDiff) > 0 {
 		_, lists := metaDiff["finalizers"]
-		if _, owners := metaDiff["ownerReferences"]; owners || lists {
-			metaDiff["resourceVersion"] = obj.GetResourceVersion()
+		if _, owners := metaDiff["ownerReferences"]; owners || lists || p.lock {
+			metaDiff["resourceVersion"] = version
 		}
 		// Patch a copy when status follows, so that the answer (which
 		// carries the old status) does not overwrite obj's new status.
@@ -83,9 +97,14 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
 			return nil
 		case err != nil:
 			errs = append(errs, fmt.Errorf("patching metadata of %s: %w", client.ObjectKeyFromObject(obj), err))
+		default:
+			version = target.GetResourceVersion()
 		}
 	}
 	if len(statusDiff) > 0 {
+		if p.lock {
+			statusDiff["metadata"] = map[string]any{"resourceVersion": version}
+		}
 		err := p.send(ctx, obj, statusDiff, true)
 		switch {
 		case apierrors.IsNotFound(err):

@@ -207,6 +207,66 @@ func TestPatcherStatus(t *testing.T) {
 	}
 }
 
+// TestPatcherLocked checks that a Locked Patcher's status patch made on a
+// stale object (as read from a cache that is behind) fails with a conflict
+// instead of overwriting the newer status, that its metadata and status
+// patches go through together on a fresh object, and that an unlocked
+// Patcher writes the stale status (which is what Locked is for).
+func TestPatcherLocked(t *testing.T) {
+	e := testEnv(t)
+	ctx := context.Background()
+	ns := testNamespace(t, e)
+
+	pod := newPod(ns, "locked")
+	mustCreate(t, e.Client, pod)
+	stale := pod.DeepCopy()
+	pod.Status.Message = "finished"
+	if err := e.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatalf("the newer status: %v", err)
+	}
+
+	locked := NewPatcher(e.Client, stale).Locked()
+	stale.Status.Message = "waiting"
+	err := locked.Patch(ctx, stale)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("locked Patch of a stale object: error = %v, want a conflict", err)
+	}
+	got := &corev1.Pod{}
+	mustGet(t, e.Client, pod, got)
+	if got.Status.Message != "finished" {
+		t.Fatalf("stored message = %q after a refused patch, want %q", got.Status.Message, "finished")
+	}
+
+	// Read again, the same change goes through, metadata and status both:
+	// the status patch carries the version the metadata patch made.
+	patcher := NewPatcher(e.Client, got).Locked()
+	got.Labels = map[string]string{"seen": "yes"}
+	got.Status.Message = "waiting"
+	if err := patcher.Patch(ctx, got); err != nil {
+		t.Fatalf("locked Patch of a fresh object: %v", err)
+	}
+	mustGet(t, e.Client, pod, got)
+	if got.Status.Message != "waiting" || got.Labels["seen"] != "yes" {
+		t.Errorf("stored: message %q, labels %v", got.Status.Message, got.Labels)
+	}
+
+	// Unlocked, the stale object's message wins: the check above is real.
+	stale = got.DeepCopy()
+	got.Status.Message = "finished again"
+	if err := e.Client.Status().Update(ctx, got); err != nil {
+		t.Fatalf("the newer status: %v", err)
+	}
+	unlocked := NewPatcher(e.Client, stale)
+	stale.Status.Message = "stale"
+	if err := unlocked.Patch(ctx, stale); err != nil {
+		t.Fatalf("unlocked Patch: %v", err)
+	}
+	mustGet(t, e.Client, pod, got)
+	if got.Status.Message != "stale" {
+		t.Errorf("unlocked: stored message %q, want the stale object's", got.Status.Message)
+	}
+}
+
 // TestPatcherDeletedMeanwhile checks that removing the last finalizer of a
 // deleting object (which then disappears before its status can be patched),
 // and patching an object someone else deleted, are not errors.

@@ -50,11 +50,13 @@
 // memory and the Update is woken through a channel source. The next
 // reconcile writes the outputs Secret and the status, through the same
 // Patcher as every other status write, and only then removes the run from
-// the registry. Because a run leaves the registry only after its outcome is
-// written, and Reconcile consults the registry before it reads the Update
-// live from the API server, an Update read without a run shows its final
-// state: the outcome is written exactly once, and a stale cache can neither
-// start an operation twice nor overwrite an outcome.
+// the registry. The outcome is written on the Update read live. Every other
+// write of an Update's status carries the resourceVersion of the cached
+// object it was decided on, so a decision made on a cache that does not
+// show yet what a run wrote fails with a conflict and is made again: the
+// outcome is written exactly once, and a stale cache can neither start an
+// operation twice nor overwrite an outcome, while the Updates that wait
+// (most of a burst) are never read from the API server.
 //
 // # Operator restarts
 //

@@ -207,20 +207,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{RequeueAfter: runningPoll}, nil
 	}
-	// Decisions to start an operation or to declare one interrupted are
-	// made on the live object: the cache may not show yet what a run that
-	// just finished wrote.
-	if run != nil || !obj.Status.IsComplete() {
+	// The outcome of a run is recorded on the live object. Every other
+	// decision (start an operation, declare one interrupted) is made on the
+	// cached one, which may not show yet what a run that just finished
+	// wrote: its patches carry the resourceVersion read (a Locked
+	// patcher), so a decision made on a stale Update fails with a conflict
+	// and is made again, instead of starting an operation twice or
+	// overwriting an outcome. Waiting Updates, the many in a burst, cost
+	// the API server no read.
+	if run != nil {
 		if err := r.reader.Get(ctx, req.NamespacedName, obj); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-		if run != nil && obj.UID != run.uid {
+		if obj.UID != run.uid {
 			r.forgetRun(ctx, run)
 			run = nil
 		}
 	}
 
-	s := &session{obj: obj, run: run, patcher: sreconcile.NewPatcher(r.client, obj)}
+	s := &session{obj: obj, run: run, patcher: sreconcile.NewPatcher(r.client, obj).Locked()}
 	var (
 		res sreconcile.Result
 		err error
@@ -257,6 +262,12 @@ func (r *Reconciler) finish(ctx context.Context, s *session, res sreconcile.Resu
 		stampConditions(&s.obj.Status, s.obj.Generation)
 	}
 	if perr := s.patcher.Patch(ctx, s.obj); perr != nil {
+		if apierrors.IsConflict(perr) {
+			// Decided on a cached Update that was behind: look again
+			// once the cache has the newer one.
+			log.FromContext(ctx).V(1).Info("the Update changed meanwhile: reconciling it again", "error", perr.Error())
+			return ctrl.Result{RequeueAfter: requeueSoon}, nil
+		}
 		if err != nil {
 			log.FromContext(ctx).Error(err, "reconcile failed before the patch failed")
 		}
