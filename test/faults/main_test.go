@@ -82,15 +82,33 @@ const operatorNamespace = "stackyard-system"
 // TestFaults starts the shared components and runs every scenario as a
 // subtest: `-run TestFaults/operator-killed` runs one.
 func TestFaults(t *testing.T) {
+	// Registered first, so it runs last: a failure's messages sit above
+	// the operator's log, and a report that keeps only the end of the
+	// output still names the scenario.
+	var failed []string
+	t.Cleanup(func() {
+		if len(failed) > 0 {
+			t.Logf("failed scenarios (their messages and seeds are above the operator's log): %s", strings.Join(failed, ", "))
+		}
+	})
 	s := startSuite(t)
 	t.Logf("counts: %+v", s.params)
-	t.Run("operator-killed", s.testOperatorKilled)
-	t.Run("agent-killed", s.testAgentKilled)
-	t.Run("hang", s.testHang)
-	t.Run("git-unreachable", s.testGitUnreachable)
-	t.Run("disk-full", s.testDiskFull)
-	t.Run("apiserver-restart", s.testAPIServerRestart)
-	t.Run("promotion-leader-killed", s.testPromotionLeaderKilled)
+	for _, scenario := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"operator-killed", s.testOperatorKilled},
+		{"agent-killed", s.testAgentKilled},
+		{"hang", s.testHang},
+		{"git-unreachable", s.testGitUnreachable},
+		{"disk-full", s.testDiskFull},
+		{"apiserver-restart", s.testAPIServerRestart},
+		{"promotion-leader-killed", s.testPromotionLeaderKilled},
+	} {
+		if !t.Run(scenario.name, scenario.run) {
+			failed = append(failed, scenario.name)
+		}
+	}
 }
 
 // startSuite starts the control plane, the git server and the operator.
