@@ -235,19 +235,28 @@ func (s *suite) checkWrites(t *testing.T, ns string, names []string, journal []p
 func (s *suite) matchHistory(t *testing.T, name string, hist []historyEntry, updates []autov1alpha1.Update) int {
 	t.Helper()
 	used := make([]bool, len(hist))
+	var succeeded []autov1alpha1.Update
 	for _, u := range updates {
-		if u.Spec.StackName != name || u.Spec.Type != autov1alpha1.UpType || !u.Status.IsComplete() || u.Status.IsFailed() {
-			continue
+		if u.Spec.StackName == name && u.Spec.Type == autov1alpha1.UpType && u.Status.IsComplete() && !u.Status.IsFailed() {
+			succeeded = append(succeeded, u)
 		}
-		// History times are whole seconds, cut down: the update the
-		// Update ran is the unclaimed one that started closest to it.
-		from, to := u.Status.StartTime.Add(-2*time.Second), u.Status.EndTime.Add(time.Second)
+	}
+	// The Updates of one stack run one after the other, and each one's
+	// pulumi update runs within its startTime and endTime. Taken in order,
+	// each Update ran the earliest unclaimed update of the history within
+	// its times. Both sides' times are whole seconds, cut down, so a
+	// second of slack either side; matching the closest start instead
+	// gave one Update its successor's update when the engine started a
+	// second or two late, on a loaded machine.
+	slices.SortFunc(succeeded, func(a, b autov1alpha1.Update) int { return a.Status.StartTime.Compare(b.Status.StartTime.Time) })
+	for _, u := range succeeded {
+		from, to := u.Status.StartTime.Add(-time.Second), u.Status.EndTime.Add(time.Second)
 		i := -1
 		for j, h := range hist {
-			if used[j] || h.Kind != "update" || h.Result != "succeeded" || h.StartTime.Before(from) || h.StartTime.After(to) {
+			if used[j] || h.Kind != "update" || h.Result != "succeeded" || h.StartTime.Before(from) || h.EndTime.After(to) {
 				continue
 			}
-			if i < 0 || h.StartTime.Sub(u.Status.StartTime.Time).Abs() < hist[i].StartTime.Sub(u.Status.StartTime.Time).Abs() {
+			if i < 0 || h.StartTime.Before(hist[i].StartTime) || h.StartTime.Equal(hist[i].StartTime) && h.EndTime.Before(hist[i].EndTime) {
 				i = j
 			}
 		}
