@@ -197,6 +197,15 @@ func renderShardBursts(b *strings.Builder, rec *ScaleRecord) {
 			float64(r.CPU), float64(r.ControlPlane), mib(r.PeakPSS), r.MaxAgents)
 	}
 	p("\n")
+	for _, r := range rec.Bursts {
+		if len(r.Requests) > 0 {
+			total := 0.0
+			for _, v := range r.Requests {
+				total += v
+			}
+			p("- %d shard(s): %.0f API requests per Stack (%s).\n", r.Shards, total, topRequests(r.Requests, 4))
+		}
+	}
 	if one := rec.Bursts[0]; one.Shards == 1 {
 		for _, r := range rec.Bursts[1:] {
 			p("- %d shards: %.2f× the time of one operator, with %.2f× its CPU.\n", r.Shards,

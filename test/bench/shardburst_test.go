@@ -39,6 +39,9 @@ type ShardBurstResult struct {
 	// (an upper bound of the machine's).
 	PeakPSS   int64 `json:"peakPSS"`
 	MaxAgents int   `json:"maxAgents"`
+	// Requests is the API requests per Stack during the burst, by verb
+	// and resource, as figure 2 counts them.
+	Requests map[string]float64 `json:"requests,omitempty"`
 }
 
 // TestBenchShardBurst measures the burst part of figure 7: BENCH_SHARD_BURST_N
@@ -131,6 +134,10 @@ func shardBurst(t *testing.T, h *harness, bin string, n, k int) ShardBurstResult
 		return c
 	}
 	op0, cp0 := cpuOf(), controlPlaneCPU()
+	req0, err := h.apiRequests()
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	backend := freshBackend(t)
 	if err := inParallel(n, 16, func(i int) error {
@@ -155,6 +162,9 @@ func shardBurst(t *testing.T, h *harness, bin string, n, k int) ShardBurstResult
 		return len(readyAt) == n
 	})
 	res := ShardBurstResult{Shards: k, N: n, CPU: tickSeconds(cpuOf() - op0), ControlPlane: tickSeconds(controlPlaneCPU() - cp0)}
+	if req1, err := h.apiRequests(); err == nil {
+		res.Requests, _ = requestsPer(req0, req1, n)
+	}
 	for _, s := range samplers {
 		peak, agents := s.Stop()
 		res.PeakPSS += peak.PSS
