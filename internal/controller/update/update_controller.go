@@ -122,7 +122,8 @@ type Reconciler struct {
 // agents through rt and emits events with recorder (e.g.
 // mgr.GetEventRecorder("update-controller")). Register it with
 // SetupWithManager, which also makes it read live objects through the
-// manager's API reader where a stale cache could start an operation twice.
+// manager's API reader where the cache is not enough: the Update whose
+// outcome it records, and a Workspace about to run an operation.
 func New(c client.Client, scheme *runtime.Scheme, rt stackruntime.Runtime, recorder events.EventRecorder, opts Options) *Reconciler {
 	if opts.Metrics == nil {
 		opts.Metrics = NopMetrics{}
