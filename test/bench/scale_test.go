@@ -72,6 +72,11 @@ type ScaleRecord struct {
 	// measured.
 	Bursts        []ShardBurstResult `json:"bursts,omitempty"`
 	BurstsMachine *Machine           `json:"burstsMachine,omitempty"`
+	// ConfigBurst is the burst of config changes on one operator holding
+	// the Stacks (TestBenchConfigBurst), measured on ConfigBurstMachine;
+	// absent until measured.
+	ConfigBurst        *ConfigBurstResult `json:"configBurst,omitempty"`
+	ConfigBurstMachine *Machine           `json:"configBurstMachine,omitempty"`
 }
 
 // scaleFile is the committed record of the scale figure.
