@@ -5,7 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 )
@@ -97,26 +96,14 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var readyAt []time.Duration
-	var marks []readyMark
-	timeout := 10*time.Minute + time.Duration(n)*6*time.Second
-	ok := waitFor(timeout, func() bool {
-		readyAt, marks = readyAt[:0], marks[:0]
-		for i := 0; i < n; i++ {
-			if m, ok := h.rec.readyAfter(fmt.Sprintf("%s/s%04d", ns, i), 1, ""); ok {
-				readyAt = append(readyAt, m.at.Sub(start))
-				marks = append(marks, m)
-			}
-		}
-		return len(readyAt) == n
-	})
+	marks, found := h.rec.waitReady(stackKeys(ns, "s", n), 1, nil)
 	peak, maxAgents := samp.Stop()
 	cpu := &BurstCPU{
 		Operator:     tickSeconds(treeCPU(tree(h.pid())) - op0),
 		ControlPlane: tickSeconds(controlPlaneCPU() - cp0),
 	}
-	if !ok {
-		t.Fatalf("%d of %d Stacks Ready after %s: %v", len(readyAt), n, timeout, h.rec.failures(ns))
+	if found < n {
+		t.Fatalf("%d of %d Stacks Ready after %s: %v", found, n, burstTimeout(n), h.rec.failures(ns))
 	}
 	req1, err := h.apiRequests()
 	if err != nil {
@@ -125,7 +112,7 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	var census string
 	res.Requests, census = requestsPer(req0, req1, n)
 	t.Logf("N=%d: API requests per Stack: %s", n, census)
-	sort.Slice(readyAt, func(i, j int) bool { return readyAt[i] < readyAt[j] })
+	readyAt := readySince(marks, start)
 	res.AllReady, res.FirstReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[0]), Sec(readyAt[n/2])
 	res.PeakPSS, res.PeakRSS, res.MaxAgents = peak.PSS, peak.RSS, maxAgents
 	phases := make([][]float64, len(burstPhases))

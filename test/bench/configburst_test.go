@@ -5,7 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -81,9 +80,9 @@ func TestBenchConfigBurst(t *testing.T) {
 // Stacks' config at once and times them to Ready; then the floor.
 func configBurst(t *testing.T, h *harness, total, n int) ConfigBurstResult {
 	ctx := context.Background()
-	// benchScale's seeding stops the harness's operator; a new one, built
-	// from this tree, holds every Stack.
-	benchScale(t, h, total-n, nil, 0)
+	// Seeding stops the harness's operator; a new one, built from this
+	// tree, holds every Stack.
+	seedScale(t, h, total-n)
 	bin, err := testenv.BuildStackyard(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +99,7 @@ func configBurst(t *testing.T, h *harness, total, n int) ConfigBurstResult {
 
 	h.createNamespace(t, configBurstNamespace)
 	backend := freshBackend(t)
-	key := func(i int) string { return fmt.Sprintf("%s/c%04d", configBurstNamespace, i) }
+	keys := stackKeys(configBurstNamespace, "c", n)
 	if err := inParallel(n, 16, func(i int) error {
 		st := h.stack(configBurstNamespace, fmt.Sprintf("c%04d", i), fmt.Sprintf("c%04d", i), "hello")
 		st.Spec.Backend = "file://" + backend
@@ -108,18 +107,13 @@ func configBurst(t *testing.T, h *harness, total, n int) ConfigBurstResult {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	marks, found := h.rec.waitReady(keys, 1, nil)
+	if found < n {
+		t.Fatalf("%d of the %d Stacks were deployed: %v", found, n, h.rec.failures(configBurstNamespace))
+	}
 	deployed := make([]string, n)
-	if !waitFor(10*time.Minute+time.Duration(n)*6*time.Second, func() bool {
-		for i := range deployed {
-			if deployed[i] == "" {
-				if m, ok := h.rec.readyAfter(key(i), 1, ""); ok {
-					deployed[i] = m.lastUpdate
-				}
-			}
-		}
-		return !containsEmpty(deployed)
-	}) {
-		t.Fatalf("the %d Stacks were not deployed: %v", n, h.rec.failures(configBurstNamespace))
+	for i, m := range marks {
+		deployed[i] = m.lastUpdate
 	}
 	// The change finds the agents idle, as a change made later would.
 	time.Sleep(h.idleAfter + 5*time.Second)
@@ -137,16 +131,7 @@ func configBurst(t *testing.T, h *harness, total, n int) ConfigBurstResult {
 	if err := inParallel(n, 16, func(i int) error { return changeMessage(ctx, h.client, fmt.Sprintf("c%04d", i), "changed") }); err != nil {
 		t.Fatal(err)
 	}
-	var readyAt []time.Duration
-	ok := waitFor(10*time.Minute+time.Duration(n)*6*time.Second, func() bool {
-		readyAt = readyAt[:0]
-		for i := range deployed {
-			if m, ok := h.rec.readyAfter(key(i), 2, deployed[i]); ok {
-				readyAt = append(readyAt, m.at.Sub(start))
-			}
-		}
-		return len(readyAt) == n
-	})
+	marks, found = h.rec.waitReady(keys, 2, deployed)
 	res := ConfigBurstResult{Stacks: total, N: n, CPU: tickSeconds(treeCPU(tree(op.Pid())) - op0),
 		ControlPlane: tickSeconds(controlPlaneCPU() - cp0), FloorParallelism: configFloorParallelism}
 	peak, agents := sampler.Stop()
@@ -154,10 +139,10 @@ func configBurst(t *testing.T, h *harness, total, n int) ConfigBurstResult {
 	if req1, err := h.apiRequests(); err == nil {
 		res.Requests, _ = requestsPer(req0, req1, n)
 	}
-	if !ok {
-		t.Fatalf("%d of %d Stacks deployed the change: %v", len(readyAt), n, h.rec.failures(configBurstNamespace))
+	if found < n {
+		t.Fatalf("%d of %d Stacks deployed the change: %v", found, n, h.rec.failures(configBurstNamespace))
 	}
-	sort.Slice(readyAt, func(i, j int) bool { return readyAt[i] < readyAt[j] })
+	readyAt := readySince(marks, start)
 	res.AllReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[n/2])
 	if err := op.Stop(); err != nil {
 		t.Fatal(err)
@@ -201,14 +186,4 @@ func (h *harness) bareConfigBurst(t *testing.T, n int) (time.Duration, Seconds, 
 		return err
 	})
 	return time.Since(start), tickSeconds(childCPU() - cpu0), err
-}
-
-// containsEmpty reports whether some entry of s is "".
-func containsEmpty(s []string) bool {
-	for _, v := range s {
-		if v == "" {
-			return true
-		}
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -336,6 +337,53 @@ func (r *recorder) readyAfter(key string, generation int64, prev string) (readyM
 		}
 	}
 	return readyMark{}, false
+}
+
+// burstTimeout bounds the wait for a burst of n Stacks.
+func burstTimeout(n int) time.Duration { return 10*time.Minute + time.Duration(n)*6*time.Second }
+
+// stackKeys are the namespace/name keys of the n Stacks ns/<prefix>0000 …
+func stackKeys(ns, prefix string, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s/%s%04d", ns, prefix, i)
+	}
+	return keys
+}
+
+// waitReady waits, up to burstTimeout, until every Stack of keys has a
+// readyAfter mark (generation, and a last Update other than prev[i]; prev
+// may be nil). It returns each one's mark (zero when not seen) and how many
+// were seen.
+func (r *recorder) waitReady(keys []string, generation int64, prev []string) ([]readyMark, int) {
+	marks := make([]readyMark, len(keys))
+	found := 0
+	waitFor(burstTimeout(len(keys)), func() bool {
+		found = 0
+		for i, key := range keys {
+			last := ""
+			if prev != nil {
+				last = prev[i]
+			}
+			if m, ok := r.readyAfter(key, generation, last); ok {
+				marks[i] = m
+				found++
+			}
+		}
+		return found == len(keys)
+	})
+	return marks, found
+}
+
+// readySince returns how long after start each mark was seen, shortest
+// first.
+func readySince(marks []readyMark, start time.Time) []time.Duration {
+	out := make([]time.Duration, len(marks))
+	for i, m := range marks {
+		out[i] = m.at.Sub(start)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // updateTimes returns when Update key was created, started and completed

@@ -202,10 +202,7 @@ func renderShardBursts(b *strings.Builder, rec *ScaleRecord) {
 	p("\n")
 	for _, r := range rec.Bursts {
 		if len(r.Requests) > 0 {
-			total := 0.0
-			for _, v := range r.Requests {
-				total += v
-			}
+			total, _ := requestTotals(r.Requests)
 			p("- %d shard(s): %.0f API requests per Stack (%s).\n", r.Shards, total, topRequests(r.Requests, 4))
 		}
 	}
@@ -236,10 +233,7 @@ func renderConfigBurst(b *strings.Builder, rec *ScaleRecord) {
 	p("their agents have idled, the %d change their config at once; the time runs from the first change to\n", r.N)
 	p("the last of them Ready with the change deployed. The floor is the same change made by hand to %d bare\n", r.N)
 	p("stacks deployed beforehand, `pulumi up --config`, %d at a time.\n\n", r.FloorParallelism)
-	total := 0.0
-	for _, v := range r.Requests {
-		total += v
-	}
+	total, _ := requestTotals(r.Requests)
 	p("| Stacks held | changed | all Ready | median Ready | floor | ratio | CPU, operator's tree | CPU, control plane | CPU, floor | peak PSS | agents at once | API requests per Stack |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	p("| %d | %d | %.1f s | %.1f s | %.1f s | %.2f× | %.0f s | %.0f s | %.0f s | %s | %d | %.0f |\n\n", r.Stacks, r.N,
@@ -547,13 +541,7 @@ func renderBurst(b *strings.Builder, r *Results) {
 				100*float64(c.Operator+c.ControlPlane)/(cores*float64(bu.AllReady)), 100*float64(c.Floor)/(cores*float64(bu.Floor)))
 		}
 		if len(bu.Requests) > 0 {
-			total, writes := 0.0, 0.0
-			for k, v := range bu.Requests {
-				total += v
-				if !strings.HasPrefix(k, "GET ") && !strings.HasPrefix(k, "LIST ") {
-					writes += v
-				}
-			}
+			total, writes := requestTotals(bu.Requests)
 			p("  The API server served %.0f requests per Stack, %.0f of them writes (%s).\n", total, writes, topRequests(bu.Requests, 4))
 		}
 	}
@@ -628,6 +616,18 @@ func quoteAll(commands []string) string {
 		out[i] = "`pulumi " + c + "`"
 	}
 	return strings.Join(out, ", ")
+}
+
+// requestTotals sums requests per Stack (by "VERB resource"), all of them
+// and the writes: every verb but GET and LIST.
+func requestTotals(reqs map[string]float64) (total, writes float64) {
+	for k, v := range reqs {
+		total += v
+		if !strings.HasPrefix(k, "GET ") && !strings.HasPrefix(k, "LIST ") {
+			writes += v
+		}
+	}
+	return total, writes
 }
 
 // topRequests names the n most frequent requests per Stack.

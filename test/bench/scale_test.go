@@ -176,14 +176,35 @@ func spliceSection(doc, heading, section, before string) string {
 // scaleNamespace holds the scale figure's Stacks.
 const scaleNamespace = "scale"
 
-// benchScale seeds n deployed Stacks and, for each count of shards,
-// starts that many operators on them and measures the restart and the
-// idle cost. The harness's own operator deploys one Stack for real, whose
-// status and Workspace are the model of the n: each is what the operator
-// itself wrote for a Stack of the same spec, so that the operators find
-// nothing to do, as after a restart. The harness's operator is stopped
-// for good: this is the last figure.
+// benchScale seeds n deployed Stacks (seedScale) and, for each count of
+// shards, starts that many operators on them and measures the restart and
+// the idle cost.
 func benchScale(t *testing.T, h *harness, n int, shardCounts []int, window time.Duration) []ScaleResult {
+	ctx := context.Background()
+	seedScale(t, h, n)
+	var results []ScaleResult
+	bin, err := testenv.BuildStackyard(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range shardCounts {
+		began := time.Now()
+		if err := inParallel(n, 16, func(i int) error { return labelShard(ctx, h.client, stackName(i), shardOf(i, k)) }); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("scale: labelled %d Stacks for %d shards in %s", n, k, time.Since(began).Round(time.Second))
+		results = append(results, measureShards(t, h, bin, n, k, window))
+	}
+	return results
+}
+
+// seedScale makes n deployed Stacks in scaleNamespace. The harness's own
+// operator deploys one Stack for real, whose status and Workspace are the
+// model of the n: each is what the operator itself wrote for a Stack of
+// the same spec, so that an operator started on them finds nothing to do,
+// as after a restart. The harness's operator is stopped for good: the
+// figures that seed come last.
+func seedScale(t *testing.T, h *harness, n int) {
 	ctx := context.Background()
 	h.createNamespace(t, scaleNamespace)
 	model := h.stack(scaleNamespace, "model", "scale", "hello")
@@ -211,21 +232,6 @@ func benchScale(t *testing.T, h *harness, n int, shardCounts []int, window time.
 		t.Fatal(err)
 	}
 	t.Logf("scale: seeded %d deployed Stacks in %s", n, time.Since(began).Round(time.Second))
-
-	var results []ScaleResult
-	bin, err := testenv.BuildStackyard(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range shardCounts {
-		began := time.Now()
-		if err := inParallel(n, 16, func(i int) error { return labelShard(ctx, h.client, stackName(i), shardOf(i, k)) }); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("scale: labelled %d Stacks for %d shards in %s", n, k, time.Since(began).Round(time.Second))
-		results = append(results, measureShards(t, h, bin, n, k, window))
-	}
-	return results
 }
 
 func stackName(i int) string { return fmt.Sprintf("s%05d", i) }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -150,17 +149,7 @@ func shardBurst(t *testing.T, h *harness, bin string, n, k int) ShardBurstResult
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var readyAt []time.Duration
-	timeout := 10*time.Minute + time.Duration(n)*6*time.Second
-	ok := waitFor(timeout, func() bool {
-		readyAt = readyAt[:0]
-		for i := 0; i < n; i++ {
-			if m, ok := h.rec.readyAfter(fmt.Sprintf("%s/s%04d", ns, i), 1, ""); ok {
-				readyAt = append(readyAt, m.at.Sub(start))
-			}
-		}
-		return len(readyAt) == n
-	})
+	marks, found := h.rec.waitReady(stackKeys(ns, "s", n), 1, nil)
 	res := ShardBurstResult{Shards: k, N: n, CPU: tickSeconds(cpuOf() - op0), ControlPlane: tickSeconds(controlPlaneCPU() - cp0)}
 	if req1, err := h.apiRequests(); err == nil {
 		res.Requests, _ = requestsPer(req0, req1, n)
@@ -170,10 +159,10 @@ func shardBurst(t *testing.T, h *harness, bin string, n, k int) ShardBurstResult
 		res.PeakPSS += peak.PSS
 		res.MaxAgents += agents
 	}
-	if !ok {
-		t.Fatalf("%d shards: %d of %d Stacks Ready after %s: %v", k, len(readyAt), n, timeout, h.rec.failures(ns))
+	if found < n {
+		t.Fatalf("%d shards: %d of %d Stacks Ready after %s: %v", k, found, n, burstTimeout(n), h.rec.failures(ns))
 	}
-	sort.Slice(readyAt, func(i, j int) bool { return readyAt[i] < readyAt[j] })
+	readyAt := readySince(marks, start)
 	res.AllReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[n/2])
 	t.Logf("shard burst: %+v", res)
 	return res
