@@ -35,12 +35,22 @@ type Patcher struct {
 	client client.Client
 	before client.Object
 	lock   bool
+	gone   bool
+	// versions are the resourceVersions the object had: the snapshot's,
+	// then each successful patch's answer.
+	versions []string
 }
 
 // NewPatcher snapshots obj (a deep copy) as the base of the later patches.
 func NewPatcher(c client.Client, obj client.Object) *Patcher {
-	return &Patcher{client: c, before: obj.DeepCopyObject().(client.Object)}
+	return &Patcher{client: c, before: obj.DeepCopyObject().(client.Object), versions: []string{obj.GetResourceVersion()}}
 }
+
+// Versions are the resourceVersions the object has had since the snapshot,
+// oldest first: the snapshot's, then the answer to each patch sent (a
+// metadata and a status patch are two). A copy at any but the last is
+// older than what this Patcher wrote (Writes).
+func (p *Patcher) Versions() []string { return p.versions }
 
 // Locked makes every patch of p carry the resourceVersion its decisions
 // were made on (obj's, then each patch's answer), so that a patch
@@ -54,10 +64,14 @@ func (p *Patcher) Locked() *Patcher {
 	return p
 }
 
+// Gone reports whether the last Patch found the object deleted.
+func (p *Patcher) Gone() bool { return p.gone }
+
 // Patch writes what changed in obj since the snapshot: metadata first (so a
 // finalizer is recorded before anything relies on it), then status. A
 // NotFound from either means the object was deleted meanwhile (typically
-// because the patch removed its last finalizer) and is not an error. obj is
+// because the patch removed its last finalizer) and is not an error: Gone
+// reports it. obj is
 // updated from the API server's answer, and becomes the snapshot for a later
 // Patch, so Patch may be called more than once.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
@@ -94,11 +108,13 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
 		err := p.send(ctx, target, map[string]any{"metadata": metaDiff}, false)
 		switch {
 		case apierrors.IsNotFound(err):
+			p.gone = true
 			return nil
 		case err != nil:
 			errs = append(errs, fmt.Errorf("patching metadata of %s: %w", client.ObjectKeyFromObject(obj), err))
 		default:
 			version = target.GetResourceVersion()
+			p.versions = append(p.versions, version)
 		}
 	}
 	if len(statusDiff) > 0 {
@@ -108,9 +124,12 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
 		err := p.send(ctx, obj, statusDiff, true)
 		switch {
 		case apierrors.IsNotFound(err):
+			p.gone = true
 			return nil
 		case err != nil:
 			errs = append(errs, fmt.Errorf("patching status of %s: %w", client.ObjectKeyFromObject(obj), err))
+		default:
+			p.versions = append(p.versions, obj.GetResourceVersion())
 		}
 	}
 	if len(errs) > 0 {

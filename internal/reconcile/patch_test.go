@@ -295,18 +295,31 @@ func TestPatcherDeletedMeanwhile(t *testing.T) {
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 			t.Errorf("Get after Patch = %v, want NotFound", err)
 		}
+		if !patcher.Gone() {
+			t.Error("Gone() = false after the patch found the pod deleted")
+		}
 	})
 
 	t.Run("deleted by someone else", func(t *testing.T) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns}}
 		mustCreate(t, e.Client, cm)
 		patcher := NewPatcher(e.Client, cm)
+		cm.Labels = map[string]string{"early": "1"}
+		if err := patcher.Patch(ctx, cm); err != nil || patcher.Gone() {
+			t.Fatalf("Patch of a live object: err %v, Gone() %v", err, patcher.Gone())
+		}
+		if v := patcher.Versions(); len(v) != 2 || v[1] != cm.ResourceVersion || v[0] == v[1] {
+			t.Errorf("Versions() = %q after one patch, want the snapshot's and %s", v, cm.ResourceVersion)
+		}
 		if err := e.Client.Delete(ctx, cm); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
 		cm.Labels = map[string]string{"late": "1"}
 		if err := patcher.Patch(ctx, cm); err != nil {
 			t.Fatalf("Patch: %v", err)
+		}
+		if !patcher.Gone() {
+			t.Error("Gone() = false after the patch found the object deleted")
 		}
 	})
 }

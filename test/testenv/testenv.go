@@ -107,6 +107,11 @@ func Start(opts Options) (*Env, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
+	if path := os.Getenv(AuditLogEnv); path != "" {
+		if err := auditWrites(env, path); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// envtest leaves etcd and kube-apiserver running when a later step
@@ -123,6 +128,33 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	return &Env{Environment: env, Config: cfg, Client: c, Scheme: scheme}, nil
+}
+
+// AuditLogEnv names the environment variable that, set to a file path,
+// makes the API server log every write it serves there (audit level
+// Request): who wrote what, in what order. It shows which requests a
+// reconcile sends, as when counting the writes of a burst.
+const AuditLogEnv = "TESTENV_AUDIT_LOG"
+
+// auditPolicy logs the writes with their request bodies, once each.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Request
+  verbs: [create, update, patch, delete, deletecollection]
+`
+
+// auditWrites makes env's API server log its writes to path.
+func auditWrites(env *envtest.Environment, path string) error {
+	policy := path + ".policy.yaml"
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return fmt.Errorf("%s: writing the audit policy: %w", AuditLogEnv, err)
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("audit-policy-file", policy)
+	args.Set("audit-log-path", path)
+	return nil
 }
 
 // Stop shuts the control plane down.

@@ -75,9 +75,15 @@ func (s *session) observeUpdate(ctx context.Context) (sreconcile.Result, error) 
 }
 
 // running is the wait while the Stack's Update runs: upstream's message,
-// or what keeps a pending Update from starting: what the Workspace says
-// keeps it from being ready (a failure setting the stack up, such as a
-// full disk), else what the Update's status says.
+// or what keeps a pending Update from starting. While the Workspace is not
+// Ready that is what the Workspace says (queued for an agent, a failure
+// setting the stack up such as a full disk), and the Update's message,
+// which only says it waits for the Workspace, is left out; once it is
+// Ready, what the Update's status says (its agent starting, another Update
+// of the Workspace), unless that is still the wait for readiness, which the
+// Update is about to leave. The message thus changes only when the
+// situation does: each change is a write of the Stack's status, several
+// per update of every Stack of a burst.
 func (s *session) running(ctx context.Context, upd *autov1alpha1.Update) error {
 	msg := pulumiv1.ReconcilingProcessingUpdateMessage
 	ready, why := workspaceReady(ctx, s.r.Client, s.stack)
@@ -88,7 +94,7 @@ func (s *session) running(ctx context.Context, upd *autov1alpha1.Update) error {
 		switch {
 		case why != "":
 			msg += ": " + why
-		case c != nil && c.Message != "":
+		case ready && c != nil && c.Message != "" && c.Message != update.WaitingForReadyMessage(upd.Spec.WorkspaceName):
 			msg += ": " + c.Message
 		}
 	}

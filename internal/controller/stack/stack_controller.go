@@ -2,10 +2,12 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -76,7 +78,15 @@ type Reconciler struct {
 	// applied remembers the last apply of each Workspace, to skip one that
 	// would change nothing.
 	applied appliedWorkspaces
+	// writes remembers the Stacks this controller wrote, to tell a cached
+	// copy that does not show the write yet.
+	writes sreconcile.Writes
 }
+
+// requeueSoon is how soon a Stack whose cached copy is behind the last
+// write is looked at again; the watch usually brings the write within
+// milliseconds.
+const requeueSoon = 100 * time.Millisecond
 
 // apiReader reads past the cache: APIReader, or Client when it is nil.
 func (r *Reconciler) apiReader() client.Reader {
@@ -92,6 +102,9 @@ type session struct {
 	r     *Reconciler
 	stack *pulumiv1.Stack
 	now   time.Time
+	// patcher writes the Stack's changes: once at the end (finish), and
+	// early for the finalizer.
+	patcher *sreconcile.Patcher
 
 	// src is the resolved source (reconcileSource).
 	src Source
@@ -117,19 +130,30 @@ type session struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	stack := &pulumiv1.Stack{}
 	if err := r.Client.Get(ctx, req.NamespacedName, stack); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !r.Shard.Owns(stack) {
 		// Another shard's, or moved to one: that shard reconciles it.
 		return ctrl.Result{}, nil
 	}
-	s := &session{r: r, stack: stack, now: r.now()}
-	patcher := sreconcile.NewPatcher(r.Client, stack)
+	if r.writes.Behind(stack) {
+		// Woken (by its Update or Workspace) before the cache has this
+		// controller's last write of the Stack: deciding again on the
+		// older copy would repeat that decision. Look again shortly.
+		return ctrl.Result{RequeueAfter: requeueSoon}, nil
+	}
+	s := &session{r: r, stack: stack, now: r.now(), patcher: sreconcile.NewPatcher(r.Client, stack)}
 	var (
 		res sreconcile.Result
 		err error
 	)
-	defer func() { result, retErr = s.finish(ctx, patcher, res, err) }()
+	defer func() {
+		result, retErr = s.finish(ctx, res, err)
+		r.writes.Record(s.stack, s.patcher.Versions())
+	}()
 
 	if !stack.DeletionTimestamp.IsZero() {
 		res, err = s.reconcileDelete(ctx)
@@ -156,18 +180,25 @@ func (r *Reconciler) now() time.Time {
 }
 
 // reconcileFinalizer adds the finalizer before any work, so that creating
-// objects for the Stack and deleting it cannot race. The patch is sent at
-// once (the one write besides the deferred status patch) and the reconcile
-// continues.
+// objects for the Stack and deleting it cannot race. The patcher sends it at
+// once (with the resourceVersion, as for any change of finalizers) and
+// takes the answer as its new base, so the deferred patch does not send it
+// again; the reconcile continues.
 func (s *session) reconcileFinalizer(ctx context.Context) (sreconcile.Result, error) {
-	base := s.stack.DeepCopy()
 	if sreconcile.AddFinalizer(s.stack, Finalizer) {
-		if err := s.r.Client.Patch(ctx, s.stack, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := s.patcher.Patch(ctx, s.stack); err != nil {
 			return sreconcile.ResultEmpty, failed(pulumiv1.FinalizerFailedReason, "adding the finalizer", err)
+		}
+		if s.patcher.Gone() {
+			// Deleted before it was held: nothing may be created for it.
+			return sreconcile.ResultEmpty, errStackGone
 		}
 	}
 	return sreconcile.ResultEmpty, nil
 }
+
+// errStackGone ends a reconcile of a Stack deleted while it ran.
+var errStackGone = sreconcile.NewIgnore("StackDeleted", errors.New("the Stack was deleted"))
 
 // event records a Kubernetes event on the Stack. Messages never carry
 // secret values: they come from statuses and errors that are redacted at

@@ -23,7 +23,7 @@ import (
 // the Stack's status: a failure that lasts longer than the stall bound
 // becomes a stall (sreconcile.Escalate), and a new stall is announced once
 // as a Warning event.
-func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res sreconcile.Result, err error) (ctrl.Result, error) {
+func (s *session) finish(ctx context.Context, res sreconcile.Result, err error) (ctrl.Result, error) {
 	st := &s.stack.Status
 	deleting := !s.stack.DeletionTimestamp.IsZero()
 	if !deleting || err != nil {
@@ -41,7 +41,7 @@ func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res s
 		}
 	}
 	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{Interval: s.decision.RequeueAfter})
-	if perr := patcher.Patch(ctx, s.stack); perr != nil {
+	if perr := s.patcher.Patch(ctx, s.stack); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	return result, err

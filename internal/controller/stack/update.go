@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -20,6 +19,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/update"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/shard"
 )
@@ -53,8 +53,9 @@ func (s *session) reconcileUpdate(ctx context.Context) (sreconcile.Result, error
 		return sreconcile.ResultEmpty, err
 	}
 	s.event(corev1.EventTypeNormal, "UpdateStarted", fmt.Sprintf("started %s %s (%s) on revision %s", upd.Spec.Type, upd.Name, s.decision.Trigger, s.src.Revision))
-	return sreconcile.ResultEmpty, sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
-		errors.New(pulumiv1.ReconcilingProcessingUpdateMessage), ResyncInterval(&stack.Spec, s.r.MinResync))
+	// The wait says what the next reconciles will say while the Update
+	// waits, so that they have nothing to write.
+	return sreconcile.ResultEmpty, s.running(ctx, upd)
 }
 
 // startUpdate creates upd, owned by the Stack, and records it as the
@@ -179,6 +180,9 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 	applyUpdateTemplate(upd, spec.UpdateTemplate)
 	// The Update runs in the Stack's shard, whatever the template says.
 	shard.Stamp(stack, upd)
+	// Created held, as the Update controller would hold it before running
+	// it: one write fewer per Update than adding it on its first reconcile.
+	sreconcile.AddFinalizer(upd, update.Finalizer)
 	holdToPlan(upd, stack, revision)
 	if upd.Spec.TtlAfterCompleted == nil {
 		upd.Spec.TtlAfterCompleted = &metav1.Duration{Duration: DefaultUpdateTTL}

@@ -16,6 +16,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/workspace"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/shard"
 )
@@ -81,6 +82,10 @@ func BuildWorkspace(stack *pulumiv1.Stack, src Source) (*autov1alpha1.Workspace,
 	if err != nil {
 		return nil, sreconcile.NewStalling(pulumiv1.StalledSpecInvalidReason, fmt.Errorf("spec.workspaceTemplate: %w", err))
 	}
+	// Created held, as the Workspace controller would hold it before
+	// starting anything for it: one write fewer per Workspace than adding
+	// it on its first reconcile.
+	sreconcile.AddFinalizer(ws, workspace.Finalizer)
 	return ws, nil
 }
 

@@ -56,8 +56,7 @@ func (r *Reconciler) announceOutcome(ctx context.Context, obj *autov1alpha1.Upda
 	spec := &obj.Spec
 	if !o.failed() {
 		logger.Info("operation succeeded", "changes", describeChanges(o.changes), "events", o.events)
-		r.event(obj, corev1.EventTypeNormal, EventSucceeded, "Run",
-			"%s of stack %s succeeded: %s", spec.Type, spec.StackName, describeChanges(o.changes))
+		r.progress(obj, EventSucceeded, "%s of stack %s succeeded: %s", spec.Type, spec.StackName, describeChanges(o.changes))
 		return
 	}
 	logger.Info("operation failed", "reason", o.reason, "agentReason", string(o.agentReason), "message", obj.Status.Message)

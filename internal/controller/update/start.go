@@ -153,11 +153,19 @@ func (r *Reconciler) notServing(ws *autov1alpha1.Workspace) string {
 	case !ws.DeletionTimestamp.IsZero():
 		return fmt.Sprintf("workspace %s is being deleted", ws.Name)
 	case !readyAtGeneration(ws):
-		return fmt.Sprintf("waiting for workspace %s to be ready", ws.Name)
+		return WaitingForReadyMessage(ws.Name)
 	case !workspace.Serving(ws), !r.agentRunning(ws):
 		return fmt.Sprintf("waiting for the agent of workspace %s to start", ws.Name)
 	}
 	return ""
+}
+
+// WaitingForReadyMessage is the Pending message of an Update whose
+// Workspace, named workspace, is not Ready. A Stack that sees the Workspace
+// Ready knows the message is behind it, and that the Update is about to
+// start.
+func WaitingForReadyMessage(workspace string) string {
+	return fmt.Sprintf("waiting for workspace %s to be ready", workspace)
 }
 
 // agentRunning asks runtimes whose agents die with the operator whether the
@@ -236,7 +244,6 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *session) (sreconcile
 		return r.operate(ctx, opLog, obj, ws)
 	})
 	log.FromContext(ctx).Info("operation started", "workspace", ws.Name, "stack", spec.StackName, "type", spec.Type)
-	r.event(s.obj, corev1.EventTypeNormal, EventStarted, "Run",
-		"started %s of stack %s in workspace %s", spec.Type, spec.StackName, spec.WorkspaceName)
+	r.progress(s.obj, EventStarted, "started %s of stack %s in workspace %s", spec.Type, spec.StackName, spec.WorkspaceName)
 	return sreconcile.ResultSuccess, nil
 }

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 )
@@ -322,6 +325,18 @@ const maxEventNote = 1024
 // accepts.
 func (r *Reconciler) event(obj *autov1alpha1.Update, eventType, reason, action, format string, args ...any) {
 	r.recorder.Eventf(obj, nil, eventType, reason, action, "%s", sreconcile.Truncate(fmt.Sprintf(format, args...), maxEventNote))
+}
+
+// progress emits a Normal event about the progress of obj (started,
+// succeeded), unless a Stack owns it: the Stack records the same moments
+// (UpdateStarted, UpdateSucceeded) on itself, where its users look, and a
+// second event per moment would only double the writes of every update.
+// Warnings are always emitted.
+func (r *Reconciler) progress(obj *autov1alpha1.Update, reason, format string, args ...any) {
+	if owner := metav1.GetControllerOf(obj); owner != nil && owner.Kind == "Stack" && owner.APIVersion == pulumiv1.GroupVersion.String() {
+		return
+	}
+	r.event(obj, corev1.EventTypeNormal, reason, "Run", format, args...)
 }
 
 // errShuttingDown refuses to start an operation once the registry of runs

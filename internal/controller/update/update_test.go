@@ -101,8 +101,12 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("metrics: %+v", f.metrics.obs)
 	}
 
-	// refresh records the outputs again; destroy has none.
-	f.createUpdate("refresh", "ws", autov1alpha1.RefreshType)
+	// refresh records the outputs again; destroy has none. The refresh is
+	// a Stack's, which reports its progress itself.
+	f.createUpdate("refresh", "ws", autov1alpha1.RefreshType, func(u *autov1alpha1.Update) {
+		u.OwnerReferences = []metav1.OwnerReference{{APIVersion: "pulumi.com/v1", Kind: "Stack", Name: "owner",
+			UID: "4f0c4f6e-0000-4000-8000-000000000001", Controller: ptrTo(true)}}
+	})
 	u = f.waitComplete("refresh", opTimeout)
 	if u.Status.IsFailed() {
 		t.Fatalf("refresh failed: %s", u.Status.Message)
@@ -125,12 +129,22 @@ func TestLifecycle(t *testing.T) {
 	// The secret output's value, which up and refresh fetched in clear
 	// text, is nowhere but in the outputs Secrets.
 	texts := map[string]string{"operator logs": f.logs.String()}
-	for _, name := range []string{"preview", "up", "refresh", "destroy"} {
+	for name, events := range map[string]int{"preview": 2, "up": 2, "destroy": 2, "refresh": 0} {
 		b, _ := json.Marshal(f.get(name))
 		texts["Update "+name] = string(b)
-		texts["events of "+name] = strings.Join(f.events(name, 2), "\n")
+		texts["events of "+name] = strings.Join(f.events(name, events), "\n")
 	}
 	assertNoSecret(t, token, texts)
+
+	// Normal events: Started and Succeeded on the standalone Updates, none
+	// on the Stack's. The destroy's, recorded after the refresh's would
+	// have been through the same recorder, are there.
+	if got := f.events("destroy", 2); len(got) != 2 {
+		t.Errorf("events of the destroy: %q, want Started and Succeeded", got)
+	}
+	if got := f.events("refresh", 0); len(got) != 0 {
+		t.Errorf("events of the Stack's refresh: %q, want none (the Stack records them)", got)
+	}
 }
 
 // TestFailedOperation runs an up whose Fail resource fails: the Update
