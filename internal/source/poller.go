@@ -116,6 +116,13 @@ func (p *Poller) Latest(ctx context.Context, repoURL, branch string, auth *GitAu
 	return r.commit, r.err
 }
 
+// Key names what Latest shares for repoURL, branch and auth: equal keys
+// get the same answers. It carries no secret (credentials enter it as a
+// keyed hash), so callers may group by it.
+func (p *Poller) Key(repoURL, branch string, auth *GitAuth) string {
+	return p.key(repoURL, branch, auth).String()
+}
+
 // shared answers key from a result whose query started at most maxAge ago,
 // or runs query once for all the callers that miss at the same time. The
 // query runs under its own timeout, not under any caller's context; the

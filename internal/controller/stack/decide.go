@@ -55,11 +55,21 @@ type Observed struct {
 	// Drifted is true when a drift check found drift that no update has
 	// undone yet, and remediation is asked for.
 	Drifted bool
+	// Watched is true when a new revision wakes the Stack (Source.Watched):
+	// with nothing due it is looked at again after WatchedResync, not
+	// after its resync interval.
+	Watched bool
 }
 
 // DefaultMinResync is the shortest interval between polls or resyncs of a
 // stack, whatever resyncFrequencySeconds says (upstream's minimum).
 const DefaultMinResync = time.Minute
+
+// WatchedResync is how often a Stack whose source is watched is looked at
+// with nothing due: a safety net, since every change that can make an
+// update due (spec, reconcile request, new revision, prerequisite, its
+// Workspace and Updates) wakes it.
+const WatchedResync = 10 * time.Minute
 
 // Decision is what Decide concluded.
 type Decision struct {
@@ -96,6 +106,11 @@ func ResyncInterval(spec *shared.StackSpec, floor time.Duration) time.Duration {
 // table-driven test.
 func Decide(spec *shared.StackSpec, last *shared.StackUpdateState, obs Observed) Decision {
 	interval := ResyncInterval(spec, obs.MinResync)
+	// idle is when to look again with nothing due but a new revision.
+	idle := interval
+	if obs.Watched {
+		idle = max(interval, WatchedResync)
+	}
 	switch {
 	case last == nil:
 		return Decision{Due: true, Trigger: TriggerFirstUpdate}
@@ -111,9 +126,9 @@ func Decide(spec *shared.StackSpec, last *shared.StackUpdateState, obs Observed)
 
 	if last.State == shared.FailedStackStateMessage {
 		if last.Failures >= MaxConsecutiveFailures {
-			// Still poll the source: a new revision is one of the changes
-			// that lifts the stall.
-			return Decision{Stalled: true, RequeueAfter: interval}
+			// Still look for a new revision: it is one of the changes
+			// that lift the stall.
+			return Decision{Stalled: true, RequeueAfter: idle}
 		}
 		cooldown := sreconcile.FailureCooldown(last.Failures, spec.RetryMaxBackoffDurationSeconds)
 		if wait := sreconcile.Remaining(last.LastResyncTime.Time, cooldown, obs.Now); wait > 0 {
@@ -129,5 +144,5 @@ func Decide(spec *shared.StackSpec, last *shared.StackUpdateState, obs Observed)
 		}
 		return Decision{RequeueAfter: wait}
 	}
-	return Decision{RequeueAfter: interval}
+	return Decision{RequeueAfter: idle}
 }

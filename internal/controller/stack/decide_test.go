@@ -123,6 +123,33 @@ func TestDecide(t *testing.T) {
 		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Revision: "c2", Now: now, Drifted: true},
 		want: Decision{RetryAfter: 20 * time.Second, RequeueAfter: 20 * time.Second},
 	}, {
+		name: "watched source: up to date, looked at again after the safety net",
+		last: succeeded(),
+		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Revision: "c2", Now: now, Watched: true},
+		want: Decision{RequeueAfter: WatchedResync},
+	}, {
+		name: "watched source: a longer resync interval is kept",
+		spec: shared.StackSpec{ResyncFrequencySeconds: 3600},
+		last: succeeded(),
+		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Revision: "c2", Now: now, Watched: true},
+		want: Decision{RequeueAfter: time.Hour},
+	}, {
+		name: "watched source: a stall waits for the watch",
+		last: failed(3, 48*time.Hour),
+		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Revision: "c2", Now: now, Watched: true},
+		want: Decision{Stalled: true, RequeueAfter: WatchedResync},
+	}, {
+		name: "watched source: the retry cooldown keeps its timer",
+		last: failed(2, 0),
+		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Revision: "c2", Now: now, Watched: true},
+		want: Decision{RetryAfter: 90 * time.Second, RequeueAfter: time.Minute},
+	}, {
+		name: "watched source: continueResyncOnCommitMatch keeps its timer",
+		spec: shared.StackSpec{ContinueResyncOnCommitMatch: true, ResyncFrequencySeconds: 120},
+		last: succeeded(),
+		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Revision: "c2", Now: now, Watched: true},
+		want: Decision{RequeueAfter: 110 * time.Second},
+	}, {
 		name: "unknown revision (source not resolved) does not trigger",
 		last: succeeded(),
 		obs:  Observed{Generation: 2, ReconcileRequest: "r1", Now: now},

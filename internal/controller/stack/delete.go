@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
@@ -37,6 +38,7 @@ func (s *session) reconcileDelete(ctx context.Context) (sreconcile.Result, error
 	}
 	sreconcile.RemoveFinalizer(s.stack, Finalizer)
 	s.r.freshPolls.Delete(s.stack.UID)
+	s.r.branches.forget(client.ObjectKeyFromObject(s.stack))
 	return sreconcile.ResultSuccess, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -32,8 +33,9 @@ type Options struct {
 
 // SetupWithManager registers the reconciler and what wakes it: the Stack
 // itself (spec changes, reconcile requests, deletion), its Workspace and
-// Updates, the Programs and Flux sources it reads, and the Stacks it depends
-// on turning Ready.
+// Updates, the Programs and Flux sources it reads, the branch it tracks
+// moving (branches, which the manager runs), and the Stacks it depends on
+// turning Ready.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &pulumiv1.Stack{}, PrerequisiteIndex, indexPrerequisites); err != nil {
@@ -43,6 +45,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return err
 	}
 	if err := flux.SetupIndex(ctx, indexer); err != nil {
+		return err
+	}
+	r.branches = newBranches(r.Poller)
+	if err := mgr.Add(r.branches); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -57,6 +63,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&autov1alpha1.Update{}).
 		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf)).
 		Watches(&pulumiv1.Program{}, handler.EnqueueRequestsFromMapFunc(r.stacksOfProgram)).
+		WatchesRawSource(source.Channel(r.branches.wake, &handler.TypedEnqueueRequestForObject[*pulumiv1.Stack]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	sources, err := flux.Watches(mgr.GetRESTMapper())
 	if err != nil {

@@ -27,6 +27,9 @@ import (
 // cause one remote query per interval (internal/source.Poller).
 type GitPoller interface {
 	Latest(ctx context.Context, repoURL, branch string, auth *source.GitAuth, maxAge time.Duration) (string, error)
+	// Key names what Latest shares: callers with equal keys get the same
+	// answers.
+	Key(repoURL, branch string, auth *source.GitAuth) string
 }
 
 // Keys of the deprecated gitAuthSecret Secret, as upstream reads them.
@@ -43,12 +46,22 @@ const waitInterval = 10 * time.Second
 
 // reconcileSource resolves the program's current revision.
 func (s *session) reconcileSource(ctx context.Context) (sreconcile.Result, error) {
+	if !tracksBranch(s.stack) {
+		s.r.branches.forget(client.ObjectKeyFromObject(s.stack))
+	}
 	src, err := s.r.resolveSource(ctx, s.stack)
 	if err != nil {
 		return sreconcile.ResultEmpty, err
 	}
 	s.src = src
 	return sreconcile.ResultEmpty, nil
+}
+
+// tracksBranch reports whether the Stack follows a git branch (the branch
+// watch polls it), rather than a pinned commit, a Flux source or a Program.
+func tracksBranch(stack *pulumiv1.Stack) bool {
+	spec := &stack.Spec
+	return spec.FluxSource == nil && spec.ProgramRef == nil && spec.GitSource != nil && spec.ProjectRepo != "" && spec.Commit == ""
 }
 
 // resolveSource finds what the Stack's program is now: for a branch, the
@@ -65,6 +78,7 @@ func (r *Reconciler) resolveSource(ctx context.Context, stack *pulumiv1.Stack) (
 		return Source{
 			Flux:     &autov1alpha1.FluxSource{URL: art.URL, Digest: art.Digest, Dir: spec.FluxSource.Dir},
 			Revision: art.Revision,
+			Watched:  true,
 		}, nil
 	case spec.ProgramRef != nil:
 		return r.resolveProgram(ctx, stack)
@@ -93,7 +107,7 @@ func (r *Reconciler) resolveProgram(ctx context.Context, stack *pulumiv1.Stack) 
 		return Source{}, sreconcile.NewWaiting(pulumiv1.StalledSourceUnavailableReason,
 			fmt.Errorf("spec.programRef: Program %q has no artifact for generation %d yet", key.Name, prog.Generation), waitInterval)
 	}
-	return Source{Flux: &autov1alpha1.FluxSource{URL: art.URL, Digest: art.Digest}, Revision: art.Revision}, nil
+	return Source{Flux: &autov1alpha1.FluxSource{URL: art.URL, Digest: art.Digest}, Revision: art.Revision, Watched: true}, nil
 }
 
 // resolveGit pins the Workspace to an exact commit: the spec's commit, or
@@ -105,6 +119,7 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 		return Source{}, err
 	}
 	commit := spec.Commit
+	watched := true
 	if commit == "" {
 		// A new reconcile request means "look now": the branch is queried
 		// afresh, once, instead of answered from the shared poller's cache.
@@ -122,6 +137,10 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 			maxAge = 0
 		}
 		commit, err = r.Poller.Latest(ctx, spec.ProjectRepo, spec.Branch, pollAuth, maxAge)
+		// The branch watch polls it from now on, and wakes the Stack when
+		// it moves or fails.
+		watched = r.branches.track(client.ObjectKeyFromObject(stack), spec.ProjectRepo, spec.Branch, pollAuth, commit,
+			ResyncInterval(&stack.Spec, r.MinResync))
 		if err != nil {
 			return Source{}, sourceError(&stack.Spec, err, ResyncInterval(&stack.Spec, r.MinResync))
 		}
@@ -129,7 +148,9 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 			r.freshPolls.Store(stack.UID, req)
 		}
 	}
-	return gitSourceAt(spec, commit, wsAuth), nil
+	src := gitSourceAt(spec, commit, wsAuth)
+	src.Watched = watched
+	return src, nil
 }
 
 // gitSourceAt is the Source of the git source spec at commit, fetched with

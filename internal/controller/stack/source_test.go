@@ -20,6 +20,11 @@ func (p *recordingPoller) Latest(_ context.Context, _, _ string, _ *source.GitAu
 	return "c0ffee", nil
 }
 
+// Key shares by repository and branch.
+func (p *recordingPoller) Key(repo, branch string, _ *source.GitAuth) string {
+	return repo + "#" + branch
+}
+
 // TestResolveGitFreshPollOncePerRequest checks that a new reconcile request
 // (or a first update) queries the branch afresh exactly once, however many
 // times the Stack is reconciled before its update starts (waiting on a

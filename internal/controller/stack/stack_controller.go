@@ -81,6 +81,10 @@ type Reconciler struct {
 	// writes remembers the Stacks this controller wrote, to tell a cached
 	// copy that does not show the write yet.
 	writes sreconcile.Writes
+	// branches polls the branches Stacks track and wakes them when one
+	// moves; nil until SetupWithManager, and then Stacks poll on their
+	// own timers.
+	branches *branches
 }
 
 // requeueSoon is how soon a Stack whose cached copy is behind the last
@@ -132,11 +136,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Client.Get(ctx, req.NamespacedName, stack); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.writes.Forget(req.NamespacedName)
+			r.branches.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !r.Shard.Owns(stack) {
 		// Another shard's, or moved to one: that shard reconciles it.
+		r.branches.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if r.writes.Behind(stack) {

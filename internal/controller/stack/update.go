@@ -104,6 +104,7 @@ func (s *session) observed() Observed {
 		Now:              s.now,
 		MinResync:        s.r.MinResync,
 		Drifted:          driftToRemediate(s.stack),
+		Watched:          s.src.Watched,
 	}
 }
 

@@ -42,6 +42,11 @@ type Source struct {
 	// Revision identifies what the source holds (commit or artifact
 	// revision); it is what lastUpdate.lastAttemptedCommit records.
 	Revision string
+	// Watched says that a change of the source wakes the Stack: a watch on
+	// its Program or Flux source, the branch watch (branches), or a pinned
+	// commit, which only a change of the spec moves. Such a Stack needs no
+	// resync interval to notice a new revision (Observed.Watched).
+	Watched bool
 }
 
 // WorkspaceName is the name of the Workspace kept for a Stack: the Stack's

@@ -1,0 +1,150 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stackyard/stackyard/internal/source"
+)
+
+// scriptedPoller answers each branch with the commit (or failure) the test
+// set, and counts the queries.
+type scriptedPoller struct {
+	mu      sync.Mutex
+	heads   map[string]string
+	failing map[string]bool
+	queries map[string]int
+}
+
+func newScriptedPoller() *scriptedPoller {
+	return &scriptedPoller{heads: map[string]string{}, failing: map[string]bool{}, queries: map[string]int{}}
+}
+
+// Latest answers the scripted head of repo's branch.
+func (p *scriptedPoller) Latest(_ context.Context, repo, branch string, auth *source.GitAuth, _ time.Duration) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := p.Key(repo, branch, auth)
+	p.queries[key]++
+	if p.failing[key] {
+		return "", errors.New("the remote is down")
+	}
+	return p.heads[key], nil
+}
+
+// Key shares by repository, branch and token.
+func (p *scriptedPoller) Key(repo, branch string, auth *source.GitAuth) string {
+	token := ""
+	if auth != nil {
+		token = auth.Token
+	}
+	return repo + "#" + branch + "#" + token
+}
+
+func (p *scriptedPoller) set(key, head string, failing bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.heads[key], p.failing[key] = head, failing
+}
+
+// TestBranches drives the branch watch by hand: a clock the test moves and
+// pollDue called directly, waiting for its polls. It checks who is woken when a branch moves,
+// fails and recovers, that a branch is queried once per interval for all
+// its Stacks at their shortest interval, and that Stacks leave it.
+func TestBranches(t *testing.T) {
+	poller := newScriptedPoller()
+	b := newBranches(poller)
+	now := time.Unix(1_000_000, 0)
+	b.now = func() time.Time { return now }
+	ctx := context.Background()
+	woken := func() []string {
+		var out []string
+		for {
+			select {
+			case ev := <-b.wake:
+				out = append(out, ev.Object.Name)
+			default:
+				slices.Sort(out)
+				return out
+			}
+		}
+	}
+	step := func(d time.Duration) []string {
+		now = now.Add(d)
+		b.pollDue(ctx)
+		b.polls.Wait()
+		return woken()
+	}
+	stack := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
+	const main = "https://git.example/app#main#"
+	poller.set(main, "c1", false)
+
+	if !b.track(stack("a"), "https://git.example/app", "main", nil, "c1", time.Minute) ||
+		!b.track(stack("b"), "https://git.example/app", "main", nil, "c1", 2*time.Minute) {
+		t.Fatal("track says the branch is not watched")
+	}
+	if got := step(59 * time.Second); len(got) > 0 || poller.queries[main] != 0 {
+		t.Fatalf("before the interval: woke %v after %d queries", got, poller.queries[main])
+	}
+	// Due after the shortest interval; nothing moved, nobody is woken.
+	if got := step(time.Second); len(got) > 0 || poller.queries[main] != 1 {
+		t.Fatalf("unchanged branch: woke %v after %d queries, want nobody after 1", got, poller.queries[main])
+	}
+	// A push wakes both, once.
+	poller.set(main, "c2", false)
+	if got := step(time.Minute); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("after a push woke %v, want a and b", got)
+	}
+	if got := step(time.Minute); len(got) > 0 {
+		t.Fatalf("the same push woke %v again", got)
+	}
+	// A Stack that reconciled on an older answer is told again.
+	b.track(stack("a"), "https://git.example/app", "main", nil, "c1", time.Minute)
+	if got := step(time.Minute); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("a Stack behind the branch: woke %v, want a", got)
+	}
+	// The remote fails: both are woken to say so, once; it recovers: both
+	// again.
+	poller.set(main, "c2", true)
+	if got := step(time.Minute); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("the remote failing woke %v, want a and b", got)
+	}
+	if got := step(time.Minute); len(got) > 0 {
+		t.Fatalf("a lasting failure woke %v again", got)
+	}
+	poller.set(main, "c2", false)
+	if got := step(time.Minute); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("the remote back woke %v, want a and b", got)
+	}
+
+	// New credentials move a Stack to another group; forget removes one;
+	// an empty group is no longer polled.
+	const withToken = "https://git.example/app#main#t0k"
+	poller.set(withToken, "c2", false)
+	b.track(stack("b"), "https://git.example/app", "main", &source.GitAuth{Token: "t0k"}, "c2", time.Minute)
+	b.forget(stack("a"))
+	before := poller.queries[main]
+	poller.set(withToken, "c3", false)
+	if got := step(time.Minute); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("after the move woke %v, want b", got)
+	}
+	if poller.queries[main] != before {
+		t.Errorf("the branch without Stacks was queried %d more times", poller.queries[main]-before)
+	}
+	b.forget(stack("b"))
+	if len(b.groups) != 0 || len(b.byStack) != 0 {
+		t.Errorf("after every Stack left: %d groups, %d Stacks", len(b.groups), len(b.byStack))
+	}
+
+	var none *branches
+	if none.track(stack("c"), "https://git.example/app", "main", nil, "c1", time.Minute) {
+		t.Error("a nil watch says it watches")
+	}
+	none.forget(stack("c"))
+}
