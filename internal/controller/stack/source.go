@@ -123,7 +123,8 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 	if commit == "" {
 		// A new reconcile request means "look now": the branch is queried
 		// afresh, once, instead of answered from the shared poller's cache.
-		maxAge := ResyncInterval(&stack.Spec, r.MinResync)
+		interval := ResyncInterval(&stack.Spec, r.MinResync)
+		maxAge := interval
 		req := reconcileRequest(stack)
 		fresh := false
 		if last := stack.Status.LastUpdate; last == nil || last.ReconcileRequest != req {
@@ -139,10 +140,9 @@ func (r *Reconciler) resolveGit(ctx context.Context, stack *pulumiv1.Stack) (Sou
 		commit, err = r.Poller.Latest(ctx, spec.ProjectRepo, spec.Branch, pollAuth, maxAge)
 		// The branch watch polls it from now on, and wakes the Stack when
 		// it moves or fails.
-		watched = r.branches.track(client.ObjectKeyFromObject(stack), spec.ProjectRepo, spec.Branch, pollAuth, commit,
-			ResyncInterval(&stack.Spec, r.MinResync))
+		watched = r.branches.track(client.ObjectKeyFromObject(stack), spec.ProjectRepo, spec.Branch, pollAuth, commit, interval)
 		if err != nil {
-			return Source{}, sourceError(&stack.Spec, err, ResyncInterval(&stack.Spec, r.MinResync))
+			return Source{}, sourceError(&stack.Spec, err, interval)
 		}
 		if fresh {
 			r.freshPolls.Store(stack.UID, req)
