@@ -33,7 +33,10 @@
 // oldest dropped past Options.SourceCacheEntries. Another Workspace of the
 // namespace that deploys the same one copies the tree from there instead
 // of fetching it: a burst of Stacks on one branch, or the stages of a
-// pipeline, fetch each commit once.
+// pipeline, fetch each commit once. Workspaces that miss the same entry at
+// once wait for each other's fetch rather than all going to the
+// repository; one whose fetch fails passes the turn to the next, which
+// fetches with its own credentials.
 //
 // # Processes
 //

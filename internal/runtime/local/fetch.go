@@ -77,7 +77,9 @@ func randomID() string {
 
 // prepareSource makes sure the state directory holds src, copying it from
 // the source cache or else fetching it with `stackyard agent init` when it
-// does not, and returns the marker. The
+// does not, and returns the marker. A cacheable source is looked up and
+// fetched under its key's lock, so that Workspaces missing it at once
+// fetch it once. The
 // fetch replaces source/ only on success; home/ is never touched.
 func (r *Runtime) prepareSource(ctx context.Context, ws *autov1alpha1.Workspace, src runtime.Source, dir string, env []string) (*marker, error) {
 	fp := src.Fingerprint()
@@ -95,6 +97,11 @@ func (r *Runtime) prepareSource(ctx context.Context, ws *autov1alpha1.Workspace,
 		key, cacheable := r.sources.key(ws.Namespace, src)
 		rev, cached := "", false
 		if cacheable {
+			unlock, err := r.sources.lockFetch(ctx, key)
+			if err != nil {
+				return nil, reconcile.NewGeneric("", fmt.Errorf("waiting for another Workspace's fetch of the same source: %w", err))
+			}
+			defer unlock()
 			rev, cached = r.sources.restore(key, target)
 		}
 		if !cached {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -59,12 +60,38 @@ func TestSharedSource(t *testing.T) {
 		t.Fatalf("the second Workspace got the first one's stack settings: %v", err)
 	}
 
-	ensure(gitWorkspace(other, "third", commit))
+	// Workspaces that miss the cache at once (the first agents of a
+	// burst) fetch the commit once between them.
+	next := repo.Commit("release", map[string]string{"infra/Pulumi.yaml": fmt.Sprintf(program, "shared")})
+	var wg sync.WaitGroup
+	burst := make([]*autov1alpha1.Workspace, 3)
+	for i := range burst {
+		ws := gitWorkspace(ns, fmt.Sprintf("burst-%d", i), next)
+		burst[i] = ws
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if st, err := rt.Ensure(ctx(t), ws); err != nil || !st.Ready || st.Revision != next {
+				t.Errorf("Ensure %s = %+v, %v; want revision %s", ws.Name, st, err, next)
+			}
+		}()
+	}
+	wg.Wait()
 	if fetches() != 2 {
-		t.Fatalf("a Workspace of another namespace fetched %d times in all, want 2 (its own fetch)", fetches()-1)
+		t.Fatalf("3 Workspaces missing the same commit at once fetched it %d times, want 1", fetches()-1)
+	}
+	for _, ws := range burst {
+		if err := rt.Delete(ctx(t), ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ensure(gitWorkspace(other, "third", commit))
+	if fetches() != 3 {
+		t.Fatalf("a Workspace of another namespace fetched %d times, want 1 (its own fetch)", fetches()-2)
 	}
 	ensure(gitWorkspace(ns, "branch", "main"))
-	if fetches() != 3 {
+	if fetches() != 4 {
 		t.Fatalf("a Workspace on a branch did not fetch (%d fetches)", fetches())
 	}
 }

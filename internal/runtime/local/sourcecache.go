@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -41,6 +42,55 @@ type sourceCache struct {
 	max int
 
 	mu sync.Mutex // serializes store and evict
+
+	fetching keyLocks // one fetch of a key at a time
+}
+
+// keyLocks holds a lock per key, for as long as someone holds or waits
+// for it.
+type keyLocks struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	held  chan struct{} // full while held
+	users int           // holders and waiters
+}
+
+// lock takes key's lock, waiting until its holder releases it or ctx
+// ends, and returns the function that releases it.
+func (k *keyLocks) lock(ctx context.Context, key string) (func(), error) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyLock{held: make(chan struct{}, 1)}
+		k.locks[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	done := func() {
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+	select {
+	case l.held <- struct{}{}:
+		return func() { <-l.held; done() }, nil
+	case <-ctx.Done():
+		done()
+		return nil, ctx.Err()
+	}
+}
+
+// lockFetch takes the lock of key's fetch (see sourceCache).
+func (c *sourceCache) lockFetch(ctx context.Context, key string) (func(), error) {
+	return c.fetching.lock(ctx, key)
 }
 
 // key returns the cache key of src for a Workspace of namespace, and

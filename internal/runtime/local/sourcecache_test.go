@@ -1,6 +1,8 @@
 package local
 
 import (
+	"context"
+	goruntime "runtime"
 	"os"
 	"path/filepath"
 	"testing"
@@ -114,5 +116,56 @@ func TestSourceCacheRestoreAndEvict(t *testing.T) {
 		if _, err := os.Stat(c.entry(key)); (err == nil) != want {
 			t.Errorf("entry %s kept = %v, want %v", key, err == nil, want)
 		}
+	}
+}
+
+// TestKeyLocks: one holder per key, other keys free, a waiter that gives
+// up leaves nothing behind, and a released key is forgotten.
+func TestKeyLocks(t *testing.T) {
+	var k keyLocks
+	unlockA, err := k.lock(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlockB, err := k.lock(context.Background(), "b")
+	if err != nil {
+		t.Fatalf("another key waited for a: %v", err)
+	}
+	unlockB()
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := k.lock(cancelled, "a"); err == nil {
+		t.Fatal("a second holder of a got the lock")
+	}
+
+	got := make(chan func())
+	go func() {
+		unlock, err := k.lock(context.Background(), "a")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- unlock
+	}()
+	// Once the waiter has registered, it can only be blocked: a's
+	// channel is full until unlockA.
+	for users := 0; users < 2; {
+		k.mu.Lock()
+		users = k.locks["a"].users
+		k.mu.Unlock()
+		goruntime.Gosched()
+	}
+	select {
+	case <-got:
+		t.Fatal("a waiter got a while it was held")
+	default:
+	}
+	unlockA()
+	(<-got)()
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.locks) != 0 {
+		t.Fatalf("released keys are still held: %v", k.locks)
 	}
 }
