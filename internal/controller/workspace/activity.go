@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -146,7 +145,9 @@ func activeCondition(ws *autov1alpha1.Workspace) bool {
 }
 
 // idle stops the agent and records it (Active=False, reason Idle, no
-// address), with an event when the agent was active.
+// address). It records no event: an agent stops after every update, and
+// the Active condition says so and why; an event each time would cost a
+// write per update and bury the ones that matter.
 func (r *Reconciler) idle(ctx context.Context, s *session, why string) error {
 	ws := s.ws
 	if err := r.runtime.Idle(ctx, ws); err != nil {
@@ -154,9 +155,6 @@ func (r *Reconciler) idle(ctx context.Context, s *session, why string) error {
 	}
 	if c := apimeta.FindStatusCondition(ws.Status.Conditions, ConditionActive); c == nil || c.Reason != ReasonIdle {
 		log.FromContext(ctx).Info("workspace agent idled", "why", why)
-		if c != nil && c.Status == metav1.ConditionTrue {
-			r.recorder.Eventf(ws, nil, corev1.EventTypeNormal, ReasonIdle, "Idle", "stopped the agent: %s", why)
-		}
 	}
 	setActive(ws, false, ReasonIdle, "the agent is stopped: "+why)
 	ws.Status.Address = ""

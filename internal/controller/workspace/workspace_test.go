@@ -118,6 +118,28 @@ func TestLocalWorkspace(t *testing.T) {
 	if _, err := os.Stat(op.rt.StateDir(ns, ws.Name)); !os.IsNotExist(err) {
 		t.Errorf("state directory after deletion: %v", err)
 	}
+
+	// The agent was idled twice, seconds ago: no Idle event (the Active
+	// condition tells it; an event would cost a write per update). The
+	// Setup event shows that the recorder delivers.
+	reasons := eventReasons(t, ns)
+	if reasons[autov1alpha1.WorkspaceReasonSucceeded] == 0 || reasons[workspace.ReasonIdle] > 0 {
+		t.Errorf("events by reason = %v, want a Setup (%s) and no %s", reasons, autov1alpha1.WorkspaceReasonSucceeded, workspace.ReasonIdle)
+	}
+}
+
+// eventReasons counts the events of namespace ns by reason.
+func eventReasons(t *testing.T, ns string) map[string]int {
+	t.Helper()
+	var evs eventsv1.EventList
+	if err := env.Client.List(ctx(t), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]int{}
+	for _, e := range evs.Items {
+		reasons[e.Reason]++
+	}
+	return reasons
 }
 
 // hasFinalizer reports whether ws carries the controller's finalizer.
