@@ -5,6 +5,7 @@
 # part of `make test`: the suite sits behind the "bench" build tag.
 #
 # Knobs: BENCH_N (burst sizes), BENCH_REPEAT (latency repetitions),
+# BENCH_BURST_ROUNDS (runs of a burst of 10 or fewer, whose medians count),
 # BENCH_SCALE_N and BENCH_SHARDS (make bench-scale: Stacks and shard counts),
 # BENCH_SHARD_BURST_N (make bench-shard-burst: the burst under those shards),
 # BENCH_CONFIG_BURST_N (make bench-config-burst: config changes at once),
@@ -15,6 +16,7 @@
 
 BENCH_N ?= 10 100
 BENCH_REPEAT ?= 10
+BENCH_BURST_ROUNDS ?= 5
 BENCH_RUN ?=
 BENCH_SCALE_N ?= 10000
 BENCH_SHARDS ?= 1 2 4
@@ -23,7 +25,7 @@ BENCH_CONFIG_BURST_N ?= 300
 
 .PHONY: bench-e2e
 bench-e2e: $(TOOLS) ## Measure latency, burst and idle cost end to end; writes docs/benchmarks.md (~11 min on 2 cores).
-	BENCH_N="$(BENCH_N)" BENCH_REPEAT="$(BENCH_REPEAT)" BENCH_RUN="$(BENCH_RUN)" go test -tags bench -count=1 -timeout 120m -v \
+	BENCH_N="$(BENCH_N)" BENCH_REPEAT="$(BENCH_REPEAT)" BENCH_BURST_ROUNDS="$(BENCH_BURST_ROUNDS)" BENCH_RUN="$(BENCH_RUN)" go test -tags bench -count=1 -timeout 120m -v \
 		-run '^TestBench$$$(if $(BENCH_RUN),/^($(BENCH_RUN))$$)' ./test/bench/
 
 .PHONY: bench-shard-burst

@@ -3,10 +3,15 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // floorParallelism are the parallelisms tried for the bare CLI floor.
@@ -50,12 +55,27 @@ type BurstResult struct {
 	// CPU is where the processor time went; nil in runs from before it
 	// was measured.
 	CPU *BurstCPU `json:"cpu,omitempty"`
+	// Rounds are the runs of a small burst (N up to the floor's
+	// calibration size, seconds each), each a burst followed by the floor's
+	// tries, when it was run more than once (BENCH_BURST_ROUNDS). AllReady
+	// and the floor tries are then the medians over the rounds, the floor
+	// the fastest parallelism's median, and the other fields are the round
+	// whose AllReady is the median's. Empty: one run.
+	Rounds []BurstRound `json:"rounds,omitempty"`
 	// Requests are the API server's requests per Stack during the burst,
 	// by verb and resource ("PATCH stacks/status"), from its own
 	// apiserver_request_total, watches left out; the bench's own creates of
 	// the Stacks are in "POST stacks". Absent in runs from before it was
 	// measured.
 	Requests map[string]float64 `json:"requests,omitempty"`
+}
+
+// BurstRound is one run of a burst and of the floor's tries.
+type BurstRound struct {
+	AllReady   Seconds         `json:"allReady"`
+	FloorTries map[int]Seconds `json:"floorTries"`
+	// floorCPU is the CPU of each parallelism's try.
+	floorCPU map[int]Seconds
 }
 
 // BurstCPU splits the processor time of a burst, in seconds of one core,
@@ -74,10 +94,73 @@ type BurstCPU struct {
 	Floor Seconds `json:"floor"`
 }
 
+// envBurstRounds is how many times a small burst is run (default 5): a
+// burst of 10 takes seconds, and one run of it and of each floor try
+// varies by a fifth from run to run on a shared machine.
+const envBurstRounds = "BENCH_BURST_ROUNDS"
+
 // benchBurst creates n Stacks at once and times them to Ready, then runs
-// the bare CLI floor.
+// the bare CLI floor; a burst no larger than the floor's calibration set
+// runs BENCH_BURST_ROUNDS times, burst and floor in turn, and gives the
+// medians (see BurstResult.Rounds).
 func benchBurst(t *testing.T, h *harness, n int) BurstResult {
-	ns := fmt.Sprintf("burst-%d", n)
+	rounds := 1
+	if n <= floorCalibration {
+		rounds = testenv.PositiveIntEnv(t, envBurstRounds, 5)
+	}
+	if rounds == 1 {
+		res := burstRound(t, h, n, fmt.Sprintf("burst-%d", n))
+		res.Rounds = nil
+		return res
+	}
+	var runs []BurstResult
+	for i := range rounds {
+		ns := fmt.Sprintf("burst-%d", n)
+		if i > 0 {
+			ns = fmt.Sprintf("burst-%d-r%d", n, i)
+		}
+		runs = append(runs, burstRound(t, h, n, ns))
+	}
+	return medianRound(runs)
+}
+
+// medianRound combines the rounds of a burst: the round with the median
+// AllReady, with the median floor tries, the fastest of those as the floor,
+// and the rounds listed.
+func medianRound(runs []BurstResult) BurstResult {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b BurstResult) int { return cmp.Compare(a.AllReady, b.AllReady) })
+	res := sorted[len(sorted)/2]
+	res.FloorTries = map[int]Seconds{}
+	res.FloorParallelism = 0
+	for p := range runs[0].FloorTries {
+		var tries []float64
+		for _, r := range runs {
+			tries = append(tries, float64(r.FloorTries[p]))
+		}
+		res.FloorTries[p] = Seconds(spreadOf(tries).Median)
+		if res.FloorParallelism == 0 || res.FloorTries[p] < res.FloorTries[res.FloorParallelism] ||
+			(res.FloorTries[p] == res.FloorTries[res.FloorParallelism] && p < res.FloorParallelism) {
+			res.FloorParallelism = p
+		}
+	}
+	res.Floor = res.FloorTries[res.FloorParallelism]
+	if res.CPU != nil {
+		cpu := *res.CPU
+		cpu.Floor = res.Rounds[0].floorCPU[res.FloorParallelism]
+		res.CPU = &cpu
+	}
+	res.Ratio = float64(res.AllReady) / float64(res.Floor)
+	res.Rounds = nil
+	for _, r := range runs {
+		res.Rounds = append(res.Rounds, r.Rounds...)
+	}
+	return res
+}
+
+// burstRound creates n Stacks at once in the new namespace ns and times
+// them to Ready, then runs the bare CLI floor.
+func burstRound(t *testing.T, h *harness, n int, ns string) BurstResult {
 	h.createNamespace(t, ns)
 	res := BurstResult{N: n, FloorTries: map[int]Seconds{}}
 
@@ -152,6 +235,7 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	}
 	res.FloorParallelism, res.Floor = best, res.FloorTries[best]
 	cpu.Floor = floorCPU[best]
+	res.Rounds = []BurstRound{{AllReady: res.AllReady, FloorTries: maps.Clone(res.FloorTries), floorCPU: floorCPU}}
 	if n > res.FloorTriesN {
 		cpu0 := childCPU()
 		took, err := h.bareBurst(freshBackend(t), fmt.Sprintf("f%d-all", n), n, best)
@@ -177,4 +261,32 @@ func (h *harness) bareBurst(backend, prefix string, n, p int) (time.Duration, er
 		return err
 	})
 	return time.Since(start), err
+}
+
+// TestMedianRound: the rounds of a small burst give the median burst, the
+// fastest parallelism by its median try, and the median round's details.
+func TestMedianRound(t *testing.T) {
+	round := func(ready Seconds, p1, p2, p4 Seconds, agents int) BurstResult {
+		tries := map[int]Seconds{1: p1, 2: p2, 4: p4}
+		return BurstResult{N: 10, AllReady: ready, MaxAgents: agents, FloorTries: tries,
+			CPU:    &BurstCPU{Operator: 9},
+			Rounds: []BurstRound{{AllReady: ready, FloorTries: tries, floorCPU: map[int]Seconds{1: 7, 2: 7.5, 4: 8}}}}
+	}
+	got := medianRound([]BurstResult{
+		round(6.0, 7, 4.0, 3.5, 1), // a fast floor at 4 once
+		round(5.0, 7, 4.1, 4.4, 2),
+		round(5.5, 7, 4.2, 4.5, 3), // the median burst
+	})
+	if got.AllReady != 5.5 || got.MaxAgents != 3 {
+		t.Errorf("burst = %.1f s from the round with %d agents, want the median round's 5.5 s (3)", got.AllReady, got.MaxAgents)
+	}
+	if got.FloorParallelism != 2 || got.Floor != 4.1 || got.FloorTries[4] != 4.4 {
+		t.Errorf("floor = %.1f s at %d (tries %v), want p=2's median 4.1 s, not p=4's single best", got.Floor, got.FloorParallelism, got.FloorTries)
+	}
+	if want := 5.5 / 4.1; got.Ratio != want || got.CPU.Floor != 7.5 {
+		t.Errorf("ratio %.3f, floor CPU %.1f; want %.3f and the median round's p=2 CPU 7.5", got.Ratio, got.CPU.Floor, want)
+	}
+	if len(got.Rounds) != 3 || got.Rounds[0].AllReady != 6.0 {
+		t.Errorf("rounds = %+v, want all three in order", got.Rounds)
+	}
 }

@@ -32,6 +32,7 @@ func render(r *Results) string {
 	p("part of `make test`). The run writes `test/bench/results/latest.json` (not committed) and renders this\n")
 	p("file; `go test -tags bench -run '^TestBenchRender$' ./test/bench/` renders it again from the JSON.\n")
 	p("Knobs: `BENCH_N` (burst sizes, default \"10 100\"), `BENCH_REPEAT` (latency repetitions, default 10),\n")
+	p("`BENCH_BURST_ROUNDS` (runs of a burst of %d or fewer, default 5),\n", floorCalibration)
 	p("`BENCH_IDLE_AFTER` (the operator's `--idle-after`, default 10s), `BENCH_IDLE_FOR` (idle window,\n")
 	p("default 2m), `BENCH_RUN` (a subset: `latency`, `burst-10`, `burst-100|idle`, …). The whole run took\n")
 	p("%s.\n\n", minutes(float64(r.Took)))
@@ -409,7 +410,11 @@ func renderBurst(b *strings.Builder, r *Results) {
 	p("\"Agents at once\" counts agent processes in the operator's tree, so an agent still exiting after it was\n")
 	p("idled can overlap its successor and the count exceed `--max-agents` by one.\n")
 	p("Peak memory is the sum of PSS over the operator and all its descendants (agents, the Pulumi CLI,\n")
-	p("language hosts, providers), sampled every 500 ms. One run per N.\n\n")
+	p("language hosts, providers), sampled every 500 ms. One run per N, except where the notes below\n")
+	p("give rounds: a burst of %d or fewer takes seconds, and a single run of it or of a floor try varies\n", floorCalibration)
+	p("by a fifth from run to run, so it runs several times (`BENCH_BURST_ROUNDS`), each burst followed by\n")
+	p("its floor tries, and the figure gives the medians: the burst's, and the fastest parallelism's of the\n")
+	p("floor. The other columns are the round whose time is the median.\n\n")
 	p("| N | all Ready | first / median Ready | floor (parallelism) | floor tries | ratio | peak PSS (RSS) of the operator's tree | agents at once |\n|---|---|---|---|---|---|---|---|\n")
 	for _, bu := range r.Burst {
 		var tries []string
@@ -457,6 +462,17 @@ func renderBurst(b *strings.Builder, r *Results) {
 			p("  does not pay and a real cluster runs on other machines; together %.2f× the floor's. That kept\n", float64(c.Operator+c.ControlPlane)/float64(c.Floor))
 			p("  the machine %.0f %% busy, the floor %.0f %%; the rest of the gap is time the cores were idle.\n",
 				100*float64(c.Operator+c.ControlPlane)/(cores*float64(bu.AllReady)), 100*float64(c.Floor)/(cores*float64(bu.Floor)))
+		}
+		if len(bu.Rounds) > 1 {
+			var runs, floors, ratios []string
+			for _, rd := range bu.Rounds {
+				runs = append(runs, fmt.Sprintf("%.1f", float64(rd.AllReady)))
+				floors = append(floors, fmt.Sprintf("%.1f", float64(rd.FloorTries[bu.FloorParallelism])))
+				ratios = append(ratios, fmt.Sprintf("%.2f", float64(rd.AllReady)/float64(rd.FloorTries[bu.FloorParallelism])))
+			}
+			p("  Medians of %d rounds: the burst took %s s, the floor at parallelism %d %s s; each round's\n",
+				len(bu.Rounds), strings.Join(runs, ", "), bu.FloorParallelism, strings.Join(floors, ", "))
+			p("  own ratio %s×.\n", strings.Join(ratios, ", "))
 		}
 		if len(bu.Requests) > 0 {
 			total, writes := requestTotals(bu.Requests)
