@@ -2,9 +2,9 @@ package local
 
 import (
 	"context"
-	goruntime "runtime"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"testing"
 	"time"
 
