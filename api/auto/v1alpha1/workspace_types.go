@@ -377,6 +377,14 @@ type WorkspaceStatus struct {
 	// +optional
 	PulumiVersion string `json:"pulumiVersion,omitempty"`
 
+	// Setup records what stackyard last applied to the running agent, so
+	// that the stacks are set up again only when something they depend on
+	// changed. It is kept in status, which only the operator writes, and
+	// not in annotations, which anyone who may edit the Workspace can
+	// write. Not part of upstream's API.
+	// +optional
+	Setup *WorkspaceSetup `json:"setup,omitempty"`
+
 	// Conditions describe the workspace's state. Known types: Ready
 	// (the agent is serving and the stacks are set up) and Stalled (setting
 	// the workspace up failed in a way a retry will not fix).
@@ -386,6 +394,24 @@ type WorkspaceStatus struct {
 	// +patchStrategy=merge
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// WorkspaceSetup records a setup of a Workspace's agent by digests: the
+// digests change when what they cover does, and reveal nothing of it.
+type WorkspaceSetup struct {
+	// Digest covers the agent instance, the source revision, spec.stacks
+	// and spec.skipInstall as they were set up.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+
+	// Installed covers the agent instance and the source revision that
+	// `pulumi install` last ran for.
+	// +optional
+	Installed string `json:"installed,omitempty"`
+
+	// Revision is the source revision last set up.
+	// +optional
+	Revision string `json:"revision,omitempty"`
 }
 
 // Workspace is an execution environment for one Pulumi project: a pod that

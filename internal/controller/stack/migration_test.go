@@ -27,7 +27,6 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
-	"github.com/stackyard/stackyard/internal/controller/workspace"
 	"github.com/stackyard/stackyard/test/argocd"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
@@ -362,7 +361,7 @@ func waitAdopted(t *testing.T, p *pkoStack) *pulumiv1.Stack {
 		g.Expect(c.ObservedGeneration).To(Equal(s.Generation), "the Ready condition is still PKO's")
 		ws := getWorkspace(g, p.ns, p.name)
 		g.Expect(managers(ws)).To(ContainElement(stack.FieldManager), "stackyard has not applied the Workspace")
-		g.Expect(ws.Annotations).To(HaveKey(workspace.AnnotationSetup), "stackyard's agent has not set the Workspace up")
+		g.Expect(ws.Status.Setup).NotTo(BeNil(), "stackyard's agent has not set the Workspace up")
 		g.Expect(ws.Status.ObservedGeneration).To(Equal(ws.Generation))
 		g.Expect(ws.Status.IsReady()).To(BeTrue())
 	})

@@ -23,17 +23,13 @@ import (
 	"github.com/stackyard/stackyard/internal/runtime"
 )
 
-// Annotations recording what was applied (see the package doc).
-const (
-	// AnnotationSetup is the digest of the stacks, revision and agent
-	// instance last set up.
-	AnnotationSetup = "workspace.stackyard.dev/setup"
-	// AnnotationInstalled is the digest of the revision and agent instance
-	// `pulumi install` last ran for.
-	AnnotationInstalled = "workspace.stackyard.dev/installed"
-	// AnnotationRevision is the source revision last set up.
-	AnnotationRevision = "workspace.stackyard.dev/revision"
-)
+// legacyAnnotations are where releases before status.setup recorded it;
+// they are dropped at the next setup and never trusted.
+var legacyAnnotations = []string{
+	"workspace.stackyard.dev/setup",
+	"workspace.stackyard.dev/installed",
+	"workspace.stackyard.dev/revision",
+}
 
 // ReasonAgentBusy is the Reconciling reason while the agent or a stack is
 // busy with another operation.
@@ -67,13 +63,15 @@ func (r *Reconciler) reconcileAgent(ctx context.Context, s *session) (sreconcile
 	return sreconcile.ResultEmpty, nil
 }
 
-// reconcileSetup sets the stacks up on the running agent unless what the
-// annotations record matches: version, install, then for each stack
-// SelectStack, SetAllConfig and AddEnvironments, in spec order.
+// reconcileSetup sets the stacks up on the running agent unless
+// status.setup records the same setup: version, install, then for each
+// stack SelectStack, SetAllConfig and AddEnvironments, in spec order. The
+// record is written with the rest of the status, in one patch.
 func (r *Reconciler) reconcileSetup(ctx context.Context, s *session) (sreconcile.Result, error) {
 	ws := s.ws
 	want := setupDigest(ws, s.agent)
-	if ws.Annotations[AnnotationSetup] == want && ws.Status.PulumiVersion != "" {
+	done := ws.Status.Setup
+	if done != nil && done.Digest == want && ws.Status.PulumiVersion != "" {
 		r.markServing(ws, s)
 		return sreconcile.ResultSuccess, nil
 	}
@@ -101,20 +99,29 @@ func (r *Reconciler) reconcileSetup(ctx context.Context, s *session) (sreconcile
 		return sreconcile.ResultEmpty, err
 	}
 
-	installed := installDigest(s.agent)
-	if !ws.Spec.SkipInstall && ws.Annotations[AnnotationInstalled] != installed {
-		if _, err := agent.Install(ctx, &agentpb.InstallRequest{}); err != nil {
-			return sreconcile.ResultEmpty, agentError(autov1alpha1.WorkspaceReasonInstallFailed, "installing the program's dependencies", err)
+	// Until this setup completes, the record holds at most the install:
+	// a setup that fails half-way runs again whole, but `pulumi install`.
+	ws.Status.Setup = nil
+	if installed := installDigest(s.agent); !ws.Spec.SkipInstall {
+		if done == nil || done.Installed != installed {
+			if _, err := agent.Install(ctx, &agentpb.InstallRequest{}); err != nil {
+				return sreconcile.ResultEmpty, agentError(autov1alpha1.WorkspaceReasonInstallFailed, "installing the program's dependencies", err)
+			}
 		}
-		setAnnotation(ws, AnnotationInstalled, installed)
+		ws.Status.Setup = &autov1alpha1.WorkspaceSetup{Installed: installed}
 	}
 	for i := range ws.Spec.Stacks {
 		if err := setUpStack(ctx, agent, i, &ws.Spec.Stacks[i]); err != nil {
 			return sreconcile.ResultEmpty, err
 		}
 	}
-	setAnnotation(ws, AnnotationSetup, want)
-	setAnnotation(ws, AnnotationRevision, s.agent.Revision)
+	if ws.Status.Setup == nil {
+		ws.Status.Setup = &autov1alpha1.WorkspaceSetup{}
+	}
+	ws.Status.Setup.Digest, ws.Status.Setup.Revision = want, s.agent.Revision
+	for _, k := range legacyAnnotations {
+		delete(ws.Annotations, k)
+	}
 	log.FromContext(ctx).Info("workspace set up", "stacks", len(ws.Spec.Stacks), "revision", s.agent.Revision)
 	r.recorder.Eventf(ws, nil, corev1.EventTypeNormal, autov1alpha1.WorkspaceReasonSucceeded, "Setup", "%s", readyMessage(ws, s))
 	r.markServing(ws, s)
@@ -230,12 +237,4 @@ func digest(parts []string) string {
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))[:20]
-}
-
-// setAnnotation sets one annotation of ws.
-func setAnnotation(ws *autov1alpha1.Workspace, key, value string) {
-	if ws.Annotations == nil {
-		ws.Annotations = map[string]string{}
-	}
-	ws.Annotations[key] = value
 }

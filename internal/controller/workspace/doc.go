@@ -60,13 +60,18 @@
 //
 // # What was applied
 //
-// The annotations workspace.stackyard.dev/setup and
-// workspace.stackyard.dev/installed hold digests of what was applied to
-// which agent instance (the runtime's Status.Instance, which changes when
-// the agent's local state may have been lost): stacks are set up again only
-// when spec.stacks, the source revision or the instance changed, and
-// `pulumi install` runs again only for a new revision or instance.
-// workspace.stackyard.dev/revision records the revision set up.
+// status.setup holds digests of what was applied to which agent instance
+// (the runtime's Status.Instance, which changes when the agent's local
+// state may have been lost): stacks are set up again only when
+// spec.stacks, the source revision or the instance changed, and `pulumi
+// install` runs again only for a new revision or instance. status.setup
+// .revision records the revision set up. The record is in status, which
+// only the operator may write, and is patched with the conditions: a
+// setup costs no write of its own. (Releases before it kept the record in
+// annotations under workspace.stackyard.dev/, which anyone allowed to
+// edit the Workspace may write: a record the operator acts on belongs
+// where only it writes. They are no longer read, and the next setup
+// removes them.)
 //
 // Secret values (Secret-backed env, secret config) never reach status,
 // events or logs: the controller never reads them, and the agent redacts

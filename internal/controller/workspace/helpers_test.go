@@ -125,6 +125,14 @@ func describe(ws *autov1alpha1.Workspace) string {
 	return s
 }
 
+// setupRevision is the source revision status.setup records, or "".
+func setupRevision(ws *autov1alpha1.Workspace) string {
+	if ws.Status.Setup == nil {
+		return ""
+	}
+	return ws.Status.Setup.Revision
+}
+
 // waitServing waits until the Workspace is Ready and Active for its
 // current generation, and returns it.
 func waitServing(t *testing.T, ns, name string) *autov1alpha1.Workspace {

@@ -35,14 +35,22 @@ func TestLocalWorkspace(t *testing.T) {
 	const idleAfter = 3 * time.Second
 	op := startOperator(t, ns, t.TempDir(), workspace.Options{IdleAfter: idleAfter})
 	ws := newWorkspace(t, ns, "app")
+	// A setup record where an earlier release kept it, in annotations
+	// anyone who may edit the Workspace can write: it is not trusted, and
+	// the setup removes it.
+	legacy := "workspace.stackyard.dev/setup"
+	ws.Annotations = map[string]string{legacy: "0123456789abcdef0123"}
 	if err := env.Client.Create(ctx(t), ws); err != nil {
 		t.Fatal(err)
 	}
 
 	ws = waitServing(t, ns, ws.Name)
-	if ws.Status.PulumiVersion != pulumiversion.Pinned || !strings.HasPrefix(ws.Status.Address, "127.0.0.1:") ||
-		ws.Annotations[workspace.AnnotationSetup] == "" || ws.Annotations[workspace.AnnotationInstalled] == "" {
-		t.Errorf("status = %s, version %q, annotations %v", describe(ws), ws.Status.PulumiVersion, ws.Annotations)
+	if setup := ws.Status.Setup; ws.Status.PulumiVersion != pulumiversion.Pinned || !strings.HasPrefix(ws.Status.Address, "127.0.0.1:") ||
+		setup == nil || setup.Digest == "" || setup.Installed == "" {
+		t.Errorf("status = %s, version %q, setup %+v", describe(ws), ws.Status.PulumiVersion, setup)
+	}
+	if v, ok := ws.Annotations[legacy]; ok {
+		t.Errorf("the legacy setup annotation is still there (%q)", v)
 	}
 	if !hasFinalizer(ws) {
 		t.Errorf("finalizers = %v", ws.Finalizers)
@@ -201,7 +209,7 @@ func TestGitWorkspace(t *testing.T) {
 	}
 
 	ws = waitServing(t, ns, ws.Name)
-	if got := ws.Annotations[workspace.AnnotationRevision]; got != first {
+	if got := setupRevision(ws); got != first {
 		t.Errorf("revision = %s, want %s", got, first)
 	}
 	info, err := agentClient(t, op, ws).Info(ctx(t), &agentpb.InfoRequest{})
@@ -216,7 +224,7 @@ func TestGitWorkspace(t *testing.T) {
 	eventually(t, 90*time.Second, "the new revision", func() (bool, string) {
 		ws = getWS(t, ns, ws.Name)
 		return workspace.Serving(ws) && ws.Status.ObservedGeneration == ws.Generation &&
-			ws.Annotations[workspace.AnnotationRevision] == second, describe(ws)
+			setupRevision(ws) == second, describe(ws)
 	})
 	info, err = agentClient(t, op, ws).Info(ctx(t), &agentpb.InfoRequest{})
 	if err != nil || info.GetProject() != "second" {
@@ -306,7 +314,7 @@ func TestOperatorRestart(t *testing.T) {
 	if !alive(oldPID) {
 		t.Fatalf("no agent: %s", describe(ws))
 	}
-	setup := ws.Annotations[workspace.AnnotationSetup]
+	setup := ws.Status.Setup.Digest
 
 	first.stop()
 	if alive(oldPID) {
@@ -323,7 +331,7 @@ func TestOperatorRestart(t *testing.T) {
 		t.Error("the new operator reports the old agent")
 	}
 	// The state directory survived: the stacks were not set up again.
-	if got := ws.Annotations[workspace.AnnotationSetup]; got != setup {
+	if got := ws.Status.Setup.Digest; got != setup {
 		t.Errorf("setup digest changed across the restart: %s -> %s", setup, got)
 	}
 	outputs := upOutputs(t, agentClient(t, second, ws))
