@@ -17,6 +17,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack/flux"
+	"github.com/stackyard/stackyard/internal/controller/workspace"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -33,7 +34,7 @@ type Options struct {
 
 // SetupWithManager registers the reconciler and what wakes it: the Stack
 // itself (spec changes, reconcile requests, deletion), its Workspace and
-// Updates, the Programs and Flux sources it reads, the branch it tracks
+// Updates (one that finishes ahead of other work), the Programs and Flux sources it reads, the branch it tracks
 // moving (branches, which the manager runs), and the Stacks it depends on
 // turning Ready.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
@@ -60,7 +61,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			r.Shard.Moved(),
 		))).
 		Owns(&autov1alpha1.Workspace{}).
-		Owns(&autov1alpha1.Update{}).
+		// An Update that finishes makes its Stack Ready: that reconcile
+		// goes ahead of the first reconciles of a burst's new Stacks.
+		Watches(&autov1alpha1.Update{}, sreconcile.UrgentOnUpdate(
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &pulumiv1.Stack{}, handler.OnlyControllerOwner()),
+			workspace.UpdateFinished)).
 		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf)).
 		Watches(&pulumiv1.Program{}, handler.EnqueueRequestsFromMapFunc(r.stacksOfProgram)).
 		WatchesRawSource(source.Channel(r.branches.wake, &handler.TypedEnqueueRequestForObject[*pulumiv1.Stack]{})).

@@ -53,10 +53,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.GenerationChangedPredicate{},
 			sreconcile.DeletionStarted(),
 		))).
+		// A Workspace that starts serving has an agent waiting for the
+		// Updates that wait for it, and a wake is the next Update of a
+		// Workspace whose operation ended: both go ahead of the first
+		// reconciles of a burst's new Updates.
 		Watches(&autov1alpha1.Workspace{},
-			handler.EnqueueRequestsFromMapFunc(r.updatesOfWorkspace),
+			sreconcile.UrgentOnUpdate(handler.EnqueueRequestsFromMapFunc(r.updatesOfWorkspace), startedServing),
 			builder.WithPredicates(workspaceStateChanged())).
-		WatchesRawSource(source.Channel(r.wake, &handler.TypedEnqueueRequestForObject[*autov1alpha1.Update]{})).
+		WatchesRawSource(source.Channel(r.wake, sreconcile.Urgent[*autov1alpha1.Update](&handler.TypedEnqueueRequestForObject[*autov1alpha1.Update]{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -127,6 +131,12 @@ func workspaceStateChanged() predicate.Funcs {
 			return waitState(e.ObjectOld) != waitState(e.ObjectNew)
 		},
 	}
+}
+
+// startedServing reports whether a Workspace update event is the
+// Workspace starting to serve.
+func startedServing(old, new client.Object) bool {
+	return !waitState(old).serving && waitState(new).serving
 }
 
 // waitState is what an Update waiting for the Workspace obj sees of it.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // SetupWithManager registers the index of Updates by workspace and a
@@ -44,16 +45,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workspace").
 		For(&autov1alpha1.Workspace{}, builder.WithPredicates(workspaceChanged())).
-		Watches(&autov1alpha1.Update{}, handler.EnqueueRequestsFromMapFunc(workspaceOfUpdate),
+		// An Update that finishes may free its agent's place for a
+		// Workspace in line: that reconcile goes ahead of the first
+		// reconciles of a burst's new Workspaces, and so do the runtime's
+		// wakes below.
+		Watches(&autov1alpha1.Update{}, sreconcile.UrgentOnUpdate(handler.EnqueueRequestsFromMapFunc(workspaceOfUpdate), UpdateFinished),
 			builder.WithPredicates(updateMatters())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})
 	for _, obj := range r.opts.Owns {
 		b = b.Owns(obj)
 	}
 	if r.opts.RuntimeEvents != nil {
-		b = b.WatchesRawSource(source.Channel(r.opts.RuntimeEvents, &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(r.opts.RuntimeEvents, sreconcile.Urgent[client.Object](&handler.EnqueueRequestForObject{})))
 	}
 	return b.Complete(r)
+}
+
+// UpdateFinished reports whether an update event is an Update's
+// completion: old is not complete and new is.
+func UpdateFinished(old, new client.Object) bool {
+	o, okOld := old.(*autov1alpha1.Update)
+	n, okNew := new.(*autov1alpha1.Update)
+	return okOld && okNew && !o.Status.IsComplete() && n.Status.IsComplete()
 }
 
 // NotifyChannel returns a channel for Options.RuntimeEvents and the
