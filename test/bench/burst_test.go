@@ -22,7 +22,7 @@ var floorParallelism = []int{1, 2, 4}
 const floorCalibration = 10
 
 // burstPhases split each Stack's time in a burst.
-var burstPhases = []string{"create→Update created", "created→InProgress", "InProgress→Complete"}
+var burstPhases = []string{"create→Update created", "created→InProgress", "InProgress→Complete", "Complete→Ready"}
 
 // BurstResult is N Stacks applied at once.
 type BurstResult struct {
@@ -50,6 +50,10 @@ type BurstResult struct {
 	// the Stack's Update created (Workspace and agent set up first, agents
 	// waiting their turn), created → InProgress, InProgress → Complete.
 	Phases map[string]Seconds `json:"phases"`
+	// CompleteToReady spreads, over the N Stacks, the time from their
+	// Update complete to the Stack Ready (the Complete→Ready phase): how
+	// long a finished Stack waits for the operator to say so.
+	CompleteToReady *Spread `json:"completeToReady,omitempty"`
 	// MaxAgents is the most agents seen running at once.
 	MaxAgents int `json:"maxAgents"`
 	// CPU is where the processor time went; nil in runs from before it
@@ -198,20 +202,7 @@ func burstRound(t *testing.T, h *harness, n int, ns string) BurstResult {
 	readyAt := readySince(marks, start)
 	res.AllReady, res.FirstReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[0]), Sec(readyAt[n/2])
 	res.PeakPSS, res.PeakRSS, res.MaxAgents = peak.PSS, peak.RSS, maxAgents
-	phases := make([][]float64, len(burstPhases))
-	for _, m := range marks {
-		created, started, complete, _ := h.rec.updateTimes(ns + "/" + m.lastUpdate)
-		if started.IsZero() {
-			started = created
-		}
-		for j, d := range []time.Duration{created.Sub(start), started.Sub(created), complete.Sub(started)} {
-			phases[j] = append(phases[j], d.Seconds())
-		}
-	}
-	res.Phases = map[string]Seconds{}
-	for j, ph := range burstPhases {
-		res.Phases[ph] = Seconds(spreadOf(phases[j]).Median)
-	}
+	res.Phases, res.CompleteToReady = h.rec.burstPhases(ns, marks, start)
 	t.Logf("N=%d: all Ready in %.1fs (first %.1fs), peak PSS %d MiB, at most %d agents",
 		n, res.AllReady, res.FirstReady, peak.PSS>>20, maxAgents)
 
@@ -289,4 +280,26 @@ func TestMedianRound(t *testing.T) {
 	if len(got.Rounds) != 3 || got.Rounds[0].AllReady != 6.0 {
 		t.Errorf("rounds = %+v, want all three in order", got.Rounds)
 	}
+}
+
+// burstPhases splits the time of each Stack of marks, from start, into
+// burstPhases and returns their medians, with the spread of the last
+// phase, Complete→Ready.
+func (r *recorder) burstPhases(ns string, marks []readyMark, start time.Time) (map[string]Seconds, *Spread) {
+	phases := make([][]float64, len(burstPhases))
+	for _, m := range marks {
+		created, started, complete, _ := r.updateTimes(ns + "/" + m.lastUpdate)
+		if started.IsZero() {
+			started = created
+		}
+		for j, d := range []time.Duration{created.Sub(start), started.Sub(created), complete.Sub(started), m.at.Sub(complete)} {
+			phases[j] = append(phases[j], d.Seconds())
+		}
+	}
+	medians := map[string]Seconds{}
+	for j, ph := range burstPhases {
+		medians[ph] = Seconds(spreadOf(phases[j]).Median)
+	}
+	last := spreadOf(phases[len(phases)-1])
+	return medians, &last
 }

@@ -199,11 +199,15 @@ func renderShardBursts(b *strings.Builder, rec *ScaleRecord) {
 	p("Stacks of figure 2's program are created at once, labelled round robin over the shards; the time\n")
 	p("runs from the first create to the last Stack Ready. CPU is the shards' process trees' together\n")
 	p("(operators, agents, CLI, language hosts, providers), and the control plane's beside it.\n\n")
-	p("| Shards | all Ready | median Ready | CPU, shards | CPU, control plane | peak PSS, summed | agents at once, summed |\n")
-	p("|---|---|---|---|---|---|---|\n")
+	p("| Shards | all Ready | median Ready | Update complete → Stack Ready (median, p90, max) | CPU, shards | CPU, control plane | peak PSS, summed | agents at once, summed |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rec.Bursts {
-		p("| %d | %.1f s | %.1f s | %.0f s | %.0f s | %s | %d |\n", r.Shards, float64(r.AllReady), float64(r.MedianReady),
-			float64(r.CPU), float64(r.ControlPlane), mib(r.PeakPSS), r.MaxAgents)
+		lag := "–"
+		if r.CompleteToReady != nil {
+			lag = readyLag(*r.CompleteToReady)
+		}
+		p("| %d | %.1f s | %.1f s | %s | %.0f s | %.0f s | %s | %d |\n", r.Shards, float64(r.AllReady), float64(r.MedianReady),
+			lag, float64(r.CPU), float64(r.ControlPlane), mib(r.PeakPSS), r.MaxAgents)
 	}
 	p("\n")
 	for _, r := range rec.Bursts {
@@ -434,13 +438,22 @@ func renderBurst(b *strings.Builder, r *Results) {
 	for _, ph := range burstPhases {
 		p(" %s |", ph)
 	}
-	p("\n|---|---|---|---|\n")
+	p("\n|---|%s\n", strings.Repeat("---|", len(burstPhases)))
 	for _, bu := range r.Burst {
 		p("| %d |", bu.N)
 		for _, ph := range burstPhases {
-			p(" %.2f s |", float64(bu.Phases[ph]))
+			if v, ok := bu.Phases[ph]; ok {
+				p(" %.2f s |", float64(v))
+			} else {
+				p(" – |")
+			}
 		}
 		p("\n")
+	}
+	for _, bu := range r.Burst {
+		if c := bu.CompleteToReady; c != nil {
+			p("\nN = %d: from an Update complete to its Stack Ready, %s (median, p90, max).", bu.N, readyLag(*c))
+		}
 	}
 	p("\n")
 	for _, bu := range r.Burst {
@@ -617,4 +630,10 @@ func yes(ok bool) string {
 		return "yes"
 	}
 	return "**no**"
+}
+
+// readyLag renders the spread of the time from an Update complete to its
+// Stack Ready: median, p90 and max.
+func readyLag(s Spread) string {
+	return fmt.Sprintf("%.2f s, %.2f s, %.2f s", s.Median, s.P90, s.Max)
 }

@@ -41,6 +41,9 @@ type ShardBurstResult struct {
 	// Requests is the API requests per Stack during the burst, by verb
 	// and resource, as figure 2 counts them.
 	Requests map[string]float64 `json:"requests,omitempty"`
+	// CompleteToReady spreads, over the N Stacks, the time from their
+	// Update complete to the Stack Ready.
+	CompleteToReady *Spread `json:"completeToReady,omitempty"`
 }
 
 // TestBenchShardBurst measures the burst part of figure 7: BENCH_SHARD_BURST_N
@@ -164,6 +167,7 @@ func shardBurst(t *testing.T, h *harness, bin string, n, k int) ShardBurstResult
 	}
 	readyAt := readySince(marks, start)
 	res.AllReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[n/2])
+	_, res.CompleteToReady = h.rec.burstPhases(ns, marks, start)
 	t.Logf("shard burst: %+v", res)
 	return res
 }
