@@ -222,6 +222,11 @@ func renderShardBursts(b *strings.Builder, rec *ScaleRecord) {
 				float64(r.AllReady)/float64(one.AllReady), float64(r.CPU+r.ControlPlane)/float64(one.CPU+one.ControlPlane))
 		}
 	}
+	p("- \"Update complete → Stack Ready\" is how long a Stack whose Update has finished waits for its\n")
+	p("  shard to say so. Each shard's default `--max-agents` counts the machine's cores, not its share\n")
+	p("  of them, so more shards on one machine run more agents at once, and the operators get less of\n")
+	p("  the cores: the wait grows with the shards. The reconciles that finish work go ahead of the\n")
+	p("  burst's new objects in each controller's queue, which keeps it to seconds.\n")
 	p("- A burst is bound by the processor time of its Pulumi runs (figure 2). On one machine, more\n")
 	p("  shards cannot make that shorter: each runs its own agents, so more of them compete for the\n")
 	p("  same cores. Shards pay off when they run on more machines: their Deployments' pods spread over\n")
@@ -450,10 +455,14 @@ func renderBurst(b *strings.Builder, r *Results) {
 		}
 		p("\n")
 	}
+	var lags []string
 	for _, bu := range r.Burst {
 		if c := bu.CompleteToReady; c != nil {
-			p("\nN = %d: from an Update complete to its Stack Ready, %s (median, p90, max).", bu.N, readyLag(*c))
+			lags = append(lags, fmt.Sprintf("N = %d, %s", bu.N, readyLag(*c)))
 		}
+	}
+	if len(lags) > 0 {
+		p("\nFrom an Update complete to its Stack Ready (median, p90, max): %s.\n", strings.Join(lags, "; "))
 	}
 	p("\n")
 	for _, bu := range r.Burst {
