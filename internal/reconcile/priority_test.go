@@ -79,6 +79,9 @@ func TestUrgentPlainQueue(t *testing.T) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[ctrlreconcile.Request]())
 	defer q.ShutDown()
 	Urgent[client.Object](&handler.EnqueueRequestForObject{}).Generic(context.Background(), event.GenericEvent{Object: obj("a", "1")}, q)
+	if q.Len() != 1 {
+		t.Fatalf("queue length %d, want 1", q.Len())
+	}
 	if item, _ := q.Get(); item.Name != "a" {
 		t.Errorf("got %v, want a", item)
 	}

@@ -202,7 +202,7 @@ func burstRound(t *testing.T, h *harness, n int, ns string) BurstResult {
 	readyAt := readySince(marks, start)
 	res.AllReady, res.FirstReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[0]), Sec(readyAt[n/2])
 	res.PeakPSS, res.PeakRSS, res.MaxAgents = peak.PSS, peak.RSS, maxAgents
-	res.Phases, res.CompleteToReady = h.rec.burstPhases(ns, marks, start)
+	res.Phases, res.CompleteToReady = h.rec.phasesOf(ns, marks, start)
 	t.Logf("N=%d: all Ready in %.1fs (first %.1fs), peak PSS %d MiB, at most %d agents",
 		n, res.AllReady, res.FirstReady, peak.PSS>>20, maxAgents)
 
@@ -282,10 +282,10 @@ func TestMedianRound(t *testing.T) {
 	}
 }
 
-// burstPhases splits the time of each Stack of marks, from start, into
+// phasesOf splits the time of each Stack of marks, from start, into
 // burstPhases and returns their medians, with the spread of the last
 // phase, Complete→Ready.
-func (r *recorder) burstPhases(ns string, marks []readyMark, start time.Time) (map[string]Seconds, *Spread) {
+func (r *recorder) phasesOf(ns string, marks []readyMark, start time.Time) (map[string]Seconds, *Spread) {
 	phases := make([][]float64, len(burstPhases))
 	for _, m := range marks {
 		created, started, complete, _ := r.updateTimes(ns + "/" + m.lastUpdate)

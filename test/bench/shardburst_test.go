@@ -167,7 +167,7 @@ func shardBurst(t *testing.T, h *harness, bin string, n, k int) ShardBurstResult
 	}
 	readyAt := readySince(marks, start)
 	res.AllReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[n/2])
-	_, res.CompleteToReady = h.rec.burstPhases(ns, marks, start)
+	_, res.CompleteToReady = h.rec.phasesOf(ns, marks, start)
 	t.Logf("shard burst: %+v", res)
 	return res
 }

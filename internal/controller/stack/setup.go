@@ -34,9 +34,9 @@ type Options struct {
 
 // SetupWithManager registers the reconciler and what wakes it: the Stack
 // itself (spec changes, reconcile requests, deletion), its Workspace and
-// Updates (one that finishes ahead of other work), the Programs and Flux sources it reads, the branch it tracks
-// moving (branches, which the manager runs), and the Stacks it depends on
-// turning Ready.
+// Updates (one that finishes ahead of other work), the Programs and Flux
+// sources it reads, the branch it tracks moving (branches, which the
+// manager runs), and the Stacks it depends on turning Ready.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &pulumiv1.Stack{}, PrerequisiteIndex, indexPrerequisites); err != nil {

@@ -102,7 +102,8 @@ func (r *Reconciler) reconcileSetup(ctx context.Context, s *session) (sreconcile
 	// Until this setup completes, the record holds at most the install:
 	// a setup that fails half-way runs again whole, but `pulumi install`.
 	ws.Status.Setup = nil
-	if installed := installDigest(s.agent); !ws.Spec.SkipInstall {
+	if !ws.Spec.SkipInstall {
+		installed := installDigest(s.agent)
 		if done == nil || done.Installed != installed {
 			if _, err := agent.Install(ctx, &agentpb.InstallRequest{}); err != nil {
 				return sreconcile.ResultEmpty, agentError(autov1alpha1.WorkspaceReasonInstallFailed, "installing the program's dependencies", err)
