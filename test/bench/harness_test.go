@@ -74,6 +74,7 @@ type harness struct {
 	repo    *gitserver.Repo
 	backend string // file:// backend directory shared by operator and CLI
 	progDir string // a checkout of the program for the bare CLI
+	outDir  string // where the program's File resources write
 	rec     *recorder
 
 	op     *testenv.Operator
@@ -94,8 +95,8 @@ func startHarness(t *testing.T, idleAfter time.Duration) *harness {
 	if err := testenv.IsolatePulumi(tmp, passphrase); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{idleAfter: idleAfter, backend: filepath.Join(tmp, "backend"), progDir: filepath.Join(tmp, "program")}
 	outDir := filepath.Join(tmp, "out")
+	h := &harness{idleAfter: idleAfter, backend: filepath.Join(tmp, "backend"), progDir: filepath.Join(tmp, "program"), outDir: outDir}
 	for _, dir := range []string{h.backend, h.progDir, outDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)

@@ -242,12 +242,27 @@ func renderConfigBurst(b *strings.Builder, rec *ScaleRecord) {
 		p("A burst of config changes: not measured.\n\n")
 		return
 	}
-	p("**A burst of config changes.** Command: `make bench-config-burst BENCH_SCALE_N=%d BENCH_CONFIG_BURST_N=%d`\n", r.Stacks, r.N)
+	if r.FloorN == 0 {
+		p("**A burst of config changes.** Command: `make bench-config-burst BENCH_SCALE_N=%d BENCH_CONFIG_BURST_N=%d`\n", r.Stacks, r.N)
+	} else {
+		p("**A burst of config changes.** Command: `make bench-config-burst BENCH_SCALE_N=%d BENCH_CONFIG_BURST_N=%d BENCH_CONFIG_FLOOR_N=%d`\n", r.Stacks, r.N, r.FloorN)
+	}
 	p("(test/bench/configburst_test.go; %d cores, commit `%s`, %s). One operator holds %d Stacks: %d seeded\n", m.Cores, m.Commit, m.Date, r.Stacks, r.Stacks-r.N)
-	p("as above (nothing due), and %d deployed for real, each its own Pulumi stack on a file backend. Once\n", r.N)
-	p("their agents have idled, the %d change their config at once; the time runs from the first change to\n", r.N)
-	p("the last of them Ready with the change deployed. The floor is the same change made by hand to %d bare\n", r.N)
-	p("stacks deployed beforehand, `pulumi up --config`, %d at a time.\n\n", r.FloorParallelism)
+	if r.FloorN == 0 {
+		p("as above (nothing due), and %d deployed for real, each its own Pulumi stack on a file backend. Once\n", r.N)
+		p("their agents have idled, the %d change their config at once; the time runs from the first change to\n", r.N)
+		p("the last of them Ready with the change deployed. The floor is the same change made by hand to %d bare\n", r.N)
+		p("stacks deployed beforehand, `pulumi up --config`, %d at a time.\n\n", r.FloorParallelism)
+	} else {
+		p("as above (nothing due), and %d deployed, each its own Pulumi stack on a file backend. One Stack is\n", r.N)
+		p("deployed for real and its agent idles; the %d are its clones, as %d deployments of the same spec would\n", r.N, r.N)
+		p("leave them: its Pulumi checkpoint under each stack's name, its status, its Workspace, and its\n")
+		p("Workspace's state directory on the operator's disk with what the agent carries over. Then the %d\n", r.N)
+		p("change their config at once; the time runs from the first change to the last of them Ready with the\n")
+		p("change deployed. The floor is the same change made by hand, `pulumi up --config`, %d at a time, to\n", r.FloorParallelism)
+		p("%d bare stacks cloned the same way; its runs are alike and independent, so its time and CPU are\n", r.FloorN)
+		p("scaled to %d (measured on %d, extrapolated).\n\n", r.N, r.FloorN)
+	}
 	total, _ := requestTotals(r.Requests)
 	p("| Stacks held | changed | all Ready | median Ready | floor | ratio | CPU, operator's tree | CPU, control plane | CPU, floor | peak PSS | agents at once | API requests per Stack |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -260,11 +275,14 @@ func renderConfigBurst(b *strings.Builder, rec *ScaleRecord) {
 	p("- The operator's tree used %.2f× the floor's CPU, and the control plane %.2f s of CPU per changed\n",
 		float64(r.CPU)/float64(r.FloorCPU), float64(r.ControlPlane)/float64(r.N))
 	p("  Stack on the same cores, which the floor does not pay.\n")
-	p("- %d changes at once, not %d: each runs a real `pulumi up` (%.2f s of CPU by hand here), so all %d\n",
-		r.N, r.Stacks, float64(r.FloorCPU)/float64(r.N), r.Stacks)
-	p("  would take about %s at this pace (extrapolated, not measured). What the %d held Stacks cost a\n",
-		minutes(float64(r.AllReady)/float64(r.N)*float64(r.Stacks)), r.Stacks)
-	p("  burst (lists, indexes, queues, a larger API server) is in this one.\n\n")
+	if r.N < r.Stacks {
+		p("- %d changes at once, not %d: each runs a real `pulumi up` (%.2f s of CPU by hand here), so all %d\n",
+			r.N, r.Stacks, float64(r.FloorCPU)/float64(r.N), r.Stacks)
+		p("  would take about %s at this pace (extrapolated, not measured). What the %d held Stacks cost a\n",
+			minutes(float64(r.AllReady)/float64(r.N)*float64(r.Stacks)), r.Stacks)
+		p("  burst (lists, indexes, queues, a larger API server) is in this one.\n")
+	}
+	p("\n")
 }
 
 // renderCache writes figure 6, which make test-cluster measures

@@ -234,7 +234,9 @@ func seedScale(t *testing.T, h *harness, n int) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	if err := inParallel(n, 16, func(i int) error { return seedStack(ctx, h.client, &ms, &mw, stackName(i)) }); err != nil {
+	if err := inParallel(n, 16, func(i int) error {
+		return seedStack(ctx, h.client, &ms, &mw, scaleNamespace, stackName(i), ms.Spec.Stack)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("scale: seeded %d deployed Stacks in %s", n, time.Since(began).Round(time.Second))
@@ -260,10 +262,12 @@ func shardNames(k int) []string {
 	return names
 }
 
-// seedStack creates the Stack name with the model's spec and status, and
-// its Workspace with the model Workspace's spec, annotations and status.
-func seedStack(ctx context.Context, c client.Client, ms *pulumiv1.Stack, mw *autov1alpha1.Workspace, name string) error {
-	s := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: scaleNamespace, Name: name, Finalizers: ms.Finalizers}, Spec: *ms.Spec.DeepCopy()}
+// seedStack creates the Stack namespace/name with the model's spec and
+// status, and its Workspace with the model Workspace's spec, annotations
+// and status; both name Pulumi stack pulumiStack.
+func seedStack(ctx context.Context, c client.Client, ms *pulumiv1.Stack, mw *autov1alpha1.Workspace, namespace, name, pulumiStack string) error {
+	s := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Finalizers: ms.Finalizers}, Spec: *ms.Spec.DeepCopy()}
+	s.Spec.Stack = pulumiStack
 	if err := c.Create(ctx, s); err != nil {
 		return err
 	}
@@ -275,13 +279,16 @@ func seedStack(ctx context.Context, c client.Client, ms *pulumiv1.Stack, mw *aut
 	// Applied as the Stack controller applies it, so that it is that
 	// controller's, as a Workspace it made before a restart is.
 	w := &autov1alpha1.Workspace{TypeMeta: metav1.TypeMeta{APIVersion: autov1alpha1.GroupVersion.String(), Kind: "Workspace"}, ObjectMeta: metav1.ObjectMeta{
-		Namespace: scaleNamespace, Name: name, Finalizers: mw.Finalizers,
+		Namespace: namespace, Name: name, Finalizers: mw.Finalizers,
 		Labels: map[string]string{stack.StackNameLabel: name}, Annotations: mw.Annotations,
 		OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: pulumiv1.GroupVersion.String(), Kind: "Stack", Name: name, UID: s.UID,
 			Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true),
 		}},
 	}, Spec: *mw.Spec.DeepCopy()}
+	for i := range w.Spec.Stacks {
+		w.Spec.Stacks[i].Name = pulumiStack
+	}
 	if err := c.Patch(ctx, w, client.Apply, client.FieldOwner(stack.FieldManager), client.ForceOwnership); err != nil {
 		return err
 	}

@@ -74,7 +74,14 @@ func (s *Server) carriedPath(stack string) string {
 	if backend == "" {
 		backend = os.Getenv(backendURLEnv)
 	}
-	sum := sha256.Sum256([]byte(backend + "\x00" + s.opts.WorkDir + "\x00" + s.projectName() + "\x00" + stack))
+	return CarriedFile(home, backend, s.opts.WorkDir, s.projectName(), stack)
+}
+
+// CarriedFile is where an agent whose PULUMI_HOME is home keeps what it
+// carries over for stack of project, in the program directory workDir, on
+// backend: a digest of all four names the file.
+func CarriedFile(home, backend, workDir, project, stack string) string {
+	sum := sha256.Sum256([]byte(backend + "\x00" + workDir + "\x00" + project + "\x00" + stack))
 	return filepath.Join(home, carriedDirName, hex.EncodeToString(sum[:16])+".json")
 }
 
