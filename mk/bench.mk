@@ -36,7 +36,7 @@ bench-shard-burst: $(TOOLS) ## Measure a burst of new Stacks under 1, 2 and 4 sh
 		-run '^TestBenchShardBurst$$' ./test/bench/
 
 .PHONY: bench-config-burst
-bench-config-burst: $(TOOLS) ## Change the config of BENCH_CONFIG_BURST_N Stacks at once on an operator holding BENCH_SCALE_N; adds it to figure 7 (~90 min on 2 cores at 10,000).
+bench-config-burst: $(TOOLS) ## Change the config of BENCH_CONFIG_BURST_N Stacks at once on an operator holding BENCH_SCALE_N; adds it to figure 7 (~2 h on 2 cores at 10,000).
 	BENCH_SCALE_N="$(BENCH_SCALE_N)" BENCH_CONFIG_BURST_N="$(BENCH_CONFIG_BURST_N)" BENCH_CONFIG_FLOOR_N="$(BENCH_CONFIG_FLOOR_N)" \
 		go test -tags bench -count=1 -timeout 180m -v \
 		-run '^TestBenchConfigBurst$$' ./test/bench/

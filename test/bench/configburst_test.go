@@ -55,7 +55,10 @@ type ConfigBurstResult struct {
 	Floor            Seconds `json:"floor"`
 	FloorParallelism int     `json:"floorParallelism"`
 	FloorN           int     `json:"floorN,omitempty"`
-	Ratio            float64 `json:"ratio"`
+	// FloorStacks is how many stacks the floor's backend held (0: FloorN,
+	// or N when FloorN is 0).
+	FloorStacks int     `json:"floorStacks,omitempty"`
+	Ratio       float64 `json:"ratio"`
 	// CPU is the operator's process tree's processor time during the
 	// burst, ControlPlane kube-apiserver's and etcd's; FloorCPU the bare
 	// CLI's.
@@ -165,7 +168,7 @@ func configBurst(t *testing.T, h *harness, total, n, floorN int) ConfigBurstResu
 		t.Fatal(err)
 	}
 
-	floor, floorCPU, err := h.bareConfigBurst(t, backend, floorN)
+	floor, floorCPU, err := h.bareConfigBurst(t, backend, n, floorN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +176,7 @@ func configBurst(t *testing.T, h *harness, total, n, floorN int) ConfigBurstResu
 	// its time and CPU grow in proportion to the changes.
 	scale := float64(n) / float64(floorN)
 	res.Floor, res.FloorCPU = Sec(time.Duration(float64(floor)*scale)), Seconds(float64(floorCPU)*scale)
+	res.FloorStacks = n
 	res.Ratio = float64(res.AllReady) / float64(res.Floor)
 	t.Logf("config burst: %+v", res)
 	return res
@@ -334,12 +338,13 @@ func changeMessage(ctx context.Context, c client.Client, name, value string) err
 	return c.Patch(ctx, st, client.MergeFrom(base))
 }
 
-// bareConfigBurst is the floor of a config burst: n bare stacks are
-// cloned from the model on backend (not timed), each with the stack
-// config file `pulumi stack init` would have written, then `pulumi up
-// --config` changes each one's message, configFloorParallelism at a time
-// (timed, with the CLI's CPU).
-func (h *harness) bareConfigBurst(t *testing.T, backend string, n int) (time.Duration, Seconds, error) {
+// bareConfigBurst is the floor of a config burst: stacks bare stacks are
+// cloned from the model on backend (not timed), as many as the operator's
+// backend holds, since the CLI slows as a file backend fills; then `pulumi
+// up --config` changes the message of n of them, each with the stack
+// config file `pulumi stack init` would have written,
+// configFloorParallelism at a time (timed, with the CLI's CPU).
+func (h *harness) bareConfigBurst(t *testing.T, backend string, stacks, n int) (time.Duration, Seconds, error) {
 	floor := freshBackend(t)
 	if err := prepareBackend(backend, floor); err != nil {
 		return 0, 0, err
@@ -364,9 +369,12 @@ func (h *harness) bareConfigBurst(t *testing.T, backend string, n int) (time.Dur
 	}
 	stackConfig := []byte("encryptionsalt: " + model.Checkpoint.Latest.SecretsProviders.State.Salt + "\n")
 	name := func(i int) string { return fmt.Sprintf("floor-%04d", i) }
-	for i := range n {
+	for i := range stacks {
 		if err := h.cloneDeployed(backend, floor, configModel, name(i)); err != nil {
 			return 0, 0, err
+		}
+		if i >= n {
+			continue
 		}
 		if err := os.WriteFile(filepath.Join(h.progDir, "Pulumi."+name(i)+".yaml"), stackConfig, 0o644); err != nil {
 			return 0, 0, err
