@@ -127,7 +127,7 @@ func configBurst(t *testing.T, h *harness, total, n, floorN int) ConfigBurstResu
 		t.Fatal(err)
 	}
 	op := testenv.StartOperator(t, testenv.OperatorOptions{Bin: bin, Dir: t.TempDir(), StateDir: stateDir, Config: h.env.Config,
-		Args: []string{"--idle-after", h.idleAfter.String()}})
+		Args: append([]string{"--idle-after", h.idleAfter.String()}, extraOperatorArgs()...)})
 	defer func() { _ = op.Stop() }()
 	settled := func() bool {
 		return metric(op, "workqueue_depth", `name="stack"`) == 0 && metric(op, "workqueue_depth", `name="workspace"`) == 0

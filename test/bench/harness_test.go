@@ -152,8 +152,7 @@ func (h *harness) startOperator(t *testing.T, tmp string) {
 		Config: h.env.Config,
 		// BENCH_OPERATOR_ARGS adds flags, such as --pprof-bind-address to
 		// profile the operator during a figure.
-		Args: append([]string{"--idle-after", h.idleAfter.String(), "--receiver-bind-address", addr},
-			strings.Fields(os.Getenv("BENCH_OPERATOR_ARGS"))...),
+		Args: append([]string{"--idle-after", h.idleAfter.String(), "--receiver-bind-address", addr}, extraOperatorArgs()...),
 	})
 	h.opArgs = h.op.Args
 }
@@ -175,6 +174,10 @@ func (h *harness) stack(namespace, name, stackName, message string) *pulumiv1.St
 		},
 	}
 }
+
+// extraOperatorArgs are the flags BENCH_OPERATOR_ARGS adds to every
+// operator a figure starts, such as --pprof-bind-address to profile it.
+func extraOperatorArgs() []string { return strings.Fields(os.Getenv("BENCH_OPERATOR_ARGS")) }
 
 // jsonString is s as a JSON config value.
 func jsonString(s string) apiextensionsv1.JSON {
