@@ -263,11 +263,14 @@ func cloneWorkspaceState(src, dst, backend, from, to string) error {
 	if err := copyRenamed(root, into, from, to); err != nil {
 		return err
 	}
-	state, err := os.ReadFile(carried(root, from))
+	model := carried(root, from)
+	state, err := os.ReadFile(model)
 	if err != nil {
 		return fmt.Errorf("the model Workspace's agent carried nothing over: %w", err)
 	}
-	_ = os.Remove(filepath.Join(into, strings.TrimPrefix(carried(root, from), root)))
+	if rel, err := filepath.Rel(root, model); err == nil {
+		_ = os.Remove(filepath.Join(into, rel)) // the copy under the model's name
+	}
 	return os.WriteFile(carried(into, to), bytes.ReplaceAll(state, []byte(from), []byte(to)), 0o600)
 }
 

@@ -243,11 +243,11 @@ func renderConfigBurst(b *strings.Builder, rec *ScaleRecord) {
 		p("A burst of config changes: not measured.\n\n")
 		return
 	}
-	if r.FloorN == 0 {
-		p("**A burst of config changes.** Command: `make bench-config-burst BENCH_SCALE_N=%d BENCH_CONFIG_BURST_N=%d`\n", r.Stacks, r.N)
-	} else {
-		p("**A burst of config changes.** Command: `make bench-config-burst BENCH_SCALE_N=%d BENCH_CONFIG_BURST_N=%d BENCH_CONFIG_FLOOR_N=%d`\n", r.Stacks, r.N, r.FloorN)
+	command := fmt.Sprintf("make bench-config-burst BENCH_SCALE_N=%d BENCH_CONFIG_BURST_N=%d", r.Stacks, r.N)
+	if r.FloorN != 0 {
+		command += fmt.Sprintf(" BENCH_CONFIG_FLOOR_N=%d", r.FloorN)
 	}
+	p("**A burst of config changes.** Command: `%s`\n", command)
 	p("(test/bench/configburst_test.go; %d cores, commit `%s`, %s). ", m.Cores, m.Commit, m.Date)
 	if r.N < r.Stacks {
 		p("One operator holds %d Stacks: %d seeded\n", r.Stacks, r.Stacks-r.N)
