@@ -87,53 +87,66 @@ func readCgroupLimit(path string) int64 {
 // burst of Stacks is worked through in order and none starves. Whoever
 // frees a place wakes the Workspaces now first in line (notify). Places
 // bound the operations too, since an agent runs one at a time.
+//
+// A burst of 10,000 Workspaces all wait at once, and each looks at the
+// line on every reconcile: no call here walks it further than the free
+// places. The line keeps its order as a slice of tickets; one who leaves it
+// loses their ticket (waiting), and the entry left behind is dropped when
+// it reaches the front or when such entries outnumber the living ones.
 type admission struct {
 	max    int
 	notify func(types.NamespacedName)
 
 	mu      sync.Mutex
 	holders map[types.NamespacedName]bool
-	queue   []types.NamespacedName
+	waiting map[types.NamespacedName]uint64 // a queued key's ticket
+	line    []ticket                        // in arrival order
+	issued  uint64                          // the last ticket handed out
+}
+
+// ticket is one arrival in the line: it stands for key while waiting[key]
+// is still n.
+type ticket struct {
+	key types.NamespacedName
+	n   uint64
 }
 
 func newAdmission(max int, notify func(types.NamespacedName)) *admission {
-	return &admission{max: max, notify: notify, holders: map[types.NamespacedName]bool{}}
+	return &admission{max: max, notify: notify, holders: map[types.NamespacedName]bool{}, waiting: map[types.NamespacedName]uint64{}}
 }
 
-// acquire gives key a place, or queues it. It returns whether key holds a
-// place, and otherwise how many wait ahead of it. A key that already holds
-// one keeps it. When the line starts (key is the first to wait), the
+// acquire gives key a place, or queues it, and returns whether key holds a
+// place. A key that already holds one keeps it; a queued key keeps its
+// place in line. When the line starts (key is the first to wait), the
 // holders are woken: an idle agent gives its place up at once while others
 // wait, and a busy one looks at the line again when its work ends. Waking
 // them for every later arrival would cost a reconcile of each holder per
 // Workspace of a burst, and tell them nothing new.
-func (a *admission) acquire(key types.NamespacedName) (bool, int) {
+func (a *admission) acquire(key types.NamespacedName) bool {
 	if a.max <= 0 {
-		return true, 0
+		return true
 	}
 	a.mu.Lock()
 	if a.holders[key] {
 		a.mu.Unlock()
-		return true, 0
+		return true
 	}
-	free := a.max - len(a.holders)
-	pos := slices.Index(a.queue, key)
-	ahead := pos
-	if pos < 0 {
-		ahead = len(a.queue)
-	}
-	if ahead < free {
-		if pos >= 0 {
-			a.queue = slices.Delete(a.queue, pos, pos+1)
+	_, queued := a.waiting[key]
+	if free := a.max - len(a.holders); free > 0 {
+		if !queued && len(a.waiting) < free || queued && slices.Contains(a.front(free), key) {
+			delete(a.waiting, key)
+			a.trim()
+			a.holders[key] = true
+			a.mu.Unlock()
+			return true
 		}
-		a.holders[key] = true
-		a.mu.Unlock()
-		return true, 0
 	}
 	var wake []types.NamespacedName
-	if pos < 0 {
-		a.queue = append(a.queue, key)
-		if len(a.queue) == 1 {
+	if !queued {
+		a.issued++
+		a.waiting[key] = a.issued
+		a.line = append(a.line, ticket{key: key, n: a.issued})
+		if len(a.waiting) == 1 {
 			for h := range a.holders {
 				wake = append(wake, h)
 			}
@@ -141,7 +154,7 @@ func (a *admission) acquire(key types.NamespacedName) (bool, int) {
 	}
 	a.mu.Unlock()
 	a.wake(wake)
-	return false, ahead
+	return false
 }
 
 // release gives key's place up (or its place in the queue), and wakes the
@@ -153,17 +166,47 @@ func (a *admission) release(key types.NamespacedName) {
 	a.mu.Lock()
 	held := a.holders[key]
 	delete(a.holders, key)
-	if pos := slices.Index(a.queue, key); pos >= 0 {
-		a.queue = slices.Delete(a.queue, pos, pos+1)
+	delete(a.waiting, key)
+	if dead := len(a.line) - len(a.waiting); dead > len(a.waiting)+64 {
+		a.line = slices.DeleteFunc(a.line, func(t ticket) bool { return !a.valid(t) })
 	}
 	// Whoever is now within reach of a free place is woken, whether key
 	// held one or only left the line ahead of them.
 	var wake []types.NamespacedName
-	if free := a.max - len(a.holders); free > 0 && (held || len(a.queue) > 0) {
-		wake = slices.Clone(a.queue[:min(free, len(a.queue))])
+	if free := a.max - len(a.holders); free > 0 && (held || len(a.waiting) > 0) {
+		wake = a.front(free)
 	}
 	a.mu.Unlock()
 	a.wake(wake)
+}
+
+// trim drops the tickets of those who left the line from its front. a.mu
+// must be held.
+func (a *admission) trim() {
+	for len(a.line) > 0 && !a.valid(a.line[0]) {
+		a.line = a.line[1:]
+	}
+}
+
+// front returns the first n keys in line. a.mu must be held.
+func (a *admission) front(n int) []types.NamespacedName {
+	a.trim()
+	keys := make([]types.NamespacedName, 0, n)
+	for _, t := range a.line {
+		if len(keys) == n {
+			break
+		}
+		if a.valid(t) {
+			keys = append(keys, t.key)
+		}
+	}
+	return keys
+}
+
+// valid reports whether t still stands for a key in line.
+func (a *admission) valid(t ticket) bool {
+	n, ok := a.waiting[t.key]
+	return ok && n == t.n
 }
 
 func (a *admission) wake(keys []types.NamespacedName) {
@@ -179,7 +222,7 @@ func (a *admission) wake(keys []types.NamespacedName) {
 func (a *admission) counts() (running, queued int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.holders), len(a.queue)
+	return len(a.holders), len(a.waiting)
 }
 
 var agentsDesc = prometheus.NewDesc("stackyard_local_agents",

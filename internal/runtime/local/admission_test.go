@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +46,6 @@ func TestAdmission(t *testing.T) {
 		op     string // acquire, release
 		name   string
 		ok     bool
-		ahead  int
 		wakes  []string
 		counts [2]int
 	}
@@ -55,32 +55,39 @@ func TestAdmission(t *testing.T) {
 		{op: "acquire", name: "b", ok: true, counts: [2]int{2, 0}},
 		// c queues first: the line starts, and the holders are woken to
 		// give their places up if idle. d behind it wakes nobody.
-		{op: "acquire", name: "c", ahead: 0, wakes: []string{"a", "b"}, counts: [2]int{2, 1}},
-		{op: "acquire", name: "d", ahead: 1, counts: [2]int{2, 2}},
-		{op: "acquire", name: "c", ahead: 0, counts: [2]int{2, 2}}, // its place in line is kept
+		{op: "acquire", name: "c", wakes: []string{"a", "b"}, counts: [2]int{2, 1}},
+		{op: "acquire", name: "d", counts: [2]int{2, 2}},
+		{op: "acquire", name: "c", counts: [2]int{2, 2}}, // its place in line is kept
 		// a frees a place: c, first in line, is woken; d may not overtake.
 		{op: "release", name: "a", wakes: []string{"c"}, counts: [2]int{1, 2}},
-		{op: "acquire", name: "d", ahead: 1, counts: [2]int{1, 2}},
+		{op: "acquire", name: "d", counts: [2]int{1, 2}},
 		{op: "acquire", name: "c", ok: true, counts: [2]int{2, 1}},
 		{op: "release", name: "b", wakes: []string{"d"}, counts: [2]int{1, 1}},
 		{op: "acquire", name: "d", ok: true, counts: [2]int{2, 0}},
 		// Leaving the line (idled before its turn) with no place free
 		// wakes nobody.
-		{op: "acquire", name: "e", ahead: 0, wakes: []string{"c", "d"}, counts: [2]int{2, 1}},
+		{op: "acquire", name: "e", wakes: []string{"c", "d"}, counts: [2]int{2, 1}},
 		{op: "release", name: "e", counts: [2]int{2, 0}},
 		{op: "release", name: "unknown", counts: [2]int{2, 0}},
 		// With a place free, whoever is first after one that leaves the
 		// line is woken.
-		{op: "acquire", name: "f", ahead: 0, wakes: []string{"c", "d"}, counts: [2]int{2, 1}},
-		{op: "acquire", name: "g", ahead: 1, counts: [2]int{2, 2}},
+		{op: "acquire", name: "f", wakes: []string{"c", "d"}, counts: [2]int{2, 1}},
+		{op: "acquire", name: "g", counts: [2]int{2, 2}},
 		{op: "release", name: "c", wakes: []string{"f"}, counts: [2]int{1, 2}},
 		{op: "release", name: "f", wakes: []string{"g"}, counts: [2]int{1, 1}},
+		// One who leaves the line and comes back queues at its end.
+		{op: "acquire", name: "h", counts: [2]int{1, 2}},
+		{op: "release", name: "g", wakes: []string{"h"}, counts: [2]int{1, 1}},
+		{op: "acquire", name: "g", counts: [2]int{1, 2}},
+		{op: "acquire", name: "g", counts: [2]int{1, 2}},
+		{op: "acquire", name: "h", ok: true, counts: [2]int{2, 1}},
+		{op: "release", name: "h", wakes: []string{"g"}, counts: [2]int{1, 1}},
+		{op: "acquire", name: "g", ok: true, counts: [2]int{2, 0}},
 	} {
 		switch s.op {
 		case "acquire":
-			ok, ahead := a.acquire(key(s.name))
-			if ok != s.ok || ahead != s.ahead {
-				t.Fatalf("step %d: acquire(%s) = %v, %d; want %v, %d", i, s.name, ok, ahead, s.ok, s.ahead)
+			if ok := a.acquire(key(s.name)); ok != s.ok {
+				t.Fatalf("step %d: acquire(%s) = %v, want %v", i, s.name, ok, s.ok)
 			}
 		case "release":
 			a.release(key(s.name))
@@ -94,9 +101,46 @@ func TestAdmission(t *testing.T) {
 	// Zero means unbounded.
 	free := newAdmission(0, nil)
 	for _, n := range []string{"a", "b", "c"} {
-		if ok, _ := free.acquire(key(n)); !ok {
+		if !free.acquire(key(n)) {
 			t.Fatalf("an unbounded admission refused %s", n)
 		}
+	}
+}
+
+// TestAdmissionLeavers checks that those who leave the line do not stay in
+// it: a burst's Workspaces deleted or idled while queued would otherwise
+// make every later look at the line walk past them.
+func TestAdmissionLeavers(t *testing.T) {
+	a := newAdmission(1, nil)
+	key := func(i int) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: strconv.Itoa(i)} }
+	if !a.acquire(key(0)) {
+		t.Fatal("the first key found no place")
+	}
+	const n = 1000
+	for i := 1; i <= n; i++ {
+		if a.acquire(key(i)) {
+			t.Fatalf("key %d took the only place", i)
+		}
+	}
+	// All but the last leave, from the back and then the middle.
+	for i := n - 1; i >= 1; i-- {
+		a.release(key(i))
+	}
+	if running, queued := a.counts(); running != 1 || queued != 1 {
+		t.Fatalf("counts %d running, %d queued; want 1, 1", running, queued)
+	}
+	if len(a.line) > 1+64 {
+		t.Fatalf("the line keeps %d tickets for 1 key waiting", len(a.line))
+	}
+	if a.acquire(key(n)) {
+		t.Fatal("the last key took a place still held")
+	}
+	a.release(key(0))
+	if !a.acquire(key(n)) {
+		t.Fatal("the last key, alone in line, found no place once it was free")
+	}
+	if len(a.line) != 0 {
+		t.Fatalf("an empty line keeps %d tickets", len(a.line))
 	}
 }
 

@@ -251,7 +251,7 @@ func (r *Runtime) ensure(ctx context.Context, ws *autov1alpha1.Workspace, key ty
 	if err != nil {
 		return runtime.Status{}, err
 	}
-	if ok, _ := r.admit.acquire(key); !ok {
+	if !r.admit.acquire(key) {
 		// The same words for the whole wait: a position in line would
 		// change for every waiting Workspace each time one gets a place,
 		// a status write for each (the metric stackyard_local_agents
