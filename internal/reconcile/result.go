@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -58,6 +59,11 @@ type Schedule struct {
 	// Rand is the jitter's random source, returning a number in [0, 1);
 	// nil means math/rand/v2. Tests set it.
 	Rand func() float64
+	// Pacer, when set, stretches a Waiting error's interval so that the
+	// controller's waiting objects come back at its rate together; Object
+	// is the reconciled object's key, which it counts.
+	Pacer  *Pacer
+	Object types.NamespacedName
 }
 
 // ComputeResult maps a reconcile's outcome to what Reconcile returns to
@@ -67,7 +73,7 @@ type Schedule struct {
 //     the human, and a change to the object restarts. No requeue, unless
 //     the stall asks to be looked at again after its RequeueAfter.
 //   - Waiting: no error, requeue after the error's fixed interval (no
-//     backoff).
+//     backoff), stretched by the Schedule's Pacer when many wait at once.
 //   - Generic or any other error: the error itself, so controller-runtime
 //     logs it and retries with its exponential backoff.
 //   - Ignore, ResultSuccess: requeue after the jittered Interval (or not at
@@ -75,14 +81,17 @@ type Schedule struct {
 //   - ResultRequeue: requeue after Schedule.RequeueAfter.
 //   - ResultEmpty: nothing.
 func ComputeResult(res Result, err error, s Schedule) (ctrl.Result, error) {
+	var t typed
+	errors.As(err, &t) // t stays nil for no error or an untyped one
+	if _, waits := t.(*Waiting); !waits {
+		s.Pacer.Done(s.Object)
+	}
 	if err != nil {
-		var t typed
-		errors.As(err, &t) // t stays nil for an untyped error
 		switch e := t.(type) {
 		case *Stalling:
 			return ctrl.Result{RequeueAfter: max(e.RequeueAfter, 0)}, nil
 		case *Waiting:
-			return ctrl.Result{RequeueAfter: e.Interval()}, nil
+			return ctrl.Result{RequeueAfter: s.Pacer.Wait(s.Object, e.Interval())}, nil
 		case *Ignore:
 			res = ResultSuccess
 		default:

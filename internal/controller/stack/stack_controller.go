@@ -81,6 +81,9 @@ type Reconciler struct {
 	// writes remembers the Stacks this controller wrote, to tell a cached
 	// copy that does not show the write yet.
 	writes sreconcile.Writes
+	// pace spreads the safety-net looks of waiting Stacks (a running
+	// Update ends with a watch event, not a poll).
+	pace sreconcile.Pacer
 	// branches polls the branches Stacks track and wakes them when one
 	// moves; nil until SetupWithManager, and then Stacks poll on their
 	// own timers.
@@ -137,12 +140,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if apierrors.IsNotFound(err) {
 			r.writes.Forget(req.NamespacedName)
 			r.branches.forget(req.NamespacedName)
+			r.pace.Done(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !r.Shard.Owns(stack) {
 		// Another shard's, or moved to one: that shard reconciles it.
 		r.branches.forget(req.NamespacedName)
+		r.pace.Done(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if r.writes.Behind(stack) {

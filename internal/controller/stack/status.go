@@ -9,6 +9,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
@@ -40,7 +41,8 @@ func (s *session) finish(ctx context.Context, res sreconcile.Result, err error) 
 			s.warn(sreconcile.Reason(err), err.Error())
 		}
 	}
-	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{Interval: s.decision.RequeueAfter})
+	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{Interval: s.decision.RequeueAfter,
+		Pacer: &s.r.pace, Object: client.ObjectKeyFromObject(s.stack)})
 	if perr := s.patcher.Patch(ctx, s.stack); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}

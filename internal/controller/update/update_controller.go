@@ -116,6 +116,9 @@ type Reconciler struct {
 	runs     *runners
 	wake     chan event.TypedGenericEvent[*autov1alpha1.Update]
 	now      func() time.Time
+	// pace spreads the safety-net looks of pending Updates: their
+	// Workspace's watch wakes them when it is ready.
+	pace sreconcile.Pacer
 	// log is the base logger of the operations' goroutines, which outlive
 	// the reconcile that starts them (and so must not log its ID).
 	log logr.Logger
@@ -202,6 +205,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		run = nil
 	}
 	if obj == nil {
+		r.pace.Done(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if run != nil && !run.finished() {
@@ -284,7 +288,8 @@ func (r *Reconciler) finish(ctx context.Context, s *session, res sreconcile.Resu
 	if after <= 0 {
 		after = requeueSoon
 	}
-	return sreconcile.ComputeResult(res, err, sreconcile.Schedule{RequeueAfter: after})
+	return sreconcile.ComputeResult(res, err, sreconcile.Schedule{RequeueAfter: after,
+		Pacer: &r.pace, Object: client.ObjectKeyFromObject(s.obj)})
 }
 
 // forgetRun drops a run whose Update is gone or was replaced by another

@@ -89,6 +89,9 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	opts     Options
 	now      func() time.Time
+	// pace spreads the safety-net looks of queued Workspaces: the
+	// runtime wakes each when its turn comes.
+	pace sreconcile.Pacer
 }
 
 // New returns a Reconciler that runs agents through rt and records events
@@ -152,6 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	ws := &autov1alpha1.Workspace{}
 	if err := r.client.Get(ctx, req.NamespacedName, ws); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.pace.Done(req.NamespacedName)
 			return ctrl.Result{}, r.forget(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
@@ -185,7 +189,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			}
 		}
 	}
-	return sreconcile.ComputeResult(res, err, sreconcile.Schedule{Interval: s.requeueAfter, JitterFraction: 0.05})
+	return sreconcile.ComputeResult(res, err, sreconcile.Schedule{Interval: s.requeueAfter, JitterFraction: 0.05,
+		Pacer: &r.pace, Object: req.NamespacedName})
 }
 
 // finish turns the reconcile's error into conditions and an event; the
