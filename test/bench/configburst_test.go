@@ -64,9 +64,12 @@ type ConfigBurstResult struct {
 	// CLI's.
 	CPU          Seconds `json:"cpu"`
 	ControlPlane Seconds `json:"controlPlane"`
-	FloorCPU     Seconds `json:"floorCPU"`
-	PeakPSS      int64   `json:"peakPSS"`
-	MaxAgents    int     `json:"maxAgents"`
+	// OperatorCPU is the operator process's own part of CPU, without its
+	// agents and their Pulumi processes.
+	OperatorCPU Seconds `json:"operatorCPU,omitempty"`
+	FloorCPU    Seconds `json:"floorCPU"`
+	PeakPSS     int64   `json:"peakPSS"`
+	MaxAgents   int     `json:"maxAgents"`
 	// Requests are the API requests per changed Stack during the burst.
 	Requests map[string]float64 `json:"requests,omitempty"`
 }
@@ -142,7 +145,7 @@ func configBurst(t *testing.T, h *harness, total, n, floorN int) ConfigBurstResu
 	}
 
 	sampler := startSampler(op.Pid(), 500*time.Millisecond)
-	op0, cp0 := treeCPU(tree(op.Pid())), controlPlaneCPU()
+	op0, cp0, own0 := treeCPU(tree(op.Pid())), controlPlaneCPU(), ownCPU(op.Pid())
 	req0, err := h.apiRequests()
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +156,7 @@ func configBurst(t *testing.T, h *harness, total, n, floorN int) ConfigBurstResu
 	}
 	marks, found := h.rec.waitReady(keys, 2, deployed)
 	res := ConfigBurstResult{Stacks: total, N: n, CPU: tickSeconds(treeCPU(tree(op.Pid())) - op0),
-		ControlPlane: tickSeconds(controlPlaneCPU() - cp0), FloorParallelism: configFloorParallelism, FloorN: floorN}
+		ControlPlane: tickSeconds(controlPlaneCPU() - cp0), OperatorCPU: tickSeconds(ownCPU(op.Pid()) - own0), FloorParallelism: configFloorParallelism, FloorN: floorN}
 	peak, agents := sampler.Stop()
 	res.PeakPSS, res.MaxAgents = peak.PSS, agents
 	if req1, err := h.apiRequests(); err == nil {

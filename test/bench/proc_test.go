@@ -119,6 +119,13 @@ func treeCPU(pids []int) int64 {
 	return ticks
 }
 
+// ownCPU is the CPU time, in ticks, of process pid alone, without its
+// children; 0 when it is gone.
+func ownCPU(pid int) int64 {
+	st, _ := readStat(pid)
+	return st.cpu
+}
+
 // controlPlaneCPU is the CPU time, in ticks, of this process's
 // kube-apiserver and etcd (envtest's control plane).
 func controlPlaneCPU() int64 {

@@ -283,6 +283,12 @@ func renderConfigBurst(b *strings.Builder, rec *ScaleRecord) {
 	p("- The operator's tree used %.2f× the floor's CPU, and the control plane %.2f s of CPU per changed\n",
 		float64(r.CPU)/float64(r.FloorCPU), float64(r.ControlPlane)/float64(r.N))
 	p("  Stack on the same cores, which the floor does not pay.\n")
+	if r.OperatorCPU > 0 {
+		p("- Per changed Stack: the operator process %.3f s of CPU, its agents and their Pulumi processes\n",
+			float64(r.OperatorCPU)/float64(r.N))
+		p("  %.3f s, the control plane %.3f s; the floor's CLI %.3f s.\n", float64(r.CPU-r.OperatorCPU)/float64(r.N),
+			float64(r.ControlPlane)/float64(r.N), float64(r.FloorCPU)/float64(r.N))
+	}
 	if held := cmp.Or(r.FloorStacks, r.FloorN, r.N); held < r.N {
 		p("- The floor's backend held %d stacks, the operator's %d: the CLI slows as a file backend fills\n", held, r.N)
 		p("  (figure 2), so the ratio above overstates what the operator adds by an amount this run did not\n")
