@@ -3,6 +3,8 @@ package stack_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +24,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/controller/update"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/argocd"
 	"github.com/stackyard/stackyard/test/gitserver"
@@ -41,8 +46,10 @@ func TestAgentKilledMidUpdate(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 
 	running := waitRunningUpdate(t, ns, "victim", nil)
-	// The CLI holds the lock from the start of the update to its end.
+	// The CLI holds the lock from the start of the update to its end; the
+	// engine records the create as pending once it begins it.
 	g.Eventually(func() []string { return stateLocks(t, dir) }, opTimeout, 100*time.Millisecond).ShouldNot(BeEmpty())
+	g.Eventually(func() bool { return statePendingCreate(t, dir) }, opTimeout, 100*time.Millisecond).Should(BeTrue())
 	pid := agentPID(t, ns, "victim")
 	g.Expect(pid).NotTo(BeZero(), "no agent process found")
 	g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
@@ -56,6 +63,7 @@ func TestAgentKilledMidUpdate(t *testing.T) {
 	g.Expect(failed).NotTo(BeNil())
 	g.Expect(failed.Reason).To(Equal(autov1alpha1.UpdateReasonInterrupted), upd.Status.Message)
 	g.Expect(stateLocks(t, dir)).NotTo(BeEmpty(), "the killed CLI left its lock")
+	g.Expect(statePendingCreate(t, dir)).To(BeTrue(), "the killed CLI left its pending create")
 
 	s = waitStack(t, ns, "victim", 2*opTimeout, func(g Gomega, s *pulumiv1.Stack) {
 		currentUpdateExists(g, s)
@@ -65,6 +73,60 @@ func TestAgentKilledMidUpdate(t *testing.T) {
 	g.Expect(s.Status.LastUpdate.Failures).To(BeZero())
 	g.Expect(s.Status.LastUpdate.Name).NotTo(Equal(running))
 	g.Expect(stateLocks(t, dir)).To(BeEmpty(), "the dead holder's lock was not cleared")
+
+	// The retry's Update says what the agent repaired first: the lock, and
+	// the pending create, which can stand for an unmanaged resource.
+	g.Eventually(func(g Gomega) {
+		var events eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "Update" && e.Regarding.Name == s.Status.LastUpdate.Name && e.Reason == update.EventRecovered {
+				g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(HaveLen(1))
+		g.Expect(notes[0]).To(And(ContainSubstring("cleared 1 stale lock"), ContainSubstring("is not running"),
+			ContainSubstring("creating urn:pulumi:"), ContainSubstring("no longer managed")))
+	}, opTimeout, 250*time.Millisecond).Should(Succeed())
+}
+
+// statePendingCreate reports whether the checkpoint of the file:// backend
+// under dir holds a pending create.
+func statePendingCreate(t *testing.T, dir string) bool {
+	t.Helper()
+	found := false
+	root := filepath.Join(dir, "state", ".pulumi", "stacks")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var state struct {
+			Checkpoint struct {
+				Latest struct {
+					Pending []struct {
+						Type string `json:"type"`
+					} `json:"pending_operations"`
+				} `json:"latest"`
+			} `json:"checkpoint"`
+		}
+		if err := json.Unmarshal(data, &state); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, op := range state.Checkpoint.Latest.Pending {
+			found = found || op.Type == "creating"
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }
 
 // stateLocks lists the lock files of the file:// backend under dir.

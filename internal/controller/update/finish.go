@@ -54,6 +54,10 @@ func (r *Reconciler) recordOutcome(ctx context.Context, s *session) (sreconcile.
 func (r *Reconciler) announceOutcome(ctx context.Context, obj *autov1alpha1.Update, o *outcome) {
 	logger := log.FromContext(ctx)
 	spec := &obj.Spec
+	if o.recovery != "" {
+		logger.Info("the agent repaired the stack before the operation", "recovery", o.recovery)
+		r.event(obj, corev1.EventTypeWarning, EventRecovered, "Run", "before the %s of stack %s, %s", spec.Type, spec.StackName, o.recovery)
+	}
 	if !o.failed() {
 		logger.Info("operation succeeded", "changes", describeChanges(o.changes), "events", o.events)
 		r.progress(obj, EventSucceeded, "%s of stack %s succeeded: %s", spec.Type, spec.StackName, describeChanges(o.changes))

@@ -137,6 +137,7 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 		}
 	}
 	o.message = secrets.Redact(o.message)
+	o.recovery = describeRecovery(res.GetRecovery())
 	o.permalink = res.GetPermalink()
 	o.changes = res.GetChanges()
 	log.V(1).Info("operation ended", "events", o.events,

@@ -67,6 +67,9 @@ type outcome struct {
 	diff []byte
 	// logTail is the end of the operation's log, secrets masked.
 	logTail []string
+	// recovery says what the agent repaired before the operation; empty
+	// when nothing.
+	recovery string
 }
 
 // failed reports whether the operation failed.

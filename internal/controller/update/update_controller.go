@@ -43,6 +43,11 @@ const (
 	// EventExpired: the Update was deleted once its ttlAfterCompleted had
 	// passed.
 	EventExpired = "UpdateExpired"
+	// EventRecovered: before the operation, the agent repaired what an
+	// interrupted run had left (stale locks, pending operations, damaged
+	// backend files). A Warning: a cleared pending create can stand for a
+	// resource that exists and is no longer managed.
+	EventRecovered = "Recovered"
 )
 
 // Defaults of Options.
