@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -450,8 +451,73 @@ func whoAmI(t *testing.T, c client.Client) string {
 	return review.Status.UserInfo.Username
 }
 
+// TestAttackWorkspaceObjects: the StatefulSet and Service the kubernetes
+// runtime makes for a Workspace, controlled by it, are the operator's
+// alone to write, and nobody takes one of someone else's for a
+// Workspace's: an init container or a sidecar there would run beside the
+// agent with the Stack's credentials. A user's own stay theirs.
+func TestAttackWorkspaceObjects(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	mallory := attacker(t, f.ns, "mallory",
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "update", "patch", "delete"}})
+	ws := &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "prod"}}
+	mustCreate(t, ws)
+	claim := []metav1.OwnerReference{*metav1.NewControllerRef(ws, autov1alpha1.GroupVersion.WithKind("Workspace"))}
+	statefulSet := func(name string, owners []metav1.OwnerReference) *appsv1.StatefulSet {
+		labels := map[string]string{"app": name}
+		return &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, OwnerReferences: owners},
+			Spec: appsv1.StatefulSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pulumi", Image: "pulumi/pulumi:latest"}}},
+				},
+			},
+		}
+	}
+	service := func(name string, owners []metav1.OwnerReference) *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, OwnerReferences: owners},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 50051}}, Selector: map[string]string{"app": name}},
+		}
+	}
+	const written = `metadata.ownerReferences: %s made by a Workspace are written only by the stackyard operator (the verb "record" on stacks.pulumi.com`
+
+	eventually(t, func() error { return mallory.Create(ctx, statefulSet("prod-workspace", claim)) }).
+		Should(MatchError(ContainSubstring(fmt.Sprintf(written, "statefulsets"))))
+	g.Expect(mallory.Create(ctx, service("prod-workspace", claim))).To(MatchError(ContainSubstring(fmt.Sprintf(written, "services"))))
+
+	// The operator's own, made here by the administrator.
+	sts := statefulSet("prod-workspace", claim)
+	mustCreate(t, sts)
+	sidecar := mergePatch(t, map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"initContainers": []map[string]any{{"name": "steal", "image": "evil/steal"}}}}}})
+	g.Expect(mallory.Patch(ctx, sts.DeepCopy(), sidecar)).To(MatchError(ContainSubstring(fmt.Sprintf(written, "statefulsets"))))
+	g.Expect(mallory.Delete(ctx, sts.DeepCopy())).To(MatchError(ContainSubstring(fmt.Sprintf(written, "statefulsets"))))
+	unchanged(t, &appsv1.StatefulSet{}, sts)
+
+	// One planted under the name the runtime would use is not taken.
+	planted := statefulSet("planted-workspace", nil)
+	planted.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "steal", Image: "evil/steal"}}
+	g.Expect(mallory.Create(ctx, planted)).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, planted.DeepCopy(), mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": claim}}))).
+		To(MatchError(ContainSubstring("metadata.ownerReferences: statefulsets planted-workspace exists and was not made by a Workspace: none takes it for its own")))
+	unchanged(t, &appsv1.StatefulSet{}, planted)
+
+	// A user's own, without the claim, stay theirs.
+	own := service("mine", nil)
+	g.Expect(mallory.Create(ctx, own)).To(Succeed())
+	g.Expect(mallory.Patch(ctx, own, mergePatch(t, map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier": "web"}}}))).To(Succeed())
+	g.Expect(mallory.Delete(ctx, own)).To(Succeed())
+}
+
 // TestAttackOperatorOwned: an Update or a Workspace claiming a Stack as
-// its controller is the operator's alone to write; a user's own Update,
+// its controller is the operator's alone to write, status included; a
+// user's own Update,
 // without that claim, is accepted here and refused by the Update
 // controller on a governed Stack's Workspace (TestGovernedWorkspace in
 // internal/controller/stack).
@@ -460,7 +526,7 @@ func TestAttackOperatorOwned(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	mallory := attacker(t, f.ns, "mallory", rbacv1.PolicyRule{APIGroups: []string{autov1alpha1.GroupVersion.Group},
-		Resources: []string{"updates", "workspaces"}, Verbs: []string{"get", "create", "update", "patch", "delete"}})
+		Resources: []string{"updates", "workspaces", "updates/status", "workspaces/status"}, Verbs: []string{"get", "create", "update", "patch", "delete"}})
 	prod := &pulumiv1.Stack{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "prod"}, prod)).To(Succeed())
 	claim := []metav1.OwnerReference{*metav1.NewControllerRef(prod, pulumiv1.GroupVersion.WithKind("Stack"))}
@@ -484,8 +550,43 @@ func TestAttackOperatorOwned(t *testing.T) {
 	g.Expect(mallory.Delete(ctx, ws.DeepCopy())).To(MatchError(ContainSubstring("metadata.ownerReferences")))
 	unchanged(t, &autov1alpha1.Workspace{}, ws)
 
-	// Without the claim, the user's Update is theirs, as upstream.
+	// Their status is the operator's record too: a Stack takes its
+	// Update's Complete condition for a deployment and copies the Secret
+	// status.outputs names, and a Workspace's status.setup skips its setup.
+	g.Expect(mallory.Status().Patch(ctx, ws.DeepCopy(), mergePatch(t, map[string]any{"status": map[string]any{
+		"setup": map[string]any{"digest": "forged"}}}))).
+		To(MatchError(ContainSubstring("metadata.ownerReferences: workspaces (status) made by a Stack")))
+	unchanged(t, &autov1alpha1.Workspace{}, ws)
+	made := forged.DeepCopy()
+	made.Name = "prod-made"
+	mustCreate(t, made)
+	complete := mergePatch(t, map[string]any{"status": map[string]any{
+		"outputs": "someone-elses-secret",
+		"conditions": []map[string]any{{"type": autov1alpha1.UpdateConditionTypeComplete, "status": "True",
+			"reason": "Updated", "message": "forged", "lastTransitionTime": "2026-01-01T00:00:00Z"}},
+	}})
+	g.Expect(mallory.Status().Patch(ctx, made.DeepCopy(), complete)).
+		To(MatchError(ContainSubstring("metadata.ownerReferences: updates (status) made by a Stack")))
+	unchanged(t, &autov1alpha1.Update{}, made)
+
+	// Without the claim, the user's Update is theirs, as upstream, and so
+	// is its status.
 	own := forged.DeepCopy()
 	own.OwnerReferences = nil
 	g.Expect(mallory.Create(ctx, own)).To(Succeed())
+	g.Expect(mallory.Status().Patch(ctx, own, complete)).To(Succeed())
+
+	// Nobody, not even the operator's rights (here the administrator's),
+	// takes a user's object of a name the operator would use for its own:
+	// it would keep what the user set.
+	planted := &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "planted"},
+		Spec: autov1alpha1.WorkspaceSpec{Image: "evil/pulumi"}}
+	g.Expect(mallory.Create(ctx, planted)).To(Succeed())
+	claimIt := mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": claim}})
+	g.Expect(env.Client.Patch(ctx, planted.DeepCopy(), claimIt)).To(MatchError(ContainSubstring(
+		"metadata.ownerReferences: workspaces planted exists and was not made by a Stack, a Promotion or a Pipeline: none takes it for its own")))
+	unchanged(t, &autov1alpha1.Workspace{}, planted)
+	g.Expect(env.Client.Patch(ctx, own.DeepCopy(), claimIt)).To(MatchError(ContainSubstring(
+		"metadata.ownerReferences: updates prod-up exists and was not made by a Stack")))
+	unchanged(t, &autov1alpha1.Update{}, own)
 }
