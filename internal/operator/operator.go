@@ -287,7 +287,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
 	if err := update.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("update-controller"), update.Options{
-		Metrics: updates, DashboardURL: opts.DashboardURL, OperationTimeout: opts.OperationTimeout,
+		Metrics: updates, DashboardURL: opts.DashboardURL, OperationTimeout: opts.OperationTimeout, Shard: opts.Shard,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("update controller: %w", err)
 	}

@@ -97,6 +97,11 @@ const (
 	// since the promotion that pinned it previewed it, so its up would run
 	// what nobody approved.
 	StalledInputsChangedReason = "InputsChanged"
+	// StalledNameTakenReason says a Workspace or an Update the Stack did
+	// not make holds the name of the Stack's Workspace or of its next
+	// Update: the Stack does not take it for its own, and waits for it to
+	// be deleted.
+	StalledNameTakenReason = "NameTaken"
 )
 
 // Reasons that may go with more than one condition, depending on whether the

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -68,6 +69,13 @@ func (s *session) checkHandover(ctx context.Context, cached *autov1alpha1.Worksp
 	}
 	for i := range updates.Items {
 		upd := &updates.Items[i]
+		// Only the Stack's own Updates (its controller reference, which
+		// only the operator may set) run on its Workspace: anyone may
+		// label an Update of their own with the Stack's name, and one that
+		// never finishes would hold the handover for ever.
+		if !metav1.IsControlledBy(upd, s.stack) {
+			continue
+		}
 		if done, _, _ := updateDone(upd); !done && !s.r.Shard.Owns(upd) && upd.DeletionTimestamp.IsZero() {
 			return s.elsewhere(upd)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,4 +77,89 @@ func TestGovernedWorkspace(t *testing.T) {
 	g.Expect(destroy.Status.Message).To(ContainSubstring("which stage prod governs"))
 	g.Expect(destroy.Status.StartTime.IsZero()).To(BeTrue(), "the operation must never have started")
 	g.Expect(readFile(g, target)).To(Equal("governed"), "the resource must still be there")
+}
+
+// TestUpdateNameTaken: an Update someone else made under the name of a
+// Stack's next Update (its name can be worked out from the Stack), with a
+// forged Complete status, is not taken for the Stack's own. The Stack
+// stalls saying whose the Update is, deploys nothing and records nothing;
+// once the Update is deleted, the Stack deploys.
+func TestUpdateNameTaken(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, target := newFileStack(t, "squatted", webProgram)
+	repo := gitserver.New(t).CreateRepo("squatted")
+	sha := repo.Commit("main", map[string]string{"Pulumi.yaml": webProgram(target)})
+	s.Spec.GitSource = &shared.GitSource{ProjectRepo: repo.URL, Commit: sha}
+	s.Spec.Config = config("squatted")
+	ns := s.Namespace
+	first := s.DeepCopy()
+	first.Generation = 1
+	name := stackctl.BuildUpdate(first, sha, autov1alpha1.UpType, "").Name
+
+	squat := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "elsewhere", StackName: "dev", Type: autov1alpha1.UpType},
+	}
+	g.Expect(env.Client.Create(ctx, squat)).To(Succeed())
+	squat.Status.Message = "forged"
+	squat.Status.Conditions = []metav1.Condition{{Type: autov1alpha1.UpdateConditionTypeComplete, Status: metav1.ConditionTrue,
+		Reason: "Updated", Message: "forged", LastTransitionTime: metav1.Now()}}
+	g.Expect(env.Client.Status().Update(ctx, squat)).To(Succeed())
+
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	waitStack(t, ns, "squatted", opTimeout, func(g Gomega, st *pulumiv1.Stack) {
+		c := findCondition(st, "Stalled")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(pulumiv1.StalledNameTakenReason))
+		g.Expect(c.Message).To(Equal("update " + name + " exists and was not made by this Stack (it has no controller): " +
+			"the Stack does not take another's update for its own; delete it to go on"))
+	})
+	st := getStack(g, ns, "squatted")
+	g.Expect(st.Status.LastUpdate).To(BeNil(), "the forged Update was recorded: %s", describe(st))
+	g.Expect(st.Status.CurrentUpdate).To(BeNil())
+	g.Expect(target).NotTo(BeAnExistingFile(), "nothing may have been deployed")
+
+	g.Expect(env.Client.Delete(ctx, squat)).To(Succeed())
+	st = waitStack(t, ns, "squatted", opTimeout, ready)
+	g.Expect(st.Status.LastUpdate.Name).To(Equal(name))
+	g.Expect(readFile(g, target)).To(Equal("squatted"))
+}
+
+// TestWorkspaceNameTaken: a Workspace someone else made under the name of
+// a Stack's Workspace, with a field of their choosing (here: an
+// environment variable the agent would run with), is not taken for the
+// Stack's. The Stack stalls saying so and leaves the Workspace as it was;
+// once it is deleted, the Stack makes its own and deploys.
+func TestWorkspaceNameTaken(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, target := newFileStack(t, "taken", webProgram)
+	s.Spec.Config = config("taken")
+	ns := s.Namespace
+	planted := &autov1alpha1.Workspace{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stackctl.WorkspaceName(s)},
+		Spec:       autov1alpha1.WorkspaceSpec{Env: []corev1.EnvVar{{Name: "PLANTED", Value: "by someone else"}}},
+	}
+	g.Expect(env.Client.Create(ctx, planted)).To(Succeed())
+
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	waitStack(t, ns, "taken", opTimeout, func(g Gomega, st *pulumiv1.Stack) {
+		c := findCondition(st, "Stalled")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(pulumiv1.StalledNameTakenReason))
+		g.Expect(c.Message).To(HavePrefix("workspace taken exists and was not made by this Stack (it has no controller)"))
+	})
+	var ws autov1alpha1.Workspace
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(planted), &ws)).To(Succeed())
+	g.Expect(metav1.GetControllerOf(&ws)).To(BeNil(), "the Stack took the Workspace it did not make")
+	g.Expect(ws.Spec.Env).To(Equal(planted.Spec.Env), "the Stack changed the Workspace it did not make")
+	g.Expect(target).NotTo(BeAnExistingFile(), "nothing may have been deployed")
+
+	g.Expect(env.Client.Delete(ctx, planted)).To(Succeed())
+	waitStack(t, ns, "taken", opTimeout, ready)
+	g.Expect(readFile(g, target)).To(Equal("taken"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(planted), &ws)).To(Succeed())
+	g.Expect(metav1.IsControlledBy(&ws, getStack(g, ns, "taken"))).To(BeTrue())
+	g.Expect(ws.Spec.Env).NotTo(ContainElement(HaveField("Name", "PLANTED")))
 }

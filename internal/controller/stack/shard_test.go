@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,6 +136,8 @@ func TestShardHandover(t *testing.T) {
 // shard the Stack joins must not take the Workspace, on which that Update
 // is about to run, until the Update has finished. The default shard is
 // stopped so that the Update stays pending for as long as the test needs.
+// An Update of someone else's that only carries the Stack's label (anyone
+// may make one, and it need never finish) holds nothing.
 func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -147,23 +150,32 @@ func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
 	first := waitSucceeded(t, ns, "moving", "")
 	stopDefault()
 
+	// The operator's own Update: the Stack is its controller.
+	owner := getStack(g, ns, "moving")
 	pending := &autov1alpha1.Update{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-unrecorded", Labels: map[string]string{stack.StackNameLabel: "moving"}},
-		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "moving", StackName: "dev", Type: autov1alpha1.UpType},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-unrecorded", Labels: map[string]string{stack.StackNameLabel: "moving"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, pulumiv1.GroupVersion.WithKind("Stack"))}},
+		Spec: autov1alpha1.UpdateSpec{WorkspaceName: "moving", StackName: "dev", Type: autov1alpha1.UpType},
 	}
 	g.Expect(env.Client.Create(ctx, pending)).To(Succeed())
+	decoy := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-lookalike", Labels: map[string]string{stack.StackNameLabel: "moving"}},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "no-such-workspace", StackName: "dev", Type: autov1alpha1.UpType},
+	}
+	g.Expect(env.Client.Create(ctx, decoy)).To(Succeed())
 	label(g, ns, "moving", "blue")
 	waitStack(t, ns, "moving", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
 		g.Expect(conditionMessage(s, "Reconciling")).To(ContainSubstring("update moving-unrecorded runs in shard default, which this Stack left"))
 	})
 	g.Consistently(func(g Gomega) {
-		g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "", first: "", "moving-unrecorded": ""}))
+		g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "", first: "", "moving-unrecorded": "", "moving-lookalike": ""}))
 	}, 2*handoverPoll, pollInterval).Should(Succeed(), "shard blue took the Workspace while the default shard's Update was pending")
 
-	// The Update ends (here: it is withdrawn); blue takes over.
+	// The Update ends (here: it is withdrawn); blue takes over, though the
+	// look-alike is still pending.
 	g.Expect(env.Client.Delete(ctx, pending)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "blue", first: ""}))
+		g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "blue", first: "", "moving-lookalike": ""}))
 	}, opTimeout, pollInterval).Should(Succeed())
 	waitSucceeded(t, ns, "moving", "")
 }
@@ -192,6 +204,38 @@ func TestShardPrerequisiteElsewhere(t *testing.T) {
 	})
 	label(g, ns, "base", "blue")
 	waitSucceeded(t, ns, "app", "")
+}
+
+// TestShardUpdateElsewhere: an Update labelled for shard blue, on the
+// Workspace of a Stack of the default shard, is not run by blue, whose
+// caches hold neither that Workspace nor its Stack (so blue could not tell
+// whether a stage governs it): it waits, saying that the two are in
+// different shards, and the Stack's resources stay.
+func TestShardUpdateElsewhere(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	runShards(t)
+
+	s, target := newFileStack(t, "home", webProgram)
+	ns := s.Namespace
+	s.Spec.Config = config("home")
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	waitStack(t, ns, "home", opTimeout, ready)
+
+	destroy := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "home-destroy", Labels: map[string]string{shard.Label: "blue"}},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: stack.WorkspaceName(s), StackName: "dev", Type: autov1alpha1.DestroyType},
+	}
+	g.Expect(env.Client.Create(ctx, destroy)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(destroy), destroy)).To(Succeed())
+		c := apimeta.FindStatusCondition(destroy.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(autov1alpha1.UpdateReasonPending))
+		g.Expect(c.Message).To(HavePrefix("spec.workspaceName: workspace home is in another shard (stackyard.dev/shard=default) and this object is in shard blue"))
+	}, opTimeout, pollInterval).Should(Succeed())
+	g.Expect(destroy.Status.StartTime.IsZero()).To(BeTrue(), "the operation must never have started")
+	g.Expect(readFile(g, target)).To(Equal("home"), "the resource must still be there")
 }
 
 // pollInterval paces the checks of this file.

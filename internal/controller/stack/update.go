@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -62,14 +63,19 @@ func (s *session) reconcileUpdate(ctx context.Context) (sreconcile.Result, error
 // Stack's currentUpdate. Every Update the Stack runs (update, drift check,
 // destroy) starts here. The Update's name is derived from what it is for,
 // so a reconcile killed between creating it and recording it finds the
-// same Update next time (AlreadyExists is success).
+// same Update next time (AlreadyExists is success, once claimOwn has
+// checked that the Update found is the Stack's own).
 func (s *session) startUpdate(ctx context.Context, upd *autov1alpha1.Update) error {
 	if err := controllerutil.SetControllerReference(s.stack, upd, s.r.Scheme); err != nil {
 		return err
 	}
 	err := s.r.Client.Create(ctx, upd)
 	switch {
-	case err == nil, apierrors.IsAlreadyExists(err):
+	case err == nil:
+	case apierrors.IsAlreadyExists(err):
+		if err := s.claimOwn(ctx, upd.Name); err != nil {
+			return err
+		}
 	case isNamespaceTerminating(err):
 		return namespaceTerminating(err)
 	case apierrors.IsInvalid(err):
@@ -85,6 +91,24 @@ func (s *session) startUpdate(ctx context.Context, upd *autov1alpha1.Update) err
 		Commit:           s.src.Revision,
 	}
 	return nil
+}
+
+// claimOwn checks that the Update called name, which already exists, is
+// the one an earlier reconcile of this Stack created, and stalls the
+// Stack when it is not (nameTaken).
+func (s *session) claimOwn(ctx context.Context, name string) error {
+	var found autov1alpha1.Update
+	ok, err := s.readUpdate(ctx, name, &found)
+	switch {
+	case err != nil:
+		return failed(pulumiv1.UpdateReadFailedReason, "reading update "+name, err)
+	case !ok:
+		return failed(pulumiv1.UpdateCreateFailedReason, "creating update "+name,
+			errors.New("an Update of that name existed and is gone: trying again"))
+	case metav1.IsControlledBy(&found, s.stack):
+		return nil
+	}
+	return nameTaken("update", &found)
 }
 
 // updateType is what a due update runs: a preview for preview stacks, an

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -63,6 +64,9 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	if err != nil {
 		return err
 	}
+	if current != nil && !metav1.IsControlledBy(current, s.stack) {
+		return nameTaken("workspace", current)
+	}
 	if err := s.checkHandover(ctx, current); err != nil {
 		return err
 	}
@@ -104,6 +108,14 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 		return nil
 	case isNamespaceTerminating(err):
 		return namespaceTerminating(err)
+	case apierrors.IsForbidden(err):
+		// A Workspace of someone else's, which the cache had not seen:
+		// config/policy/operator-owned.yaml refuses to let the apply take
+		// it.
+		if taken := s.foreignWorkspace(ctx); taken != nil {
+			return taken
+		}
+		return failed(pulumiv1.WorkspaceApplyFailedReason, "applying the Workspace", err)
 	case apierrors.IsInvalid(err):
 		// The API server (its schema or an admission policy) refuses the
 		// Workspace built from this spec: retrying the same spec cannot
@@ -139,6 +151,47 @@ func (s *session) cachedWorkspace(ctx context.Context) (*autov1alpha1.Workspace,
 	return &ws, nil
 }
 
+// foreignWorkspace reads the Stack's Workspace past the cache, and returns
+// the stall of one the Stack did not make; nil otherwise.
+func (s *session) foreignWorkspace(ctx context.Context) error {
+	var ws autov1alpha1.Workspace
+	if err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil {
+		return nil
+	}
+	if metav1.IsControlledBy(&ws, s.stack) {
+		return nil
+	}
+	return nameTaken("workspace", &ws)
+}
+
+// nameTaken is the stall of a Stack whose Workspace or next Update (kind)
+// has a name that obj, which the Stack did not make, holds. Both names can
+// be worked out from the Stack, and anyone allowed to create Workspaces or
+// Updates may make one of that name. Taken for the Stack's own, a Workspace
+// would keep the fields its maker set (an image, a pod template) and run
+// them with the Stack's credentials, and an Update's forged Complete
+// condition would be recorded as a deployment that never ran; so the Stack
+// waits until obj is deleted (config/policy/operator-owned.yaml refuses
+// the operator the claim as well).
+func nameTaken(kind string, obj metav1.Object) error {
+	return sreconcile.NewStallingRequeue(pulumiv1.StalledNameTakenReason,
+		fmt.Errorf("%s %s exists and was not made by this Stack (%s): the Stack does not take another's %s for its own; delete it to go on",
+			kind, obj.GetName(), controlledBy(obj), kind), nameTakenRecheck)
+}
+
+// nameTakenRecheck is how often a Stack whose Workspace's or next
+// Update's name is taken looks again: the object that took it is not the
+// Stack's, so its deletion does not wake the Stack.
+const nameTakenRecheck = 15 * time.Second
+
+// controlledBy says what controls obj, for messages.
+func controlledBy(obj metav1.Object) string {
+	if c := metav1.GetControllerOf(obj); c != nil {
+		return fmt.Sprintf("its controller is %s %s", c.Kind, c.Name)
+	}
+	return "it has no controller"
+}
+
 // templateHint points at spec.workspaceTemplate when the Stack has one: it
 // is where most fields of the Workspace come from unchanged.
 func templateHint(stack *pulumiv1.Stack) string {
@@ -156,12 +209,14 @@ func reclaimWorkspace(stack *pulumiv1.Stack) bool {
 
 // deleteWorkspace removes the Stack's Workspace (its agent and state go
 // with it); a later update makes a new one. It asks the cache first, so
-// that a Stack whose Workspace is already gone costs no API call.
+// that a Stack whose Workspace is already gone costs no API call. A
+// Workspace of that name that the Stack did not make is not its to delete.
 func (s *session) deleteWorkspace(ctx context.Context) error {
 	ws := &autov1alpha1.Workspace{}
 	key := client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}
 	s.r.applied.forget(key.Namespace, key.Name)
-	if err := s.r.Client.Get(ctx, key, ws); apierrors.IsNotFound(err) {
+	err := s.r.Client.Get(ctx, key, ws)
+	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(ws, s.stack)) {
 		return nil
 	}
 	ws.Name, ws.Namespace = key.Name, key.Namespace

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -61,7 +62,7 @@ func runTests(m *testing.M) int {
 	// The managers log through their own loggers; this silences the
 	// global one that client-go's informers fall back to.
 	ctrl.SetLogger(logr.Discard())
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{autov1alpha1.AddToScheme}})
+	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{autov1alpha1.AddToScheme, pulumiv1.AddToScheme}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1

@@ -104,6 +104,10 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 	case err != nil:
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("reading workspace %s: %w", name, err))
 	}
+	if !r.opts.Shard.Owns(ws) {
+		// The Workspace's agent is another shard's to run and to serve.
+		return r.pending(s, r.opts.Shard.Elsewhere("spec.workspaceName", "workspace", ws).Error())
+	}
 	if problem, err := r.ungoverned(ctx, s.obj, ws); err != nil || problem != "" {
 		if err != nil {
 			return sreconcile.ResultEmpty, err
@@ -122,24 +126,34 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 // promotion.stackyard.dev/authorized-stage annotation) runs only the
 // Updates that Stack's controller made: anyone else's could deploy what no
 // promotion approved. Only the operator can make an Update claiming a
-// Stack as its controller (config/policy/operator-owned.yaml).
+// Stack as its controller (config/policy/operator-owned.yaml). The Stack
+// is read past the cache when the cache lacks it (a named shard caches
+// only its own Stacks, and anyone may label an Update for any shard); a
+// Workspace whose Stack is gone runs only that Stack's Updates, since
+// nothing is left to say whether a stage governed it.
 func (r *Reconciler) ungoverned(ctx context.Context, upd *autov1alpha1.Update, ws *autov1alpha1.Workspace) (string, error) {
 	owner := metav1.GetControllerOf(ws)
 	if owner == nil || owner.Kind != "Stack" || !strings.HasPrefix(owner.APIVersion, pulumiv1.GroupVersion.Group+"/") {
 		return "", nil
 	}
+	if own := metav1.GetControllerOf(upd); own != nil && own.UID == owner.UID {
+		return "", nil
+	}
+	key := types.NamespacedName{Namespace: ws.Namespace, Name: owner.Name}
 	stack := &pulumiv1.Stack{}
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: ws.Namespace, Name: owner.Name}, stack); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", nil
-		}
+	err := r.client.Get(ctx, key, stack)
+	if apierrors.IsNotFound(err) {
+		err = r.reader.Get(ctx, key, stack)
+	}
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && stack.UID != owner.UID):
+		return fmt.Sprintf("spec.workspaceName: workspace %s belongs to Stack %s, which is gone: "+
+			"it runs only that Stack's Updates until it is deleted", ws.Name, owner.Name), nil
+	case err != nil:
 		return "", sreconcile.NewGeneric("", fmt.Errorf("reading Stack %s, which owns workspace %s: %w", owner.Name, ws.Name, err))
 	}
 	stage := change.AuthorizedStage(stack.Annotations)
-	if stage == "" || stack.UID != owner.UID {
-		return "", nil
-	}
-	if own := metav1.GetControllerOf(upd); own != nil && own.UID == owner.UID {
+	if stage == "" {
 		return "", nil
 	}
 	return fmt.Sprintf("spec.workspaceName: workspace %s belongs to Stack %s, which stage %s governs: "+

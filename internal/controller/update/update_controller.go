@@ -25,6 +25,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
+	"github.com/stackyard/stackyard/internal/shard"
 )
 
 // Finalizer holds an Update while its operation may be running, so that
@@ -100,6 +101,10 @@ type Options struct {
 	// Update whose backend gives no permalink (every self-managed backend)
 	// gets the address of its dashboard page (DashboardPermalink) instead.
 	DashboardURL string
+	// Shard is the operator's shard: an Update runs only on a Workspace of
+	// this shard, whatever shard its own label names. The zero value is
+	// the default shard alone, which owns every Workspace.
+	Shard shard.Shard
 }
 
 // DashboardPermalink is the address of an Update's page on the dashboard
