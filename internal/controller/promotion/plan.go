@@ -52,6 +52,10 @@ func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackN
 		return "", "", "", err
 	case saved == nil || len(saved.Data[autov1alpha1.PlanKey]) == 0:
 		return "", "", fmt.Sprintf("the plan of the preview of Stack %s (Secret %s) is gone", stackName, upd.Status.Plan), nil
+	case !metav1.IsControlledBy(saved, upd):
+		// The Update controller makes the plan Secret owned by the Update;
+		// one of anyone else's would bind the approvals to their plan.
+		return "", "", fmt.Sprintf("the plan of the preview of Stack %s (Secret %s) does not belong to Update %s", stackName, upd.Status.Plan, upd.Name), nil
 	}
 	plan := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},

@@ -1,6 +1,7 @@
 package update
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -129,10 +130,14 @@ func (r *Reconciler) ensureOutputsSecret(ctx context.Context, obj *autov1alpha1.
 
 // createOwnedSecret creates s, an immutable Secret owned by obj holding
 // what ("the outputs were", "the plan was": the subject of the note), and
-// returns its name. A Secret of that name
-// already owned by obj (an earlier attempt created it, then the status
-// write failed) is taken as it is. A failure retrying cannot fix is
-// returned as note, with an empty name; any other error for a retry.
+// returns its name. A Secret of that name that an earlier attempt created
+// (then the status write failed) is taken as it is: immutable, controlled
+// by obj, and holding what s holds. Anyone allowed to create Secrets can
+// make one of that name, owner reference included, once obj exists: taken
+// for the operator's, a plan of theirs would be what the approvers of a
+// promotion are bound to, with a value diff of their choosing. A failure
+// retrying cannot fix is returned as note, with an empty name; any other
+// error for a retry.
 func (r *Reconciler) createOwnedSecret(ctx context.Context, obj *autov1alpha1.Update, s *corev1.Secret, what string) (name, note string, err error) {
 	err = r.client.Create(ctx, s)
 	switch {
@@ -143,13 +148,29 @@ func (r *Reconciler) createOwnedSecret(ctx context.Context, obj *autov1alpha1.Up
 		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, existing); err != nil {
 			return "", "", fmt.Errorf("reading Secret %s: %w", s.Name, err)
 		}
-		if metav1.IsControlledBy(existing, obj) {
+		if metav1.IsControlledBy(existing, obj) && sameSecret(existing, s) {
 			return s.Name, "", nil
 		}
-		return "", fmt.Sprintf("%s not recorded: Secret %s exists and does not belong to this Update", what, s.Name), nil
+		return "", fmt.Sprintf("%s not recorded: Secret %s exists and is not the one this Update made", what, s.Name), nil
 	case apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsForbidden(err):
 		return "", fmt.Sprintf("%s not recorded: creating Secret %s: %s", what, s.Name, apierrors.ReasonForError(err)), nil
 	default:
 		return "", "", fmt.Errorf("creating Secret %s: %w", s.Name, err)
 	}
+}
+
+// sameSecret reports whether existing is immutable and holds what want
+// holds: its data, type and the mask of secret outputs.
+func sameSecret(existing, want *corev1.Secret) bool {
+	if !ptr.Deref(existing.Immutable, false) || existing.Type != want.Type ||
+		existing.Annotations[SecretOutputsAnnotation] != want.Annotations[SecretOutputsAnnotation] ||
+		len(existing.Data) != len(want.Data) {
+		return false
+	}
+	for k, v := range want.Data {
+		if got, ok := existing.Data[k]; !ok || !bytes.Equal(got, v) {
+			return false
+		}
+	}
+	return true
 }
