@@ -53,6 +53,10 @@
 // Stack (group pulumi.com, resource stacks, its namespace and name). A
 // missing or rejected token is 401, a user who may get none of the matching
 // Stacks is 403, and no matching Stack is 404, in Pulumi's error shape
-// {"code": N, "message": "…"}. Tokens are never logged, and nothing is
-// cached: each request asks the API server again.
+// {"code": N, "message": "…"}. Tokens are never logged. A token's review
+// and each access check are remembered for a few seconds
+// (authn.CachedReviewer: an allowance for authn.DefaultCacheTTL, a refusal
+// for a fifth of it), keyed by a digest of the token and by the whole user
+// and attributes, so a revoked token or binding is honoured within that
+// time; tokens not seen before are reviewed at a bounded rate per address.
 package cloudapi

@@ -45,6 +45,13 @@ func (s *session) elsewhere(upd *autov1alpha1.Update) error {
 			pulumiv1.ReconcilingProcessingUpdateMessage, upd.Name, shard.Of(upd), s.r.Shard), handoverPoll)
 }
 
+// workspaceHere reports whether the Stack's Workspace is this shard's: in
+// its cache, which holds only the shard's Workspaces.
+func (s *session) workspaceHere(ctx context.Context) bool {
+	var ws autov1alpha1.Workspace
+	return s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws) == nil && s.r.Shard.Owns(&ws)
+}
+
 // checkHandover keeps this shard off a Workspace that another shard still
 // serves: when the Stack's Workspace is labelled for another shard (the
 // Stack moved here), every Update of the Stack that shard may still run

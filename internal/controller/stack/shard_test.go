@@ -180,6 +180,50 @@ func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
 	waitSucceeded(t, ns, "moving", "")
 }
 
+// TestShardHandoverDropsLateUpdates covers the other side of the moment of
+// a move: the shard left behind, still reconciling the Stack as its
+// cache had it, makes an Update after the shard the Stack joined took the
+// Workspace. The old shard never starts it (an Update runs only on a
+// Workspace of its own shard), so the new one drops it instead of waiting
+// for it, and goes on. The default shard is stopped, and the late Update
+// and what that shard would have written are made by hand.
+func TestShardHandoverDropsLateUpdates(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, stopDefault := runShards(t)
+
+	s, _ := newFileStack(t, "late", func(string) string { return delayProgram })
+	ns := s.Namespace
+	s.Spec.Config = delay(0)
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	first := waitSucceeded(t, ns, "late", "")
+	stopDefault()
+
+	owner := getStack(g, ns, "late")
+	late := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-made-behind", Labels: map[string]string{stack.StackNameLabel: "late"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, pulumiv1.GroupVersion.WithKind("Stack"))}},
+		Spec: autov1alpha1.UpdateSpec{WorkspaceName: "late", StackName: "dev", Type: autov1alpha1.UpType},
+	}
+	g.Expect(env.Client.Create(ctx, late)).To(Succeed())
+	owner.Status.CurrentUpdate = &shared.CurrentStackUpdate{Generation: owner.Generation, Name: late.Name}
+	g.Expect(env.Client.Status().Update(ctx, owner)).To(Succeed())
+	var ws autov1alpha1.Workspace
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "late"}, &ws)).To(Succeed())
+	ws.Labels[shard.Label] = "blue"
+	g.Expect(env.Client.Update(ctx, &ws)).To(Succeed())
+	label(g, ns, "late", "blue")
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(shardLabels(g, ns, "late")).To(Equal(map[string]string{"Workspace": "blue", first: ""}))
+	}, opTimeout, pollInterval).Should(Succeed(), "shard blue waits for an Update the default shard will never start")
+	waitStack(t, ns, "late", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		ready(g, s)
+		g.Expect(s.Status.CurrentUpdate).To(BeNil())
+		g.Expect(s.Status.LastUpdate.Name).To(Equal(first))
+	})
+}
+
 // TestShardPrerequisiteElsewhere checks that a Stack whose prerequisite is
 // in another shard, which a named shard neither sees nor hears from, is
 // Stalled with a message naming the field and both shards, and recovers
