@@ -453,9 +453,10 @@ func whoAmI(t *testing.T, c client.Client) string {
 
 // TestAttackWorkspaceObjects: the StatefulSet and Service the kubernetes
 // runtime makes for a Workspace, controlled by it, are the operator's
-// alone to write, and nobody takes one of someone else's for a
-// Workspace's: an init container or a sidecar there would run beside the
-// agent with the Stack's credentials. A user's own stay theirs.
+// alone to write (Kubernetes' garbage collector may end their deletion),
+// and nobody takes one of someone else's for a Workspace's: an init
+// container or a sidecar there would run beside the agent with the
+// Stack's credentials. A user's own stay theirs.
 func TestAttackWorkspaceObjects(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -507,6 +508,23 @@ func TestAttackWorkspaceObjects(t *testing.T) {
 	g.Expect(env.Client.Patch(ctx, planted.DeepCopy(), mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": claim}}))).
 		To(MatchError(ContainSubstring("metadata.ownerReferences: statefulsets planted-workspace exists and was not made by a Workspace: none takes it for its own")))
 	unchanged(t, &appsv1.StatefulSet{}, planted)
+	plantedService := service("planted-workspace", nil)
+	g.Expect(mallory.Create(ctx, plantedService)).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, plantedService.DeepCopy(), mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": claim}}))).
+		To(MatchError(ContainSubstring("metadata.ownerReferences: services planted-workspace exists and was not made by a Workspace")))
+	unchanged(t, &corev1.Service{}, plantedService)
+
+	// Kubernetes' garbage collector ends a foreground deletion (it removes
+	// the finalizer) and orphans (it removes the owner references), and
+	// changes nothing else.
+	gc := as(t, f.ns, "system:serviceaccount:kube-system:generic-garbage-collector",
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "update", "patch"}})
+	held := statefulSet("held-workspace", claim)
+	held.Finalizers = []string{metav1.FinalizerDeleteDependents}
+	mustCreate(t, held)
+	g.Expect(gc.Patch(ctx, held.DeepCopy(), sidecar)).To(MatchError(ContainSubstring(fmt.Sprintf(written, "statefulsets"))))
+	g.Expect(gc.Patch(ctx, held, mergePatch(t, map[string]any{"metadata": map[string]any{"finalizers": nil}}))).To(Succeed())
+	g.Expect(gc.Patch(ctx, held, mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": nil}}))).To(Succeed())
 
 	// A user's own, without the claim, stay theirs.
 	own := service("mine", nil)

@@ -21,6 +21,7 @@ import (
 	"github.com/stackyard/stackyard/internal/change"
 	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/shard"
 )
 
 // What previews need of the API: the Workspaces and Updates a promotion
@@ -306,6 +307,15 @@ func (s *session) ensurePreviewUpdate(ctx context.Context, stack *pulumiv1.Stack
 	}
 	upd = stackctl.BuildUpdate(stack, s.release.Spec.Commit.SHA, autov1alpha1.PreviewType, TriggerPromotion)
 	upd.Name, upd.Spec.WorkspaceName, upd.Labels = updName, wsName, s.previewLabels(stack.Name, upd.Labels)
+	// An Update runs only in its Workspace's shard, which is the Stack's
+	// as it was when the Workspace was made: a retry follows the Workspace.
+	ws, err := get(ctx, s.r.Client, s.p.Namespace, "Workspace", wsName, &autov1alpha1.Workspace{})
+	if err != nil {
+		return nil, err
+	}
+	if ws != nil {
+		shard.Stamp(ws, upd)
+	}
 	upd.Spec.SavePlan = ptr.To(true)
 	if upd.Spec.Message == nil {
 		upd.Spec.Message = ptr.To(fmt.Sprintf("preview of release %s (%s) for promotion %s", s.p.Spec.Release, short(s.release.Spec.Commit.SHA), s.p.Name))

@@ -23,6 +23,7 @@ import (
 	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/forge"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/shard"
 )
 
 // Labels on the Workspaces and Updates that preview a pull request, beside
@@ -287,6 +288,14 @@ func (s *session) ensureUpdate(ctx context.Context, e *promotionv1alpha1.PullReq
 	}
 	upd = stackctl.BuildUpdate(stack, e.Head, autov1alpha1.PreviewType, TriggerPullRequest)
 	upd.Name, upd.Spec.WorkspaceName, upd.Labels = updName, wsName, s.labels(e, stack.Name, upd.Labels)
+	// An Update runs only in its Workspace's shard, which is the Stack's
+	// as it was when the Workspace was made: a retry follows the Workspace.
+	ws := &autov1alpha1.Workspace{}
+	if found, err := s.get(ctx, wsName, ws); err != nil {
+		return nil, err
+	} else if found {
+		shard.Stamp(ws, upd)
+	}
 	upd.Spec.Message = ptr.To(fmt.Sprintf("preview of pull request #%d (%s) for pipeline %s", e.Number, short(e.Head), s.p.Name))
 	// The value diff is saved beside the plan; the plan is never applied.
 	upd.Spec.SavePlan = ptr.To(true)

@@ -17,8 +17,7 @@ import (
 
 // reconcileCleanup deletes what the Stack no longer needs, once nothing of
 // it runs: the Update observeUpdate abandoned (it never started, and its
-// Workspace cannot run it until the spec is fixed, or the shard the Stack
-// left made it and will not start it), and, with
+// Workspace cannot run it until the spec is fixed), and, with
 // workspaceReclaimPolicy Delete, the Workspace once the last update
 // succeeded. Each deletion is idempotent, and currentUpdate is cleared only
 // after its Update is gone, so a reconcile killed at any line redoes the

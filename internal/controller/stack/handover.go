@@ -11,6 +11,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/shard"
 )
@@ -52,6 +53,35 @@ func (s *session) workspaceHere(ctx context.Context) bool {
 	return s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws) == nil && s.r.Shard.Owns(&ws)
 }
 
+// mayRunForeign reports whether upd, an Update the Stack did not make,
+// may be running on the Stack's Workspace, for the handover to wait for.
+// Anyone may label an Update of their own with the Stack's name and write
+// its status, so one that never finishes could hold the handover for
+// ever. On a governed Stack's Workspace such an Update never runs
+// (the Update controller refuses it), so it counts for nothing; on an
+// ungoverned Stack's, it counts once it says it started, as whoever could
+// keep it so could edit the Stack as well.
+func (s *session) mayRunForeign(upd *autov1alpha1.Update) bool {
+	return change.AuthorizedStage(s.stack.Annotations) == "" && upd.Spec.WorkspaceName == WorkspaceName(s.stack) && !updatePending(upd)
+}
+
+// takeOver moves into this shard a pending Update of the Stack's that the
+// shard it left made in the moment of the move, after this shard took
+// the Workspace: that shard never starts it now (an Update runs only on a
+// Workspace of its own shard), and it is the update this shard would make
+// itself. The write carries the resourceVersion read, so an Update the
+// other shard started meanwhile stays with it.
+func (s *session) takeOver(ctx context.Context, upd *autov1alpha1.Update) error {
+	base := upd.DeepCopy()
+	shard.Stamp(s.stack, upd)
+	if err := s.r.Client.Patch(ctx, upd, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return failed(pulumiv1.UpdateCreateFailedReason, "moving update "+upd.Name+" to shard "+s.r.Shard.String(), err)
+	}
+	return sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
+		fmt.Errorf("%s: update %s, made by shard %s as the Stack left it, moved to shard %s", pulumiv1.ReconcilingProcessingUpdateMessage,
+			upd.Name, shard.Of(base), s.r.Shard), handoverPoll)
+}
+
 // checkHandover keeps this shard off a Workspace that another shard still
 // serves: when the Stack's Workspace is labelled for another shard (the
 // Stack moved here), every Update of the Stack that shard may still run
@@ -76,11 +106,7 @@ func (s *session) checkHandover(ctx context.Context, cached *autov1alpha1.Worksp
 	}
 	for i := range updates.Items {
 		upd := &updates.Items[i]
-		// Only the Stack's own Updates (its controller reference, which
-		// only the operator may set) run on its Workspace: anyone may
-		// label an Update of their own with the Stack's name, and one that
-		// never finishes would hold the handover for ever.
-		if !metav1.IsControlledBy(upd, s.stack) {
+		if !metav1.IsControlledBy(upd, s.stack) && !s.mayRunForeign(upd) {
 			continue
 		}
 		if done, _, _ := updateDone(upd); !done && !s.r.Shard.Owns(upd) && upd.DeletionTimestamp.IsZero() {

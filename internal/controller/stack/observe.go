@@ -50,12 +50,7 @@ func (s *session) observeUpdate(ctx context.Context) (sreconcile.Result, error) 
 	done, failedUpd, reason := updateDone(&upd)
 	if !done && !s.r.Shard.Owns(&upd) {
 		if updatePending(&upd) && s.workspaceHere(ctx) {
-			// The shard the Stack left made it in the moment of the move,
-			// after this shard took the Workspace: it never starts it now
-			// (an Update runs only on a Workspace of its own shard), so it
-			// goes, and this shard decides again.
-			s.abandoned = &upd
-			return sreconcile.ResultEmpty, nil
+			return sreconcile.ResultEmpty, s.takeOver(ctx, &upd)
 		}
 		return sreconcile.ResultEmpty, s.elsewhere(&upd)
 	}

@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
@@ -136,8 +137,8 @@ func TestShardHandover(t *testing.T) {
 // shard the Stack joins must not take the Workspace, on which that Update
 // is about to run, until the Update has finished. The default shard is
 // stopped so that the Update stays pending for as long as the test needs.
-// An Update of someone else's that only carries the Stack's label (anyone
-// may make one, and it need never finish) holds nothing.
+// An Update of someone else's that carries the Stack's label and has not
+// started (anyone may make one, and it need never finish) holds nothing.
 func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -160,7 +161,7 @@ func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, pending)).To(Succeed())
 	decoy := &autov1alpha1.Update{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-lookalike", Labels: map[string]string{stack.StackNameLabel: "moving"}},
-		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "no-such-workspace", StackName: "dev", Type: autov1alpha1.UpType},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "moving", StackName: "dev", Type: autov1alpha1.UpType},
 	}
 	g.Expect(env.Client.Create(ctx, decoy)).To(Succeed())
 	label(g, ns, "moving", "blue")
@@ -180,14 +181,15 @@ func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
 	waitSucceeded(t, ns, "moving", "")
 }
 
-// TestShardHandoverDropsLateUpdates covers the other side of the moment of
-// a move: the shard left behind, still reconciling the Stack as its
+// TestShardHandoverTakesLateUpdates covers the other side of the moment
+// of a move: the shard left behind, still reconciling the Stack as its
 // cache had it, makes an Update after the shard the Stack joined took the
 // Workspace. The old shard never starts it (an Update runs only on a
-// Workspace of its own shard), so the new one drops it instead of waiting
-// for it, and goes on. The default shard is stopped, and the late Update
-// and what that shard would have written are made by hand.
-func TestShardHandoverDropsLateUpdates(t *testing.T) {
+// Workspace of its own shard), so the new one moves it into its own
+// shard, runs it, and records it. The default shard is stopped, and the
+// late Update (as the Stack controller builds it) and what that shard
+// would have written are made by hand.
+func TestShardHandoverTakesLateUpdates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	_, stopDefault := runShards(t)
@@ -199,14 +201,14 @@ func TestShardHandoverDropsLateUpdates(t *testing.T) {
 	first := waitSucceeded(t, ns, "late", "")
 	stopDefault()
 
+	// The update a reconcile request asks for, made by the default shard.
+	patchStack(g, ns, "late", func(s *pulumiv1.Stack) { s.Annotations = map[string]string{shared.ReconcileRequestAnnotation: "now"} })
 	owner := getStack(g, ns, "late")
-	late := &autov1alpha1.Update{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-made-behind", Labels: map[string]string{stack.StackNameLabel: "late"},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, pulumiv1.GroupVersion.WithKind("Stack"))}},
-		Spec: autov1alpha1.UpdateSpec{WorkspaceName: "late", StackName: "dev", Type: autov1alpha1.UpType},
-	}
+	late := stack.BuildUpdate(owner, owner.Status.LastUpdate.LastSuccessfulCommit, autov1alpha1.UpType, "")
+	g.Expect(controllerutil.SetControllerReference(owner, late, env.Scheme)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, late)).To(Succeed())
-	owner.Status.CurrentUpdate = &shared.CurrentStackUpdate{Generation: owner.Generation, Name: late.Name}
+	owner.Status.CurrentUpdate = &shared.CurrentStackUpdate{Generation: owner.Generation, ReconcileRequest: "now",
+		Name: late.Name, Commit: owner.Status.LastUpdate.LastSuccessfulCommit}
 	g.Expect(env.Client.Status().Update(ctx, owner)).To(Succeed())
 	var ws autov1alpha1.Workspace
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "late"}, &ws)).To(Succeed())
@@ -214,14 +216,10 @@ func TestShardHandoverDropsLateUpdates(t *testing.T) {
 	g.Expect(env.Client.Update(ctx, &ws)).To(Succeed())
 	label(g, ns, "late", "blue")
 
-	g.Eventually(func(g Gomega) {
-		g.Expect(shardLabels(g, ns, "late")).To(Equal(map[string]string{"Workspace": "blue", first: ""}))
-	}, opTimeout, pollInterval).Should(Succeed(), "shard blue waits for an Update the default shard will never start")
-	waitStack(t, ns, "late", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
-		ready(g, s)
-		g.Expect(s.Status.CurrentUpdate).To(BeNil())
-		g.Expect(s.Status.LastUpdate.Name).To(Equal(first))
-	})
+	if got := waitSucceeded(t, ns, "late", first); got != late.Name {
+		t.Fatalf("the Stack recorded update %s, want the late one, %s", got, late.Name)
+	}
+	g.Expect(shardLabels(g, ns, "late")).To(Equal(map[string]string{"Workspace": "blue", first: "", late.Name: "blue"}))
 }
 
 // TestShardPrerequisiteElsewhere checks that a Stack whose prerequisite is

@@ -118,8 +118,7 @@ type session struct {
 	// decision is the update-due decision (reconcileUpdate).
 	decision Decision
 	// abandoned is an Update that never started and whose Workspace
-	// cannot run it, or that the shard the Stack left made and will not
-	// start (observeUpdate); reconcileCleanup deletes it.
+	// cannot run it (observeUpdate); reconcileCleanup deletes it.
 	abandoned *autov1alpha1.Update
 	// deletedWorkspace records that this reconcile deleted the Workspace
 	// (reclaim), which the cache may not show yet.
