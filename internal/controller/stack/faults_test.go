@@ -62,8 +62,10 @@ func TestAgentKilledMidUpdate(t *testing.T) {
 	failed := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed)
 	g.Expect(failed).NotTo(BeNil())
 	g.Expect(failed.Reason).To(Equal(autov1alpha1.UpdateReasonInterrupted), upd.Status.Message)
-	g.Expect(stateLocks(t, dir)).NotTo(BeEmpty(), "the killed CLI left its lock")
-	g.Expect(statePendingCreate(t, dir)).To(BeTrue(), "the killed CLI left its pending create")
+	// What the killed CLI left (its lock, the pending create) is not read
+	// here: the retry starts a second after the interruption, and its
+	// agent may already have cleared both. The retry's Recovered event
+	// below names what it cleared, which only the killed CLI can have left.
 
 	s = waitStack(t, ns, "victim", 2*opTimeout, func(g Gomega, s *pulumiv1.Stack) {
 		currentUpdateExists(g, s)

@@ -102,10 +102,17 @@ func TestUpdateNameTaken(t *testing.T) {
 		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "elsewhere", StackName: "dev", Type: autov1alpha1.UpType},
 	}
 	g.Expect(env.Client.Create(ctx, squat)).To(Succeed())
-	squat.Status.Message = "forged"
-	squat.Status.Conditions = []metav1.Condition{{Type: autov1alpha1.UpdateConditionTypeComplete, Status: metav1.ConditionTrue,
-		Reason: "Updated", Message: "forged", LastTransitionTime: metav1.Now()}}
-	g.Expect(env.Client.Status().Update(ctx, squat)).To(Succeed())
+	// The Update controller marks it pending (its Workspace does not
+	// exist) at about the same time: the forgery is written over that.
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(squat), squat); err != nil {
+			return err
+		}
+		squat.Status.Message = "forged"
+		squat.Status.Conditions = []metav1.Condition{{Type: autov1alpha1.UpdateConditionTypeComplete, Status: metav1.ConditionTrue,
+			Reason: "Updated", Message: "forged", LastTransitionTime: metav1.Now()}}
+		return env.Client.Status().Update(ctx, squat)
+	}, opTimeout, 100*time.Millisecond).Should(Succeed())
 
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 	waitStack(t, ns, "squatted", opTimeout, func(g Gomega, st *pulumiv1.Stack) {
