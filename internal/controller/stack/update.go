@@ -105,10 +105,8 @@ func (s *session) claimOwn(ctx context.Context, name string) error {
 	case !ok:
 		return failed(pulumiv1.UpdateCreateFailedReason, "creating update "+name,
 			errors.New("an Update of that name existed and is gone: trying again"))
-	case metav1.IsControlledBy(&found, s.stack):
-		return nil
 	}
-	return nameTaken("update", &found)
+	return s.ownOrTaken("update", &found)
 }
 
 // updateType is what a due update runs: a preview for preview stacks, an

@@ -64,8 +64,10 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	if err != nil {
 		return err
 	}
-	if current != nil && !metav1.IsControlledBy(current, s.stack) {
-		return nameTaken("workspace", current)
+	if current != nil {
+		if err := s.ownOrTaken("workspace", current); err != nil {
+			return err
+		}
 	}
 	if err := s.checkHandover(ctx, current); err != nil {
 		return err
@@ -158,10 +160,16 @@ func (s *session) foreignWorkspace(ctx context.Context) error {
 	if err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil {
 		return nil
 	}
-	if metav1.IsControlledBy(&ws, s.stack) {
+	return s.ownOrTaken("workspace", &ws)
+}
+
+// ownOrTaken is nil when the Stack controls obj (a kind of it), and the
+// stall of nameTaken otherwise.
+func (s *session) ownOrTaken(kind string, obj metav1.Object) error {
+	if metav1.IsControlledBy(obj, s.stack) {
 		return nil
 	}
-	return nameTaken("workspace", &ws)
+	return nameTaken(kind, obj)
 }
 
 // nameTaken is the stall of a Stack whose Workspace or next Update (kind)
