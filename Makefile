@@ -111,7 +111,7 @@ DEV_FLAGS ?=
 
 .PHONY: dev
 dev: $(DEV_TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
-	go build -ldflags "$$(hack/version-ldflags.sh)" -o $(BIN)/stackyard ./cmd/stackyard
+	go build -ldflags "$$(hack/version-ldflags.sh)" -o $(BIN)/ ./cmd/stackyard ./cmd/stackyard-agent
 	exec $(BIN)/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases --policy-dir $(CURDIR)/config/policy $(DEV_FLAGS)
 
 ##@ Test

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/runtime/local"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -50,7 +51,7 @@ func (s *suite) testAgentKilled(t *testing.T) {
 		})
 		delay := time.Duration(rnd.Float64() * float64((agentPause+1)*time.Second))
 		time.Sleep(delay)
-		agents := testenv.ProcessesOf(wsDir, "stackyard")
+		agents := testenv.ProcessesOf(wsDir, local.LeanAgent)
 		if len(agents) != 1 {
 			t.Fatalf("kill %d: want one agent running in %s, found %v", i, wsDir, agents)
 		}

@@ -36,7 +36,10 @@ func IsolatePulumi(dir, passphrase string) error {
 }
 
 // BuildStackyard builds the stackyard binary into dir and returns its path,
-// for tests that run the agent (or the operator) as a real subprocess.
+// for tests that run the agent (or the operator) as a real subprocess. The
+// lean agent (cmd/stackyard-agent) is built beside it, where the local
+// runtime looks for it, so that the agents tests start are the ones users
+// run.
 func BuildStackyard(dir string) (string, error) {
 	out := filepath.Join(dir, "stackyard")
 	stamp := exec.Command(filepath.Join(RepoRoot(), "hack", "version-ldflags.sh"))
@@ -44,7 +47,7 @@ func BuildStackyard(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("hack/version-ldflags.sh: %w", err)
 	}
-	cmd := exec.Command("go", "build", "-ldflags", string(ldflags), "-o", out, "./cmd/stackyard")
+	cmd := exec.Command("go", "build", "-ldflags", string(ldflags), "-o", dir+string(filepath.Separator), "./cmd/stackyard", "./cmd/stackyard-agent")
 	cmd.Dir = RepoRoot()
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building stackyard: %v\n%s", err, msg)

@@ -16,9 +16,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/stackyard/stackyard/internal/redact"
@@ -72,13 +70,27 @@ func WorkspaceAudience(namespace, name string) string {
 	return name + "." + namespace
 }
 
+// Reviewer asks the API server the two questions NewKubernetes delegates.
+// It is an interface of its own, not a clientset, so that the agent's
+// lean binary (cmd/stackyard-agent), which serves only static tokens,
+// does not carry client-go's clientset: its package initialisation (every
+// API group registered in a scheme) was a sixth of an agent's start.
+type Reviewer interface {
+	// CreateTokenReview creates a TokenReview and returns it with its status.
+	CreateTokenReview(ctx context.Context, tr *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error)
+	// CreateSubjectAccessReview creates a SubjectAccessReview and returns it
+	// with its status.
+	CreateSubjectAccessReview(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error)
+}
+
 // KubernetesConfig configures NewKubernetes.
 type KubernetesConfig struct {
-	// Client reaches the API server as the agent itself. That identity needs
-	// "create" on tokenreviews.authentication.k8s.io and
-	// subjectaccessreviews.authorization.k8s.io, which the built-in ClusterRole
-	// system:auth-delegator grants.
-	Client kubernetes.Interface
+	// Client reaches the API server as the agent itself
+	// (kubereviews.For adapts a clientset). That identity needs "create" on
+	// tokenreviews.authentication.k8s.io and
+	// subjectaccessreviews.authorization.k8s.io, which the built-in
+	// ClusterRole system:auth-delegator grants.
+	Client Reviewer
 
 	// Namespace and Name identify the Workspace object the agent serves.
 	// Both are required.
@@ -175,7 +187,7 @@ func NewKubernetes(cfg KubernetesConfig) Authorizer {
 
 // kubernetesAuthorizer implements NewKubernetes.
 type kubernetesAuthorizer struct {
-	client    kubernetes.Interface
+	client    Reviewer
 	namespace string
 	name      string
 	audiences []string
@@ -248,9 +260,9 @@ func (k *kubernetesAuthorizer) Authorize(ctx context.Context, token string) erro
 // review asks the API server about token: a TokenReview, then a
 // SubjectAccessReview. A returned error means no decision was reached.
 func (k *kubernetesAuthorizer) review(ctx context.Context, token string) (decision, error) {
-	tr, err := k.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+	tr, err := k.client.CreateTokenReview(ctx, &authenticationv1.TokenReview{
 		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: k.audiences},
-	}, metav1.CreateOptions{})
+	})
 	if err != nil {
 		return decision{}, k.reviewFailed("tokenreviews", err, token)
 	}
@@ -268,7 +280,7 @@ func (k *kubernetesAuthorizer) review(ctx context.Context, token string) (decisi
 	}
 
 	user := tr.Status.User
-	sar, err := k.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+	sar, err := k.client.CreateSubjectAccessReview(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   user.Username,
 			UID:    user.UID,
@@ -284,7 +296,7 @@ func (k *kubernetesAuthorizer) review(ctx context.Context, token string) (decisi
 				Subresource: rpcSubresource,
 			},
 		},
-	}, metav1.CreateOptions{})
+	})
 	if err != nil {
 		return decision{}, k.reviewFailed("subjectaccessreviews", err, token)
 	}

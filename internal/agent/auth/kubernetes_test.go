@@ -23,6 +23,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/stackyard/stackyard/internal/agent/auth/kubereviews"
 )
 
 // binDir finds the repository's bin/ folder, where `make tools` puts etcd
@@ -161,7 +163,7 @@ func TestKubernetes(t *testing.T) {
 		allTokens  = []string{good, otherAud, apiAud, garbage}
 		logs       = &syncBuffer{}
 		log        = funcr.New(logs.add, funcr.Options{Verbosity: 2})
-		noCache    = KubernetesConfig{Client: admin, Namespace: ns, Name: workspace, AllowTTL: -1, DenyTTL: -1, Log: log}
+		noCache    = KubernetesConfig{Client: kubereviews.For(admin), Namespace: ns, Name: workspace, AllowTTL: -1, DenyTTL: -1, Log: log}
 		authorizer = NewKubernetes(noCache)
 	)
 
@@ -207,7 +209,7 @@ func TestKubernetes(t *testing.T) {
 		}
 	})
 	t.Run("binding for another workspace is denied", func(t *testing.T) {
-		a := NewKubernetes(KubernetesConfig{Client: admin, Namespace: ns, Name: other, AllowTTL: -1, DenyTTL: -1, Log: log})
+		a := NewKubernetes(KubernetesConfig{Client: kubereviews.For(admin), Namespace: ns, Name: other, AllowTTL: -1, DenyTTL: -1, Log: log})
 		expect(t, a, otherAud, codes.PermissionDenied)
 		// And the token for "ws" is not accepted by "other-ws" either.
 		expect(t, a, good, codes.Unauthenticated)
@@ -215,7 +217,7 @@ func TestKubernetes(t *testing.T) {
 
 	t.Run("decisions are cached and expire", func(t *testing.T) {
 		clk := clocktesting.NewFakePassiveClock(time.Now())
-		a := NewKubernetes(KubernetesConfig{Client: counted, Namespace: ns, Name: workspace, Clock: clk, Log: log})
+		a := NewKubernetes(KubernetesConfig{Client: kubereviews.For(counted), Namespace: ns, Name: workspace, Clock: clk, Log: log})
 		step := func(d time.Duration) { clk.SetTime(clk.Now().Add(d)) }
 		wantCounts := func(tr, sar int32) {
 			t.Helper()
@@ -256,7 +258,7 @@ func TestKubernetes(t *testing.T) {
 	})
 
 	t.Run("concurrent calls share one review", func(t *testing.T) {
-		a := NewKubernetes(KubernetesConfig{Client: counted, Namespace: ns, Name: workspace, Log: log})
+		a := NewKubernetes(KubernetesConfig{Client: kubereviews.For(counted), Namespace: ns, Name: workspace, Log: log})
 		before := counter.counts()
 		var wg sync.WaitGroup
 		for range 8 {
@@ -277,7 +279,7 @@ func TestKubernetes(t *testing.T) {
 
 	t.Run("unreachable API server is unavailable and not cached", func(t *testing.T) {
 		down := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1", Timeout: 2 * time.Second})
-		a := NewKubernetes(KubernetesConfig{Client: down, Namespace: ns, Name: workspace, Log: log})
+		a := NewKubernetes(KubernetesConfig{Client: kubereviews.For(down), Namespace: ns, Name: workspace, Log: log})
 		expect(t, a, good, codes.Unavailable)
 		if n := len(a.(*kubernetesAuthorizer).cache.Keys()); n != 0 {
 			t.Fatalf("%d failures cached", n)
@@ -291,7 +293,7 @@ func TestKubernetes(t *testing.T) {
 			TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData},
 			BearerToken:     apiAud,
 		})
-		a := NewKubernetes(KubernetesConfig{Client: weak, Namespace: ns, Name: workspace, Log: log})
+		a := NewKubernetes(KubernetesConfig{Client: kubereviews.For(weak), Namespace: ns, Name: workspace, Log: log})
 		expect(t, a, good, codes.Internal)
 	})
 
@@ -361,8 +363,8 @@ func TestWorkspaceAudience(t *testing.T) {
 func TestNewKubernetesRequiresConfig(t *testing.T) {
 	for name, cfg := range map[string]KubernetesConfig{
 		"no client":    {Namespace: "ns", Name: "ws"},
-		"no namespace": {Client: kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1"}), Name: "ws"},
-		"no name":      {Client: kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1"}), Namespace: "ns"},
+		"no namespace": {Client: kubereviews.For(kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1"})), Name: "ws"},
+		"no name":      {Client: kubereviews.For(kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1"})), Namespace: "ns"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {

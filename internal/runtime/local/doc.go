@@ -19,9 +19,11 @@
 // Ensure fetches the source when source.json is missing or its fingerprint
 // differs from the Workspace's source (git url/ref/dir, flux url/digest/dir,
 // project info; a local directory is never fetched), then starts
-// `stackyard agent serve --workspace <program> --listen 127.0.0.1:0
-// --token-file agent.token` with a fresh random token, and reads the
-// address from the agent's first line of output. A running agent is
+// `stackyard-agent serve --workspace <program> --listen 127.0.0.1:0
+// --token-file agent.token` with a fresh random token (the lean agent
+// binary beside stackyard, Options.ServePath; `stackyard agent serve`
+// without one), and reads the address from the agent's first line of
+// output. A running agent is
 // restarted when its launch settings (environment, program directory,
 // source instance) change. Idle stops the process and keeps the directory;
 // Delete stops it and removes the directory.

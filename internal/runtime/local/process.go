@@ -22,7 +22,8 @@ import (
 	"github.com/stackyard/stackyard/internal/proc"
 )
 
-// process is one running `stackyard agent serve`.
+// process is one running agent (`stackyard-agent serve`, or `stackyard
+// agent serve`).
 type process struct {
 	pid     int
 	addr    string
@@ -74,11 +75,12 @@ func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*pro
 	if err := os.WriteFile(tf, []byte(token), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the agent token: %w", err)
 	}
-	args := []string{"agent", "serve", "--workspace", s.projectDir, "--listen", "127.0.0.1:0", "--token-file", tf}
+	bin, args := r.serveCommand()
+	args = append(args, "--workspace", s.projectDir, "--listen", "127.0.0.1:0", "--token-file", tf)
 	if s.verbose {
 		args = append(args, "--verbose")
 	}
-	cmd := exec.Command(r.opts.AgentPath, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(slices.Clip(s.env), proc.RegistryEnv+"="+filepath.Join(s.dir, processesDir))
 	cmd.Dir = s.dir
 	cmd.SysProcAttr = proc.GroupAttr() // its own group, and dies with the operator
@@ -88,7 +90,7 @@ func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*pro
 	// Grandchildren holding the pipes must not keep Wait from returning.
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the agent %s: %w", r.opts.AgentPath, err)
+		return nil, fmt.Errorf("starting the agent %s: %w", bin, err)
 	}
 	p := &process{pid: cmd.Process.Pid, token: token, launch: s.launch, dir: s.dir, done: make(chan struct{}), out: out}
 	go func() {
@@ -120,6 +122,25 @@ func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*pro
 		r.stop(p, log)
 		return nil, ctx.Err()
 	}
+}
+
+// LeanAgent is the file name of the lean agent binary (cmd/stackyard-agent)
+// that New looks for beside the stackyard binary.
+const LeanAgent = "stackyard-agent"
+
+// serveCommand is the binary and the leading arguments of an agent start:
+// the lean agent's `serve`, or `stackyard agent serve`.
+func (r *Runtime) serveCommand() (string, []string) {
+	if r.opts.ServePath != "" {
+		return r.opts.ServePath, []string{"serve"}
+	}
+	return r.opts.AgentPath, []string{"agent", "serve"}
+}
+
+// isExecutable reports whether path is a regular file someone may execute.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
 // stop asks the agent to stop (SIGTERM: it cancels running operations and

@@ -58,9 +58,16 @@ type Options struct {
 	// and git credentials refer to. Give it the manager's API reader, so
 	// the operator does not cache every Secret of the cluster. Required.
 	Client client.Reader
-	// AgentPath is the stackyard binary run as `agent init` and `agent
-	// serve`; empty means the running executable.
+	// AgentPath is the stackyard binary run as `agent init` (and as `agent
+	// serve` when there is no ServePath); empty means the running
+	// executable.
 	AgentPath string
+	// ServePath is the lean agent binary (cmd/stackyard-agent) run as
+	// `serve` for every agent start; empty means LeanAgent beside
+	// AgentPath when it is there, else AgentPath's `agent serve`, which
+	// serves the same API but starts slower (it initialises the
+	// operator's packages too).
+	ServePath string
 	// PathDirs are put first on the agents' PATH: where pulumi, the
 	// language hosts and the providers are.
 	PathDirs []string
@@ -142,6 +149,11 @@ func New(opts Options) (*Runtime, error) {
 	if opts.AgentPath == "" {
 		if opts.AgentPath, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("local runtime: finding the stackyard binary: %w", err)
+		}
+	}
+	if opts.ServePath == "" {
+		if lean := filepath.Join(filepath.Dir(opts.AgentPath), LeanAgent); isExecutable(lean) {
+			opts.ServePath = lean
 		}
 	}
 	if opts.InheritEnv == nil {
@@ -282,7 +294,7 @@ func (r *Runtime) ensure(ctx context.Context, ws *autov1alpha1.Workspace, key ty
 	}
 	projectDir := src.ProjectDir(filepath.Join(dir, sourceDir))
 	verbose := ws.Spec.PulumiLogLevel > 0
-	launch := digest(append([]string{r.opts.AgentPath, projectDir, m.Instance, fmt.Sprint(verbose)}, env...))
+	launch := digest(append([]string{r.opts.AgentPath, r.opts.ServePath, projectDir, m.Instance, fmt.Sprint(verbose)}, env...))
 	status := runtime.Status{Revision: m.Revision, Instance: digest([]string{m.Instance, launch})}
 
 	if p := s.current(); p != nil && p.launch == launch {

@@ -18,6 +18,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/proc"
 	"github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/redact"
 	"github.com/stackyard/stackyard/internal/runtime/local"
@@ -94,6 +95,10 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("Ensure = %+v, %v", st, err)
 	}
 	pid := rt.PID(ns, ws.Name)
+	// The agent is the lean binary testenv builds beside stackyard.
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || filepath.Base(exe) != local.LeanAgent {
+		t.Errorf("the agent runs %q (%v), want %s", exe, err, local.LeanAgent)
+	}
 	// The agent is told which variables came from Secrets, to mask them.
 	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil || !slices.Contains(strings.Split(string(environ), "\x00"), redact.SecretEnvVar+"=PULUMI_CONFIG_PASSPHRASE") {
@@ -411,4 +416,31 @@ func TestMaxAgents(t *testing.T) {
 	}
 	waitNotified(first.Name)
 	ensureReady(t, rt, first)
+}
+
+// TestServeFallback: with no lean agent beside the stackyard binary, the
+// runtime runs `stackyard agent serve`, which serves the same API.
+func TestServeFallback(t *testing.T) {
+	ns := newNamespace(t)
+	alone := filepath.Join(t.TempDir(), "stackyard")
+	if err := os.Symlink(stackyardBin, alone); err != nil {
+		t.Fatal(err)
+	}
+	rt, _ := newRuntime(t, "", func(o *local.Options) { o.AgentPath = alone })
+	ws := localWorkspace(t, ns, "fallback")
+	st, err := rt.Ensure(ctx(t), ws)
+	if err != nil || !st.Ready {
+		t.Fatalf("Ensure = %+v, %v; want a ready agent", st, err)
+	}
+	pid := rt.PID(ns, ws.Name)
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || filepath.Base(exe) != "stackyard" {
+		t.Errorf("the agent runs %q (%v), want stackyard", exe, err)
+	}
+	if args := proc.Cmdline(pid); len(args) < 3 || args[1] != "agent" || args[2] != "serve" {
+		t.Errorf("the agent's command line is %q, want stackyard agent serve", args)
+	}
+	ws.Status.Address = st.Address
+	if v, err := client(t, rt, ws).PulumiVersion(ctx(t), &agentpb.PulumiVersionRequest{}); err != nil || v.GetVersion() == "" {
+		t.Fatalf("PulumiVersion = %v, %v", v, err)
+	}
 }

@@ -1,0 +1,29 @@
+// Command stackyard-agent is the workspace agent alone: `stackyard-agent
+// serve` is `stackyard agent serve` with static tokens only, in a binary
+// without the operator's packages. The local runtime starts one per
+// Workspace that has work, so in a burst one per update, and an agent's
+// start was mostly the initialisation of packages it never used.
+// It only wires the command; behaviour lives in internal/agent/serve.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stackyard/stackyard/internal/agent/serve"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:               "stackyard-agent",
+		Short:             "The stackyard workspace agent (static tokens; `stackyard agent` has every mode)",
+		SilenceUsage:      true,
+		Args:              cobra.NoArgs,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.AddCommand(serve.Command(nil))
+	if err := root.Execute(); err != nil {
+		os.Exit(1)
+	}
+}
