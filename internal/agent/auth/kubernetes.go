@@ -74,7 +74,8 @@ func WorkspaceAudience(namespace, name string) string {
 // It is an interface of its own, not a clientset, so that the agent's
 // lean binary (cmd/stackyard-agent), which serves only static tokens,
 // does not carry client-go's clientset: its package initialisation (every
-// API group registered in a scheme) was a sixth of an agent's start.
+// API group registered in a scheme) was about a tenth of that binary's
+// start.
 type Reviewer interface {
 	// CreateTokenReview creates a TokenReview and returns it with its status.
 	CreateTokenReview(ctx context.Context, tr *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error)

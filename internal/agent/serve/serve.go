@@ -4,7 +4,7 @@
 // --auth kubernetes, in workspace pods) and the lean stackyard-agent as
 // `stackyard-agent serve` (the local runtime's agents, which start once
 // per update in a burst: it leaves out the operator's packages, whose
-// initialisation was a third of an agent's start).
+// initialisation was half of an agent's start).
 package serve
 
 import (

@@ -26,6 +26,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/update"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/runtime/local"
 	"github.com/stackyard/stackyard/test/argocd"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
@@ -173,7 +174,8 @@ func agentPID(t *testing.T, ns, name string) int {
 			continue
 		}
 		args := bytes.Split(cmdline, []byte{0})
-		if len(args) > 2 && string(args[1]) == "agent" && string(args[2]) == "serve" && bytes.Contains(cmdline, marker) {
+		// The agents of this suite are the lean binary testenv builds.
+		if len(args) > 1 && filepath.Base(string(args[0])) == local.LeanAgent && string(args[1]) == "serve" && bytes.Contains(cmdline, marker) {
 			return pid
 		}
 	}
