@@ -1,8 +1,8 @@
 // Command stackyard-agent is the workspace agent alone: `stackyard-agent
 // serve` is `stackyard agent serve` with static tokens only, in a binary
 // without the operator's packages. The local runtime starts one per
-// Workspace that has work, so in a burst one per update, and an agent's
-// start was mostly the initialisation of packages it never used.
+// Workspace that has work, so in a burst one per update, and half of an
+// agent's start was the initialisation of packages it never used.
 // It only wires the command; behaviour lives in internal/agent/serve.
 package main
 

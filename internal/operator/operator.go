@@ -99,8 +99,10 @@ type Options struct {
 	// derives it from the listen address, which only the local runtime can
 	// use: the kubernetes runtime requires it.
 	ArtifactURL string
-	// AgentPath is the stackyard binary the local runtime runs as the
-	// agent; empty means this executable.
+	// AgentPath is the stackyard binary the local runtime runs as `agent
+	// init`, and as `agent serve` unless the lean agent (stackyard-agent)
+	// is installed beside it (see local.Options.ServePath); empty means
+	// this executable.
 	AgentPath string
 	// ToolDirs are put first on local agents' PATH (pulumi, language
 	// hosts, providers).

@@ -211,9 +211,10 @@ func agents(root int) int {
 // machine during a burst of 100, CPU the operator's tree competes for
 // and the floor does not. So each tick reads the cheap resident size
 // (statm), and PSS only when the tree's RSS is at least pssShare of the
-// highest RSS seen so far: PSS never exceeds RSS, and a tree's peak PSS
-// comes with its peak RSS unless its sharing changes a lot, so the peak is
-// still found while most ticks cost a statm read.
+// highest RSS seen so far: most ticks cost a statm read. The peak found is
+// the highest PSS among those samples: a peak of PSS at a tick whose RSS
+// is lower than that (fewer processes sharing more private memory) would
+// be missed, which the figure's text says.
 type sampler struct {
 	root     int
 	stop     chan struct{}

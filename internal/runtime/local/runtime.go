@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,8 +65,9 @@ type Options struct {
 	// executable.
 	AgentPath string
 	// ServePath is the lean agent binary (cmd/stackyard-agent) run as
-	// `serve` for every agent start; empty means LeanAgent beside
-	// AgentPath when it is there, else AgentPath's `agent serve`, which
+	// `serve` for every agent start. Empty means LeanAgent beside
+	// AgentPath when it is there and may be trusted as much as AgentPath
+	// (see leanAgentRefused), else AgentPath's `agent serve`, which
 	// serves the same API but starts slower (it initialises the
 	// operator's packages too).
 	ServePath string
@@ -151,9 +154,26 @@ func New(opts Options) (*Runtime, error) {
 			return nil, fmt.Errorf("local runtime: finding the stackyard binary: %w", err)
 		}
 	}
+	// Absolute, so that the lean agent is looked up beside the binary that
+	// runs, not in the working directory.
+	if !strings.ContainsRune(opts.AgentPath, filepath.Separator) {
+		if opts.AgentPath, err = exec.LookPath(opts.AgentPath); err != nil {
+			return nil, fmt.Errorf("local runtime: %w", err)
+		}
+	}
+	if opts.AgentPath, err = filepath.Abs(opts.AgentPath); err != nil {
+		return nil, fmt.Errorf("local runtime: %w", err)
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
 	if opts.ServePath == "" {
-		if lean := filepath.Join(filepath.Dir(opts.AgentPath), LeanAgent); isExecutable(lean) {
+		lean := filepath.Join(filepath.Dir(opts.AgentPath), LeanAgent)
+		if why := leanAgentRefused(opts.AgentPath, lean); why != "" {
+			opts.Log.Info("agents start as `stackyard agent serve`", "leanAgent", lean, "notUsed", why)
+		} else {
 			opts.ServePath = lean
+			opts.Log.Info("agents start as `stackyard-agent serve`", "leanAgent", lean)
 		}
 	}
 	if opts.InheritEnv == nil {
@@ -167,9 +187,6 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = DefaultInitTimeout
-	}
-	if opts.Log.GetSink() == nil {
-		opts.Log = logr.Discard()
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
@@ -294,7 +311,7 @@ func (r *Runtime) ensure(ctx context.Context, ws *autov1alpha1.Workspace, key ty
 	}
 	projectDir := src.ProjectDir(filepath.Join(dir, sourceDir))
 	verbose := ws.Spec.PulumiLogLevel > 0
-	launch := digest(append([]string{r.opts.AgentPath, r.opts.ServePath, projectDir, m.Instance, fmt.Sprint(verbose)}, env...))
+	launch := digest(append([]string{r.opts.AgentPath, projectDir, m.Instance, fmt.Sprint(verbose)}, env...))
 	status := runtime.Status{Revision: m.Revision, Instance: digest([]string{m.Instance, launch})}
 
 	if p := s.current(); p != nil && p.launch == launch {

@@ -13,8 +13,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// For returns the reviews of cs, an auth.Reviewer.
-func For(cs kubernetes.Interface) Reviews { return Reviews{cs: cs} }
+// For returns the reviews of cs, an auth.Reviewer. It panics on a nil cs,
+// as auth.NewKubernetes does on a nil Reviewer: an agent wired without a
+// client must not start serving.
+func For(cs kubernetes.Interface) Reviews {
+	if cs == nil {
+		panic("kubereviews.For: nil clientset")
+	}
+	return Reviews{cs: cs}
+}
 
 // Reviews creates TokenReviews and SubjectAccessReviews through a
 // clientset.
