@@ -73,6 +73,37 @@ func TestLeanAgentRefused(t *testing.T) {
 	}
 }
 
+// TestLeanAgentLink: a lean agent that is a link is judged by the file it
+// leads to and that file's directory.
+func TestLeanAgentLink(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join(testenv.BinDir(), "protoc-gen-go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	safe, shared := t.TempDir(), t.TempDir()
+	stackyard := filepath.Join(safe, "stackyard")
+	target := filepath.Join(shared, LeanAgent)
+	for _, f := range []string{stackyard, target} {
+		if err := os.WriteFile(f, body, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lean := filepath.Join(safe, LeanAgent)
+	if err := os.Symlink(target, lean); err != nil {
+		t.Fatal(err)
+	}
+	if got := leanAgentRefused(stackyard, lean); got != "" {
+		t.Fatalf("a link into a safe directory: leanAgentRefused = %q, want it used", got)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(shared, 0o700) })
+	if got := leanAgentRefused(stackyard, lean); !strings.Contains(got, "its directory: writable by others") {
+		t.Errorf("a link into a shared directory: leanAgentRefused = %q, want it refused for the directory", got)
+	}
+}
+
 // TestUnsafeFileOwner: a lean agent owned by someone other than
 // stackyard's owner or root is refused.
 func TestUnsafeFileOwner(t *testing.T) {
