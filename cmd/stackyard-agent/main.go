@@ -1,6 +1,7 @@
 // Command stackyard-agent is the workspace agent alone: `stackyard-agent
-// serve` is `stackyard agent serve` with static tokens only, in a binary
-// without the operator's packages. The local runtime starts one per
+// serve` is `stackyard agent serve` in a binary without the operator's
+// packages; its --auth kubernetes works in a pod only (the service
+// account's files, no kubeconfig). The local runtime starts one per
 // Workspace that has work, so in a burst one per update, and half of an
 // agent's start was the initialisation of packages it never used.
 // It only wires the command; behaviour lives in internal/agent/serve.
@@ -17,12 +18,12 @@ import (
 func main() {
 	root := &cobra.Command{
 		Use:               "stackyard-agent",
-		Short:             "The stackyard workspace agent (static tokens; `stackyard agent` has every mode)",
+		Short:             "The stackyard workspace agent (`stackyard agent serve` without the operator)",
 		SilenceUsage:      true,
 		Args:              cobra.NoArgs,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.AddCommand(serve.Command(nil))
+	root.AddCommand(serve.Command(serve.InClusterAuth))
 	if err := root.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/stackyard/stackyard/internal/agent/auth/apireviews"
 	"github.com/stackyard/stackyard/internal/agent/auth/kubereviews"
 )
 
@@ -297,6 +298,54 @@ func TestKubernetes(t *testing.T) {
 		expect(t, a, good, codes.Internal)
 	})
 
+	t.Run("reviews over HTTPS without client-go", func(t *testing.T) {
+		// The lean agent's Reviewer, as a pod runs it: its own service
+		// account's token in a file, the cluster's CA, the API server's URL.
+		dir := t.TempDir()
+		caFile, tokenFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "token")
+		writeFile(t, caFile, string(cfg.CAData))
+		// First the caller's token, whose account may not create reviews.
+		writeFile(t, tokenFile, apiAud)
+		server := cfg.Host
+		if !strings.HasPrefix(server, "https://") {
+			server = "https://" + server
+		}
+		reviews, err := apireviews.New(apireviews.Config{Server: server, TokenFile: tokenFile, CAFile: caFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := NewKubernetes(KubernetesConfig{Client: reviews, Namespace: ns, Name: workspace, AllowTTL: -1, DenyTTL: -1, Log: log})
+		expect(t, a, good, codes.Internal)
+
+		// The kubelet rotates the file: the next review uses the new token,
+		// now one of an account bound to system:auth-delegator.
+		writeFile(t, tokenFile, delegatorToken(ctx, t, admin, ns, "agent"))
+		// RBAC learns of the new binding through an informer.
+		deadline := time.Now().Add(10 * time.Second)
+		for status.Code(a.Authorize(ctx, garbage)) == codes.Internal && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		expect(t, a, garbage, codes.Unauthenticated)
+		expect(t, a, otherAud, codes.Unauthenticated)
+		expect(t, a, apiAud, codes.Unauthenticated)
+		expect(t, a, good, codes.OK)
+		elsewhere := NewKubernetes(KubernetesConfig{Client: reviews, Namespace: ns, Name: other, AllowTTL: -1, DenyTTL: -1, Log: log})
+		expect(t, elsewhere, otherAud, codes.PermissionDenied)
+
+		if _, err := apireviews.New(apireviews.Config{Server: cfg.Host, TokenFile: tokenFile, CAFile: filepath.Join(dir, "none")}); err == nil ||
+			!strings.Contains(err.Error(), "CA bundle") {
+			t.Fatalf("New without a CA bundle: %v, want an error naming it", err)
+		}
+		if _, err := apireviews.New(apireviews.Config{Server: "http://" + strings.TrimPrefix(server, "https://"), TokenFile: tokenFile, CAFile: caFile}); err == nil {
+			t.Fatal("New accepted a plain-HTTP API server")
+		}
+		writeFile(t, tokenFile, "\n")
+		if _, err := apireviews.New(apireviews.Config{Server: server, TokenFile: tokenFile, CAFile: caFile}); err == nil ||
+			!strings.Contains(err.Error(), "is empty") {
+			t.Fatalf("New with an empty token: %v, want an error naming it", err)
+		}
+	})
+
 	out := logs.String()
 	t.Logf("authorizer log:\n%s", out)
 	if !strings.Contains(out, "Denied an RPC") || !strings.Contains(out, "Allowed an RPC") {
@@ -329,6 +378,40 @@ func grantRPC(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, sa,
 		}, metav1.CreateOptions{})
 		return err
 	})
+}
+
+// delegatorToken creates the service account ns/name, binds it to the
+// built-in ClusterRole system:auth-delegator, as an agent's account is, and
+// returns a token for it.
+func delegatorToken(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	mustCreate(t, func() error {
+		_, err := c.CoreV1().ServiceAccounts(ns).Create(ctx,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, func() error {
+		_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name + "-auth-delegator"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	tr, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest: %v", err)
+	}
+	return tr.Status.Token
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mustCreate(t *testing.T, create func() error) {

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/stackyard/stackyard/internal/agent/auth"
+	"github.com/stackyard/stackyard/internal/agent/auth/apireviews"
 	"github.com/stackyard/stackyard/internal/agent/cache"
 	"github.com/stackyard/stackyard/internal/agent/server"
 )
@@ -55,10 +56,25 @@ type options struct {
 // namespace/name.
 type KubernetesAuth func(namespace, name string, log logr.Logger) (auth.Authorizer, error)
 
+// InClusterAuth is the KubernetesAuth of a pod, without client-go: the
+// reviews go to the API server over HTTPS as the pod's service account
+// (internal/agent/auth/apireviews). The lean stackyard-agent uses it.
+func InClusterAuth(namespace, name string, log logr.Logger) (auth.Authorizer, error) {
+	cfg, err := apireviews.InCluster("")
+	if err != nil {
+		return nil, fmt.Errorf("--auth %s: %w", AuthKubernetes, err)
+	}
+	reviews, err := apireviews.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--auth %s: %w", AuthKubernetes, err)
+	}
+	return auth.NewKubernetes(auth.KubernetesConfig{Client: reviews, Namespace: namespace, Name: name, Log: log}), nil
+}
+
 // Command returns the serve command. kube builds the authorizer of --auth
-// kubernetes; it is nil in a binary without a Kubernetes client (the lean
-// stackyard-agent), where --auth kubernetes fails with an error that names
-// the binary that has one.
+// kubernetes (InClusterAuth, or one on a clientset); nil means this binary
+// has none, and --auth kubernetes fails with an error that names the
+// binary that has one.
 func Command(kube KubernetesAuth) *cobra.Command {
 	o := &options{kube: kube}
 	cmd := &cobra.Command{

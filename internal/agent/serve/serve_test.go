@@ -23,12 +23,14 @@ func TestAuthFlags(t *testing.T) {
 	}{
 		"unknown mode":          {kube, []string{"--auth", "oidc", "--no-auth=false"}, `--auth "oidc"`},
 		"kubernetes, no client": {nil, []string{"--auth", AuthKubernetes, "--workspace-namespace", "ns", "--workspace-name", "ws"}, "run `stackyard agent serve`"},
+		"kubernetes, no pod":    {InClusterAuth, []string{"--auth", AuthKubernetes, "--workspace-namespace", "ns", "--workspace-name", "ws"}, "not in a Kubernetes pod"},
 		"kubernetes, no name":   {kube, []string{"--auth", AuthKubernetes, "--workspace-namespace", "ns"}, "--workspace-name"},
 		"static, no token":      {nil, []string{"--auth", AuthStatic}, "no token"},
 		"static, missing file":  {nil, []string{"--token-file", dir + "/none"}, "read --token-file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(TokenEnv, "")
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
 			cmd := Command(tc.kube)
 			cmd.SilenceUsage = true
 			var out, stderr bytes.Buffer
