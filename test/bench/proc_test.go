@@ -178,11 +178,10 @@ func machineBusyTicks() int64 {
 // isAgent reports whether pid is a stackyard agent: `stackyard-agent
 // serve`, or `stackyard agent serve`.
 func isAgent(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	if err != nil {
+	args, ok := commandLine(pid)
+	if !ok {
 		return false
 	}
-	args := strings.Split(string(b), "\x00")
 	switch {
 	case len(args) > 1 && filepath.Base(args[0]) == "stackyard-agent":
 		return args[1] == "serve"
@@ -190,6 +189,26 @@ func isAgent(pid int) bool {
 		return args[1] == "agent" && args[2] == "serve"
 	}
 	return false
+}
+
+// commandLine returns the arguments pid was started with; ok is false
+// when it is gone, or when it is a fork that has not yet exec'd. Go starts
+// a command with vfork, and until the child's execve its cmdline reads as
+// its parent's: an agent about to run `pulumi up` has a child that reads
+// as an agent, and a `pulumi up` starting its language host one that
+// reads as a second `pulumi up`. Such a child has its parent's command
+// line, which no process of the operator's tree has once it runs.
+func commandLine(pid int) ([]string, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || len(b) == 0 {
+		return nil, false
+	}
+	if st, ok := readStat(pid); ok && st.ppid > 0 {
+		if parent, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.ppid), "cmdline")); err == nil && string(parent) == string(b) {
+			return nil, false
+		}
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), true
 }
 
 // agents counts the agents among root's descendants.
@@ -321,12 +340,9 @@ func watchCLI(root int) *cliWatcher {
 					w.agents[pid] = true
 					continue
 				}
-				b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-				if err != nil {
-					continue
-				}
-				args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-				if filepath.Base(args[0]) != "pulumi" {
+				// A fork not yet exec'd is looked at again next time.
+				args, ok := commandLine(pid)
+				if !ok || filepath.Base(args[0]) != "pulumi" {
 					continue
 				}
 				var words []string
