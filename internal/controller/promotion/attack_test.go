@@ -104,6 +104,12 @@ func TestAttacksLeaveProdAlone(t *testing.T) {
 	c3 := repo.commit("v3")
 	create(t, release(ns, "r3", c3, time.Now()))
 	g.Eventually(func() string { return readFile(g, devFile) }, opTimeout, 250*time.Millisecond).Should(Equal("v3"))
+	// A negative check, bounded by time on purpose: dev at v3 is the
+	// witness that the controllers have acted on the new release, and a
+	// promotion that slipped past the gate would follow it within a few
+	// reconciles; no event marks "prod was not promoted". The refusals
+	// above are the direct checks; this one catches a gate that opened
+	// anyway.
 	g.Consistently(func(g Gomega) {
 		g.Expect(readFile(g, prodFile)).To(Equal("v1"), "the test provider wrote prod's file")
 		get(g, live)

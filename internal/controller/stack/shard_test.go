@@ -168,6 +168,11 @@ func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
 	waitStack(t, ns, "moving", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
 		g.Expect(conditionMessage(s, "Reconciling")).To(ContainSubstring("update moving-unrecorded runs in shard default, which this Stack left"))
 	})
+	// A negative check, bounded by time on purpose: nothing marks "blue
+	// looked and held back" but the message above, which blue writes at
+	// its first look. The wrong outcome, taking the Workspace, would come
+	// at one of its later looks, every handoverPoll; two of them is the
+	// window.
 	g.Consistently(func(g Gomega) {
 		g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "", first: "", "moving-unrecorded": "", "moving-lookalike": ""}))
 	}, 2*handoverPoll, pollInterval).Should(Succeed(), "shard blue took the Workspace while the default shard's Update was pending")
