@@ -428,6 +428,37 @@ func TestCloudAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("an address presenting unreviewed tokens past the limit is 429", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limited := cloudapi.NewHandler(opClient, log, cloudapi.WithAddressRateLimit(0.01, 2))
+		srv := &http.Server{Handler: limited, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		ask := func(tok string) int {
+			t.Helper()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ln.Addr().String()+"/api/stacks/acme/website/dev/updates", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "token "+tok)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			return resp.StatusCode
+		}
+		// Each new token costs a TokenReview, so a caller spraying tokens
+		// meets the limit; a token already reviewed does not count.
+		codes := []int{ask(kargo), ask("sprayed-1-" + strings.Repeat("x", 30)), ask("sprayed-2-" + strings.Repeat("x", 30)), ask(kargo)}
+		if want := []int{http.StatusOK, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusOK}; !slices.Equal(codes, want) {
+			t.Errorf("codes %v, want %v (a burst of two unreviewed tokens)", codes, want)
+		}
+	})
+
 	for _, tok := range allTokens {
 		if strings.Contains(logs.String(), tok) {
 			t.Fatalf("the log holds a token:\n%s", logs.String())

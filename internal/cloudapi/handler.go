@@ -76,6 +76,13 @@ func WithUserRateLimit(perSecond float64, burst int) HandlerOption {
 	return func(h *Handler) { h.users = newLimiters(rate.Limit(perSecond), burst, time.Now) }
 }
 
+// WithAddressRateLimit replaces the per-address limit on requests whose
+// token is not yet reviewed: perSecond and burst of a token bucket per
+// remote address.
+func WithAddressRateLimit(perSecond float64, burst int) HandlerOption {
+	return func(h *Handler) { h.addresses = newLimiters(rate.Limit(perSecond), burst, time.Now) }
+}
+
 // ServeHTTP answers one request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
