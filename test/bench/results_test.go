@@ -143,17 +143,29 @@ func machineFacts() Machine {
 	if out, err := exec.Command(filepath.Join(testenv.BinDir(), "pulumi"), "version").Output(); err == nil {
 		m.Pulumi = strings.TrimSpace(string(out))
 	}
+	m.Commit, m.Dirty = builtFrom.commit, builtFrom.dirty
+	m.LoadBefore = loadavg()
+	return m
+}
+
+// builtFrom is the tree's commit, and whether it had changes, when the
+// bench binary started, just after `go test` built it and the operator
+// from that tree: what a run measures, whatever HEAD is when a run of
+// hours ends and records it.
+var builtFrom = func() (s struct {
+	commit string
+	dirty  bool
+}) {
 	git := func(args ...string) string {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = testenv.RepoRoot()
 		out, _ := cmd.Output()
 		return strings.TrimSpace(string(out))
 	}
-	m.Commit = git("rev-parse", "--short=12", "HEAD")
-	m.Dirty = git("status", "--porcelain", "--untracked-files=no") != ""
-	m.LoadBefore = loadavg()
-	return m
-}
+	s.commit = git("rev-parse", "--short=12", "HEAD")
+	s.dirty = git("status", "--porcelain", "--untracked-files=no") != ""
+	return s
+}()
 
 // meminfo returns a /proc/meminfo field in KiB.
 func meminfo(field string) int64 {
