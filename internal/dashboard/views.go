@@ -99,7 +99,8 @@ func buildUpdate(u *autov1alpha1.Update) updateView {
 		v.State = "Failed"
 	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeComplete):
 		v.State = "Succeeded"
-	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing):
+	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing) &&
+		apimeta.FindStatusCondition(u.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing).Reason != autov1alpha1.UpdateReasonPending:
 		v.State = "Running"
 	default:
 		v.State = "Pending"

@@ -93,7 +93,7 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 	cached := &autov1alpha1.Workspace{}
 	if err := r.client.Get(ctx, key, cached); err == nil {
 		if msg := r.notServing(cached); msg != "" {
-			return r.pending(s, msg)
+			return r.pendingServing(s, msg)
 		}
 	}
 	ws := &autov1alpha1.Workspace{}
@@ -115,7 +115,7 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 		return r.refuse(ctx, s, problem)
 	}
 	if msg := r.notServing(ws); msg != "" {
-		return r.pending(s, msg)
+		return r.pendingServing(s, msg)
 	}
 	s.ws = ws
 	return sreconcile.ResultEmpty, nil
@@ -204,6 +204,20 @@ func (r *Reconciler) pending(s *session, msg string) (sreconcile.Result, error) 
 	s.obj.Status.MarkProgressing(autov1alpha1.UpdateReasonPending, msg)
 	stampConditions(&s.obj.Status, s.obj.Generation)
 	return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(msg), r.opts.WaitInterval)
+}
+
+// pendingServing is pending for an Update whose Workspace does not serve
+// yet (msg, from notServing), except that an Update of a Stack that has no
+// Progressing condition yet is left as it is: a missing condition reads as
+// pending to its Stack, the Workspace controller and the dashboard, and the
+// Stack reports the wait for its Workspace itself, with the Workspace's
+// reason when it fails. In a burst every update waits so, and the write
+// this spares was one in every twenty of an update's API requests.
+func (r *Reconciler) pendingServing(s *session, msg string) (sreconcile.Result, error) {
+	if ownedByStack(s.obj) && apimeta.FindStatusCondition(s.obj.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing) == nil {
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(msg), r.opts.WaitInterval)
+	}
+	return r.pending(s, msg)
 }
 
 // reconcileStart claims the workspace for this Update, records that the

@@ -348,10 +348,17 @@ func (r *Reconciler) event(obj *autov1alpha1.Update, eventType, reason, action, 
 // second event per moment would only double the writes of every update.
 // Warnings are always emitted.
 func (r *Reconciler) progress(obj *autov1alpha1.Update, reason, format string, args ...any) {
-	if owner := metav1.GetControllerOf(obj); owner != nil && owner.Kind == "Stack" && owner.APIVersion == pulumiv1.GroupVersion.String() {
+	if ownedByStack(obj) {
 		return
 	}
 	r.event(obj, corev1.EventTypeNormal, reason, "Run", format, args...)
+}
+
+// ownedByStack reports whether a Stack is obj's controller: the Stack then
+// reports obj's progress where its users look.
+func ownedByStack(obj *autov1alpha1.Update) bool {
+	owner := metav1.GetControllerOf(obj)
+	return owner != nil && owner.Kind == "Stack" && owner.APIVersion == pulumiv1.GroupVersion.String()
 }
 
 // errShuttingDown refuses to start an operation once the registry of runs
