@@ -27,6 +27,9 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 CA_CERTIFICATES ?= /etc/ssl/certs/ca-certificates.crt
 
 IMAGE_STACKYARD = dist/bin/linux_$(IMAGE_ARCH)/stackyard
+# The lean agent, built in the same go build so that it is the same build
+# as stackyard (the local runtime runs it only then).
+IMAGE_STACKYARD_AGENT = dist/bin/linux_$(IMAGE_ARCH)/stackyard-agent
 # Static, without paths, build ID or symbol tables, so that the same source
 # and Go toolchain give the same bytes.
 IMAGE_GO_LDFLAGS = -s -w -buildid= -X github.com/stackyard/stackyard/internal/cli.Version=$(IMAGE_VERSION) \
@@ -40,10 +43,10 @@ images: $(PULUMI_TOOLS) ca-certificates ## Build the operator and agent images i
 	@echo ">> building stackyard $(IMAGE_VERSION) for linux/$(IMAGE_ARCH)" >&2
 	@mkdir -p $(dir $(IMAGE_STACKYARD))
 	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -buildvcs=auto -ldflags "$(IMAGE_GO_LDFLAGS)" \
-		-o $(IMAGE_STACKYARD) ./cmd/stackyard
+		-o $(dir $(IMAGE_STACKYARD)) ./cmd/stackyard ./cmd/stackyard-agent
 	@echo ">> assembling the images in $(IMAGES_DIR) (created $(SOURCE_DATE_EPOCH))" >&2
 	@go run ./hack/image -out $(IMAGES_DIR) -arch $(IMAGE_ARCH) \
-		-stackyard $(IMAGE_STACKYARD) -pulumi $(PULUMI) -pulumi-language-yaml $(PULUMI_YAML) \
+		-stackyard $(IMAGE_STACKYARD) -stackyard-agent $(IMAGE_STACKYARD_AGENT) -pulumi $(PULUMI) -pulumi-language-yaml $(PULUMI_YAML) \
 		-ca-certificates $(CA_CERTIFICATES) \
 		-operator-ref $(IMAGE_REGISTRY)/stackyard:$(IMAGE_TAG) \
 		-agent-ref $(IMAGE_REGISTRY)/stackyard-agent:$(IMAGE_TAG) \

@@ -2,8 +2,9 @@
 // serve` is `stackyard agent serve` in a binary without the operator's
 // packages; its --auth kubernetes works in a pod only (the service
 // account's files, no kubeconfig). The local runtime starts one per
-// Workspace that has work, so in a burst one per update, and half of an
-// agent's start was the initialisation of packages it never used.
+// Workspace that has work, so in a burst one per update, and each
+// workspace pod runs one; half of an agent's start was the initialisation
+// of packages it never used.
 // It only wires the command; behaviour lives in internal/agent/serve.
 package main
 

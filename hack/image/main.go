@@ -34,6 +34,7 @@ func run(args []string) error {
 	agentRef := fs.String("agent-ref", "ghcr.io/stackyard/stackyard-agent:dev", "the agent image's tag")
 	created := fs.String("created", "0", "the images' creation time in Unix seconds (SOURCE_DATE_EPOCH)")
 	fs.StringVar(&in.Stackyard, "stackyard", "", "the stackyard binary (linux, static)")
+	fs.StringVar(&in.StackyardAgent, "stackyard-agent", "", "the stackyard-agent binary of the same build (linux, static)")
 	fs.StringVar(&in.Pulumi, "pulumi", "bin/pulumi", "the pulumi CLI binary")
 	fs.StringVar(&in.PulumiLanguageYAML, "pulumi-language-yaml", "bin/pulumi-language-yaml", "the YAML language host binary")
 	fs.StringVar(&in.CACertificates, "ca-certificates", image.CACertificatesPath, "the CA bundle to copy")
@@ -61,7 +62,7 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-agent-ref: %w", err)
 	}
-	for _, bin := range []string{in.Stackyard, in.Pulumi, in.PulumiLanguageYAML} {
+	for _, bin := range []string{in.Stackyard, in.StackyardAgent, in.Pulumi, in.PulumiLanguageYAML} {
 		if err := image.CheckExecutable(bin, in.Arch); err != nil {
 			return err
 		}

@@ -46,6 +46,7 @@ func TestRun(t *testing.T) {
 	args := []string{
 		"-out", out, "-arch", "amd64", "-ca-certificates", ca, "-created", "1700000000",
 		"-stackyard", staticELF(t, dir, "stackyard", "s"),
+		"-stackyard-agent", staticELF(t, dir, "stackyard-agent", "a"),
 		"-pulumi", staticELF(t, dir, "pulumi", "p"),
 		"-pulumi-language-yaml", staticELF(t, dir, "yaml", "y"),
 		"-operator-ref", "example.com/op:v1", "-agent-ref", "example.com/agent:v1",
@@ -76,6 +77,7 @@ func TestRun(t *testing.T) {
 		"ref":       {"-operator-ref", "Not A Ref"},
 		"arch":      {"-arch", "arm64"},
 		"not ELF":   {"-pulumi", ca},
+		"no agent":  {"-stackyard-agent", ""},
 		"arguments": {"extra"},
 	} {
 		if err := run(append(append([]string{}, args...), bad...)); err == nil {

@@ -19,8 +19,21 @@ import (
 var agentSubcommands []func() *cobra.Command
 
 func init() {
-	subcommands = append(subcommands, agentCommand)
+	subcommands = append(subcommands, agentCommand, leanServeCommand)
 	agentSubcommands = append(agentSubcommands, func() *cobra.Command { return serve.Command(kubernetesAuthorizer) })
+}
+
+// leanServeCommand returns `stackyard serve`, hidden: the lean agent's
+// command (`stackyard-agent serve`) in this binary. A workspace pod runs
+// `stackyard-agent serve`; where the init image has no stackyard-agent of
+// its build, `agent init --copy-agent` copies stackyard in its place, and
+// this command serves. Its --auth kubernetes is the lean agent's too
+// (serve.InClusterAuth): the pod's service account, never a kubeconfig
+// that a Workspace's environment may name for its program.
+func leanServeCommand() *cobra.Command {
+	cmd := serve.Command(serve.InClusterAuth)
+	cmd.Hidden = true
+	return cmd
 }
 
 // agentCommand returns `stackyard agent`, the parent of the commands that

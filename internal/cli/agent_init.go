@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stackyard/stackyard/internal/samebuild"
 	"github.com/stackyard/stackyard/internal/source"
 )
 
@@ -30,6 +31,7 @@ type agentInitOptions struct {
 	target     string
 	resultFile string
 	copyBinary string
+	copyAgent  string
 	timeout    time.Duration
 
 	source *source.Flags
@@ -52,7 +54,9 @@ func agentInitCommand() *cobra.Command {
 			"Credentials are read from files (--git-token-file, ...), or from environment\n" +
 			"variables when no file is given: " + credentialEnvNames() + ".\n\n" +
 			"--copy-binary copies this stackyard executable to a path first, so an init\n" +
-			"container can hand the agent to an image that lacks it.",
+			"container can hand the agent to an image that lacks it. --copy-agent copies the\n" +
+			"lean agent instead: stackyard-agent beside this executable, or this executable\n" +
+			"where there is none; either runs `serve`.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAgentInit(cmd, o)
@@ -62,6 +66,7 @@ func agentInitCommand() *cobra.Command {
 	f.StringVar(&o.target, "target", "", "the directory to place the source in (replaced on success)")
 	f.StringVar(&o.resultFile, "result-file", "", "write the outcome as JSON to this file")
 	f.StringVar(&o.copyBinary, "copy-binary", "", "copy the stackyard executable to this path before fetching")
+	f.StringVar(&o.copyAgent, "copy-agent", "", "copy the lean agent (stackyard-agent beside this executable, else this one) to this path before fetching")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up fetching after this long")
 	o.source = source.AddFlags(f)
 	return cmd
@@ -93,10 +98,19 @@ func runAgentInit(cmd *cobra.Command, o *agentInitOptions) error {
 			return o.report(nil, fmt.Errorf("--copy-binary: %w", err))
 		}
 	}
+	if o.copyAgent != "" {
+		why, err := copyAgent(o.copyAgent)
+		if err != nil {
+			return o.report(nil, fmt.Errorf("--copy-agent: %w", err))
+		}
+		if why != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "--copy-agent: copied stackyard itself, not %s: %s\n", leanAgentName, why)
+		}
+	}
 	req := o.source.Request()
 	if req == (source.Request{}) {
-		if o.copyBinary == "" {
-			return o.report(nil, errors.New("nothing to do: give a source (--git-url, --artifact-url or --project-name) or --copy-binary"))
+		if o.copyBinary == "" && o.copyAgent == "" {
+			return o.report(nil, errors.New("nothing to do: give a source (--git-url, --artifact-url or --project-name), --copy-binary or --copy-agent"))
 		}
 		return o.report(&source.Result{}, nil)
 	}
@@ -138,7 +152,43 @@ func copySelf(dst string) error {
 	if err != nil {
 		return err
 	}
-	in, err := os.Open(self)
+	return copyExecutable(self, dst)
+}
+
+// leanAgentName is the lean agent's file name (cmd/stackyard-agent), which
+// the images install beside stackyard.
+const leanAgentName = "stackyard-agent"
+
+// copyAgent copies the lean agent beside this executable to dst, when it
+// is there and the same build (samebuild), or else this executable, whose
+// hidden `serve` is the same command; why says why the lean agent was not
+// copied, "" when it was. The lean agent is the image's own file, trusted
+// as the image is; a stale one of another build is not.
+func copyAgent(dst string) (why string, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return copyAgentOf(self, dst)
+}
+
+// copyAgentOf is copyAgent for the executable self.
+func copyAgentOf(self, dst string) (string, error) {
+	lean := filepath.Join(filepath.Dir(self), leanAgentName)
+	why := "not installed beside it"
+	if fi, err := os.Stat(lean); err == nil && fi.Mode().IsRegular() {
+		if err := samebuild.Check(self, lean); err != nil {
+			why = err.Error()
+		} else {
+			return "", copyExecutable(lean, dst)
+		}
+	}
+	return why, copyExecutable(self, dst)
+}
+
+// copyExecutable copies src to dst, executable, replacing dst at once.
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}

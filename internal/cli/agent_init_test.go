@@ -10,11 +10,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stackyard/stackyard/internal/source"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -222,6 +224,94 @@ func TestAgentInitProjectAndBinary(t *testing.T) {
 	_, _, err = runInit(t, "--target", target, "--result-file", result, "--project-name", "bare", "--git-url", "https://example.invalid/x.git")
 	if r := readReport(t, result); err == nil || r.Reason != source.ReasonInvalidSpec || !r.Permanent {
 		t.Errorf("two sources: err %v, report %+v; want a permanent InvalidSpec", err, r)
+	}
+}
+
+// TestAgentInitCopyAgent: --copy-agent copies the lean agent beside the
+// executable when it is the same build, and otherwise the executable
+// itself (which then serves as `stackyard serve`), saying why. The test
+// binary plays stackyard; a copy of it with a byte appended, still the
+// same build, plays its lean agent; a pinned tool's binary one of another
+// build.
+func TestAgentInitCopyAgent(t *testing.T) {
+	testBinary, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(testBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.ReadFile(filepath.Join(testenv.BinDir(), "protoc-gen-go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	self := filepath.Join(dir, "bin", "stackyard")
+	lean := filepath.Join(dir, "bin", "stackyard-agent")
+	write := func(path string, content []byte) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, content, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leanBody := append(slices.Clip(body), 0)
+	write(self, body)
+	dst := filepath.Join(dir, "share", "stackyard-agent")
+	for _, tc := range []struct {
+		name    string
+		lean    []byte // nil: none
+		want    []byte
+		wantWhy string
+	}{
+		{"the same build", leanBody, leanBody, ""},
+		{"another build", other, body, "another build"},
+		{"none", nil, body, "not installed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = os.Remove(lean)
+			if tc.lean != nil {
+				write(lean, tc.lean)
+			}
+			why, err := copyAgentOf(self, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantWhy == "" && why != "" || !strings.Contains(why, tc.wantWhy) {
+				t.Errorf("why = %q, want %q", why, tc.wantWhy)
+			}
+			got, err := os.ReadFile(dst)
+			fi, _ := os.Stat(dst)
+			if err != nil || !bytes.Equal(got, tc.want) || fi.Mode().Perm() != 0o755 {
+				t.Errorf("copied %d bytes (%v, mode %v), want %d", len(got), err, fi.Mode(), len(tc.want))
+			}
+		})
+	}
+
+	// Through the command, on its own: the test binary has no lean agent
+	// beside it, so it copies itself and says so.
+	_, stderr, err := runInit(t, "--copy-agent", filepath.Join(dir, "pod", "stackyard-agent"))
+	if err != nil {
+		t.Fatalf("copy only: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "pod", "stackyard-agent")); err != nil || fi.Size() != int64(len(body)) {
+		t.Errorf("copied agent: %v, %v", fi, err)
+	}
+	if !strings.Contains(stderr, "copied stackyard itself") {
+		t.Errorf("stderr %q does not say what was copied", stderr)
+	}
+}
+
+// TestLeanServeCommand: the full binary serves under the lean agent's
+// command line, so a copy of it can stand in for stackyard-agent.
+func TestLeanServeCommand(t *testing.T) {
+	root := NewRootCommand()
+	cmd, _, err := root.Find([]string{"serve"})
+	if err != nil || cmd.Name() != "serve" || !cmd.Hidden || cmd.Flags().Lookup("auth") == nil {
+		t.Fatalf("stackyard serve: %v, %v; want the hidden agent serve command", cmd, err)
 	}
 }
 

@@ -3,7 +3,8 @@
 //
 // Two images are built, both from scratch (no distribution, no shell):
 //
-//   - the operator image: the stackyard binary, CA certificates, and
+//   - the operator image: the stackyard binary with its lean agent
+//     (stackyard-agent, of the same build), CA certificates, and
 //     /etc/passwd and /etc/group entries for the nonroot user (65532), which
 //     it runs as;
 //   - the agent (workspace) image: the operator image plus a layer with the
@@ -26,8 +27,8 @@
 // digest from one commit to the next.
 //
 // The inputs are therefore: the bytes of each file put in the image (the
-// stackyard binary, pulumi, pulumi-language-yaml and the build machine's CA
-// bundle), the version, revision, source URL and creation time recorded in
+// stackyard and stackyard-agent binaries, pulumi, pulumi-language-yaml and
+// the build machine's CA bundle), the version, revision, source URL and creation time recorded in
 // the metadata, the target architecture, and the versions of this package,
 // go-containerregistry and Go's compress/gzip.
 package image

@@ -27,6 +27,7 @@ func fixtureInputs(t *testing.T) Inputs {
 	}
 	return Inputs{
 		Stackyard:          write("stackyard", "stackyard binary\n"),
+		StackyardAgent:     write("stackyard-agent", "lean agent binary\n"),
 		Pulumi:             write("pulumi", "pulumi binary\n"),
 		PulumiLanguageYAML: write("pulumi-language-yaml", "yaml host\n"),
 		CACertificates:     write("ca.crt", "-----BEGIN CERTIFICATE-----\nfixture\n-----END CERTIFICATE-----\n"),

@@ -29,6 +29,11 @@ const (
 	BinDir = "/usr/local/bin"
 	// StackyardPath is the stackyard binary, both images' entrypoint.
 	StackyardPath = BinDir + "/stackyard"
+	// StackyardAgentPath is the lean agent binary (cmd/stackyard-agent),
+	// beside stackyard in both images: the init container of a workspace
+	// pod copies it for the agent to run, and the local runtime starts its
+	// agents from it.
+	StackyardAgentPath = BinDir + "/stackyard-agent"
 	// CACertificatesPath is the CA bundle, where Go, OpenSSL and most
 	// other TLS clients on Linux look for it.
 	CACertificatesPath = "/etc/ssl/certs/ca-certificates.crt"
@@ -37,9 +42,12 @@ const (
 // Inputs are the files and facts the stackyard images are built from. The
 // same inputs give the same digests.
 type Inputs struct {
-	// Stackyard, Pulumi and PulumiLanguageYAML are the build machine's
-	// binaries to put in the images (linux, Arch, statically linked).
-	Stackyard, Pulumi, PulumiLanguageYAML string
+	// Stackyard, StackyardAgent, Pulumi and PulumiLanguageYAML are the
+	// build machine's binaries to put in the images (linux, Arch,
+	// statically linked). Stackyard and StackyardAgent must come from one
+	// build: the local runtime runs the lean agent only when it is the
+	// same build as stackyard.
+	Stackyard, StackyardAgent, Pulumi, PulumiLanguageYAML string
 	// CACertificates is the build machine's CA bundle, copied as is.
 	CACertificates string
 	// Arch is the images' architecture, as GOARCH spells it.
@@ -70,8 +78,8 @@ type Images struct {
 
 // Build assembles both images from in.
 func Build(in Inputs) (Images, error) {
-	if in.Stackyard == "" || in.Pulumi == "" || in.PulumiLanguageYAML == "" || in.CACertificates == "" {
-		return Images{}, errors.New("image inputs: the stackyard, pulumi, pulumi-language-yaml and CA certificate files are required")
+	if in.Stackyard == "" || in.StackyardAgent == "" || in.Pulumi == "" || in.PulumiLanguageYAML == "" || in.CACertificates == "" {
+		return Images{}, errors.New("image inputs: the stackyard, stackyard-agent, pulumi, pulumi-language-yaml and CA certificate files are required")
 	}
 	if in.Arch == "" || in.Scratch == "" {
 		return Images{}, errors.New("image inputs: Arch and Scratch are required")
@@ -80,7 +88,10 @@ func Build(in Inputs) (Images, error) {
 	if err != nil {
 		return Images{}, fmt.Errorf("base layer: %w", err)
 	}
-	stackyard, err := NewLayer([]Entry{FileFrom(StackyardPath, 0o755, in.Stackyard)}, in.Scratch)
+	stackyard, err := NewLayer([]Entry{
+		FileFrom(StackyardPath, 0o755, in.Stackyard),
+		FileFrom(StackyardAgentPath, 0o755, in.StackyardAgent),
+	}, in.Scratch)
 	if err != nil {
 		return Images{}, fmt.Errorf("stackyard layer: %w", err)
 	}
@@ -93,7 +104,7 @@ func Build(in Inputs) (Images, error) {
 	}
 	operatorLayers := []Layer{
 		{Layer: base, CreatedBy: "stackyard base: CA certificates, /etc/passwd and /etc/group (nonroot 65532), " + HomeDir + ", /tmp"},
-		{Layer: stackyard, CreatedBy: withVersion("stackyard", in.Version) + ": " + StackyardPath},
+		{Layer: stackyard, CreatedBy: withVersion("stackyard", in.Version) + ": " + StackyardPath + ", " + StackyardAgentPath},
 	}
 	agentLayers := append(operatorLayers[:len(operatorLayers):len(operatorLayers)],
 		Layer{Layer: tools, CreatedBy: withVersion("pulumi", in.PulumiVersion) + " and pulumi-language-yaml: " + BinDir})

@@ -41,6 +41,7 @@ func TestBuildDigestFollowsInputs(t *testing.T) {
 		sameLayers []int
 	}{
 		"stackyard binary": {func(in *Inputs) { in.Stackyard = in.PulumiLanguageYAML }, []int{0, 2}},
+		"agent binary":     {func(in *Inputs) { in.StackyardAgent = in.PulumiLanguageYAML }, []int{0, 2}},
 		"pulumi binary":    {func(in *Inputs) { in.Pulumi = in.Stackyard }, []int{0, 1}},
 		"CA bundle":        {func(in *Inputs) { in.CACertificates = in.Stackyard }, []int{1, 2}},
 		"version":          {func(in *Inputs) { in.Version = "v1.2.4" }, []int{0, 1, 2}},
@@ -170,6 +171,7 @@ func TestBuildFiles(t *testing.T) {
 		}
 		checks := map[string]func(e tarEntry) bool{
 			"usr/local/bin/stackyard":           func(e tarEntry) bool { return e.hdr.Mode == 0o755 && e.content == "stackyard binary\n" },
+			"usr/local/bin/stackyard-agent":     func(e tarEntry) bool { return e.hdr.Mode == 0o755 && e.content == "lean agent binary\n" },
 			"etc/ssl/certs/ca-certificates.crt": func(e tarEntry) bool { return e.hdr.Mode == 0o644 && e.content == string(ca) },
 			// Writable by whichever user a pod runs the image as.
 			"home/nonroot/": func(e tarEntry) bool {
@@ -207,6 +209,11 @@ func TestBuildRequiresInputs(t *testing.T) {
 	in.Pulumi = ""
 	if _, err := Build(in); err == nil {
 		t.Error("built without a pulumi binary")
+	}
+	in = fixtureInputs(t)
+	in.StackyardAgent = ""
+	if _, err := Build(in); err == nil {
+		t.Error("built without a stackyard-agent binary")
 	}
 	in = fixtureInputs(t)
 	in.Scratch = ""

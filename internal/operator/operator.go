@@ -110,7 +110,7 @@ type Options struct {
 	// AgentEnv is added to every local agent's environment.
 	AgentEnv map[string]string
 	// InitImage is the image of the kubernetes runtime's init container
-	// (the operator's own image, which holds the stackyard binary).
+	// (the operator's own image, which holds stackyard and stackyard-agent).
 	InitImage string
 	// WorkspaceCache configures the kubernetes runtime's cache claims, one
 	// per Workspace, which keep what `pulumi install` fetched while the

@@ -215,6 +215,11 @@ func testEndToEnd(t *testing.T, inst installer, agentImage func(t *testing.T, im
 	waitStack(t, c, ns, "stack-e2e", 6*time.Minute, "hello-one")
 	pod1 := workspacePod(t, c.cs, ns, "stack-e2e")
 	step("Stack Ready with greeting hello-one through pod %s (uid %s, image %s)", pod1.Name, pod1.UID, agent)
+	// The pod runs the lean agent its init container copied, not a
+	// copy of stackyard standing in for it.
+	if logs := podLogs(t, c.cs, ns, pod1.Name, "pulumi"); !strings.Contains(logs, "program=github.com/stackyard/stackyard/cmd/stackyard-agent") {
+		t.Errorf("the workspace pod's agent is not the lean one; its log:\n%s\ninit: %s", logs, podLogs(t, c.cs, ns, pod1.Name, "init"))
+	}
 	// The restricted profile, as it comes: the pod runs as the profile's
 	// user, whatever the image's.
 	if sc := pod1.Spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != kubernetesruntime.NonRootUser {

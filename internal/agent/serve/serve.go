@@ -1,10 +1,10 @@
 // Package serve is the agent's server command: the gRPC API of
 // internal/agent/server over one Pulumi project directory, behind a bearer
-// token. Both binaries run it: stackyard as `stackyard agent serve` (with
-// --auth kubernetes, in workspace pods) and the lean stackyard-agent as
-// `stackyard-agent serve` (the local runtime's agents, which start once
-// per update in a burst: it leaves out the operator's packages, whose
-// initialisation was half of an agent's start).
+// token. Both binaries run it: stackyard as `stackyard agent serve`, and
+// the lean stackyard-agent as `stackyard-agent serve`, which is what the
+// local runtime's agents (one start per update in a burst) and workspace
+// pods (--auth kubernetes) run: it leaves out the operator's packages,
+// whose initialisation was half of an agent's start.
 package serve
 
 import (
@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -150,7 +151,7 @@ func run(ctx context.Context, cmd *cobra.Command, o *options) error {
 	g := server.NewGRPCServer(srv, grpcOpts...)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(lis) }()
-	log.Info("agent serving", "address", lis.Addr().String(), "workspace", o.workspace)
+	log.Info("agent serving", "address", lis.Addr().String(), "workspace", o.workspace, "program", program())
 
 	select {
 	case err := <-served:
@@ -175,6 +176,15 @@ func run(ctx context.Context, cmd *cobra.Command, o *options) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// program is the main package of the running binary, which tells the lean
+// agent (cmd/stackyard-agent) from stackyard in the log.
+func program() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Path
+	}
+	return ""
 }
 
 // Authentication modes of serve --auth.

@@ -138,6 +138,12 @@ func BuildStatefulSet(ws *autov1alpha1.Workspace, opts BuildOptions, replicas in
 	return sts, nil
 }
 
+// leanAgent is the agent binary the init container copies into the share
+// volume (`agent init --copy-agent`) and the main container runs as
+// `serve`: the init image's stackyard-agent, or its stackyard where it has
+// none.
+const leanAgent = "stackyard-agent"
+
 // buildPodSpec is the generated pod, before spec.podTemplate.
 func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOptions) corev1.PodSpec {
 	restricted := ws.Spec.SecurityProfile != autov1alpha1.SecurityProfileBaseline
@@ -156,7 +162,8 @@ func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOpti
 	shareMount := corev1.VolumeMount{Name: shareVolume, MountPath: shareDir}
 	resources := withEphemeralStorage(ws.Spec.Resources, opts.EphemeralStorageRequest, opts.EphemeralStorageLimit)
 
-	initArgs := []string{"agent", "init", "--copy-binary", path.Join(shareDir, "stackyard"), "--result-file", terminationLog}
+	agent := path.Join(shareDir, leanAgent)
+	initArgs := []string{"agent", "init", "--copy-agent", agent, "--result-file", terminationLog}
 	if src.NeedsInit() {
 		initArgs = append(initArgs, "--target", target)
 		initArgs = append(initArgs, src.InitArgs(credentialFile)...)
@@ -180,7 +187,7 @@ func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOpti
 		SecurityContext:          containerSecurity(restricted),
 	}
 
-	serveArgs := []string{"agent", "serve", "--workspace", projectDir, "--listen", ":" + strconv.Itoa(Port),
+	serveArgs := []string{"serve", "--workspace", projectDir, "--listen", ":" + strconv.Itoa(Port),
 		"--auth", "kubernetes", "--workspace-namespace", ws.Namespace, "--workspace-name", ws.Name}
 	if ws.Spec.PulumiLogLevel > 0 {
 		serveArgs = append(serveArgs, "--verbose")
@@ -189,7 +196,7 @@ func buildPodSpec(ws *autov1alpha1.Workspace, src runtime.Source, opts BuildOpti
 		Name:            ContainerName,
 		Image:           image,
 		ImagePullPolicy: ws.Spec.ImagePullPolicy,
-		Command:         []string{path.Join(shareDir, "stackyard")},
+		Command:         []string{agent},
 		Args:            serveArgs,
 		WorkingDir:      projectDir,
 		Env:             agentEnv(ws.Spec.Env),

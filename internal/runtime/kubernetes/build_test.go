@@ -67,7 +67,7 @@ func initRequest(t *testing.T, init *corev1.Container) source.Request {
 	args := init.Args[2:] // agent init
 	for i := 0; i < len(args); i++ {
 		switch args[i] {
-		case "--copy-binary", "--result-file", "--target":
+		case "--copy-agent", "--result-file", "--target":
 			i++
 		default:
 			flags = append(flags, args[i])
@@ -147,6 +147,10 @@ func TestBuildStatefulSet(t *testing.T) {
 				if main.Image != DefaultImage || init.Image != testBuild.InitImage {
 					t.Errorf("images = %s, %s", main.Image, init.Image)
 				}
+				// The lean agent the init container copied, serving.
+				if !slices.Equal(main.Command, []string{"/share/stackyard-agent"}) || len(main.Args) == 0 || main.Args[0] != "serve" {
+					t.Errorf("main container runs %q %q, want /share/stackyard-agent serve", main.Command, main.Args)
+				}
 				if got := argAfter(main.Args, "--workspace"); got != "/share/source/infra" || main.WorkingDir != got {
 					t.Errorf("workspace = %s (working dir %s)", got, main.WorkingDir)
 				}
@@ -155,7 +159,7 @@ func TestBuildStatefulSet(t *testing.T) {
 						t.Errorf("serve %s = %q, want %q", flag, got, want)
 					}
 				}
-				for flag, want := range map[string]string{"--target": "/share/source", "--copy-binary": "/share/stackyard", "--result-file": "/dev/termination-log"} {
+				for flag, want := range map[string]string{"--target": "/share/source", "--copy-agent": "/share/stackyard-agent", "--result-file": "/dev/termination-log"} {
 					if got := argAfter(init.Args, flag); got != want {
 						t.Errorf("init %s = %q, want %q", flag, got, want)
 					}

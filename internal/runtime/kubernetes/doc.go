@@ -10,8 +10,8 @@
 //
 //   - a shared emptyDir volume at /share;
 //   - an init container "init", running the operator's own image, that
-//     copies the stackyard binary to /share/stackyard and runs `stackyard
-//     agent init` into /share/source with the Workspace's source flags
+//     copies the lean agent to /share/stackyard-agent (`--copy-agent`)
+//     and runs `stackyard agent init` into /share/source with the Workspace's source flags
 //     (runtime.Source.InitArgs, encoded by internal/source so that init
 //     decodes exactly what was meant); git credentials are the Secret keys of
 //     spec.git.auth mounted as files under /etc/stackyard/git. The outcome
@@ -20,7 +20,8 @@
 //     the Workspace;
 //   - the container "pulumi", running spec.image (by default a pinned
 //     pulumi/pulumi image, the -nonroot variant for the restricted profile),
-//     which runs `/share/stackyard agent serve` on port 50051 with
+//     which runs `/share/stackyard-agent serve` (the lean agent the init
+//     container copied; its stackyard where the init image has none) on port 50051 with
 //     Kubernetes authentication: callers present a service account token
 //     bound to the Workspace's audience, checked by TokenReview and
 //     SubjectAccessReview. A TCP readiness probe says when it serves;

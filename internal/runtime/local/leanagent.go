@@ -1,13 +1,13 @@
 package local
 
 import (
-	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
+
+	"github.com/stackyard/stackyard/internal/samebuild"
 )
 
 // LeanAgent is the file name of the lean agent binary (cmd/stackyard-agent)
@@ -54,13 +54,8 @@ func leanAgentRefused(stackyard, lean string) string {
 	if why := unsafeFile(dir, own); why != "" {
 		return "its directory: " + why
 	}
-	a, errA := buildinfo.ReadFile(stackyard)
-	b, errB := buildinfo.ReadFile(lean)
-	if errA != nil || errB != nil {
-		return "no build information to compare"
-	}
-	if build(a) != build(b) {
-		return fmt.Sprintf("another build (%s) than stackyard's (%s)", build(b), build(a))
+	if err := samebuild.Check(stackyard, lean); err != nil {
+		return err.Error()
 	}
 	return ""
 }
@@ -79,14 +74,4 @@ func unsafeFile(fi, own os.FileInfo) string {
 		return fmt.Sprintf("writable by others (mode %v)", fi.Mode().Perm())
 	}
 	return ""
-}
-
-// build names what a binary was built from: the Go version, the module
-// version and the commit with whether the tree was modified.
-func build(bi *buildinfo.BuildInfo) string {
-	s := map[string]string{}
-	for _, kv := range bi.Settings {
-		s[kv.Key] = kv.Value
-	}
-	return strings.Join([]string{bi.GoVersion, bi.Main.Version, s["vcs.revision"], s["vcs.modified"]}, " ")
 }

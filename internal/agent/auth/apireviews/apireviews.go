@@ -112,7 +112,10 @@ func New(cfg Config) (*Reviews, error) {
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
-	return &Reviews{base: base, tokenFile: cfg.TokenFile, client: &http.Client{Transport: transport}, timeout: timeout}, nil
+	// A redirect would carry the reviewed token, in the body, elsewhere:
+	// the API server's answer is taken as it is.
+	client := &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Reviews{base: base, tokenFile: cfg.TokenFile, client: client, timeout: timeout}, nil
 }
 
 // readToken reads the bearer token in file.
