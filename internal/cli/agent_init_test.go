@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stackyard/stackyard/internal/source"
 	"github.com/stackyard/stackyard/test/gitserver"
@@ -306,12 +308,49 @@ func TestAgentInitCopyAgent(t *testing.T) {
 }
 
 // TestLeanServeCommand: the full binary serves under the lean agent's
-// command line, so a copy of it can stand in for stackyard-agent.
+// command line, so a copy of it can stand in for stackyard-agent, and its
+// --auth kubernetes reviews tokens as the pod, as the lean agent does: a
+// KUBECONFIG from the Workspace's env must not choose the API server that
+// decides who may call the agent. Outside a pod it refuses to start.
 func TestLeanServeCommand(t *testing.T) {
 	root := NewRootCommand()
 	cmd, _, err := root.Find([]string{"serve"})
 	if err != nil || cmd.Name() != "serve" || !cmd.Hidden || cmd.Flags().Lookup("auth") == nil {
 		t.Fatalf("stackyard serve: %v, %v; want the hidden agent serve command", cmd, err)
+	}
+
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	err = os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: not-a-token}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	root = NewRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"serve", "--auth", "kubernetes", "--workspace", dir, "--listen", "127.0.0.1:0",
+		"--workspace-namespace", "team", "--workspace-name", "ws"})
+	// With the kubeconfig's authorizer it would serve until stopped: the
+	// context ends that (serve stops on it) instead of the test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = root.ExecuteContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), "not in a Kubernetes pod") {
+		t.Fatalf("stackyard serve --auth kubernetes outside a pod, with a KUBECONFIG: %v (output %q); "+
+			"want the in-pod reviews' refusal", err, out.String())
+	}
+	if strings.Contains(out.String(), "127.0.0.1:") {
+		t.Errorf("it listened before refusing: %q", out.String())
 	}
 }
 

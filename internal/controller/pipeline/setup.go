@@ -30,12 +30,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return fmt.Errorf("the scheme does not know %s %s: add api/promotion/v1alpha1 to it", promotionv1alpha1.GroupVersion, kind)
 		}
 	}
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &promotionv1alpha1.Promotion{}, UnfinishedReleaseIndex, func(obj client.Object) []string {
-		if p, ok := obj.(*promotionv1alpha1.Promotion); ok && !p.Status.Phase.IsFinished() {
-			return []string{p.Spec.Release}
-		}
-		return nil
-	})
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &promotionv1alpha1.Promotion{}, UnfinishedReleaseIndex, unfinishedRelease)
 	if err != nil {
 		return fmt.Errorf("indexing promotions by release: %w", err)
 	}
@@ -48,4 +43,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&promotionv1alpha1.Release{}, sreconcile.RecordDeletions(r.recorder, r.releaseDeleted)).
 		Named("pipeline").
 		Complete(r)
+}
+
+// unfinishedRelease is the value of UnfinishedReleaseIndex for a
+// Promotion: its Release while it has not finished, nothing after.
+func unfinishedRelease(obj client.Object) []string {
+	if p, ok := obj.(*promotionv1alpha1.Promotion); ok && !p.Status.Phase.IsFinished() {
+		return []string{p.Spec.Release}
+	}
+	return nil
 }

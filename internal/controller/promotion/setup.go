@@ -40,17 +40,7 @@ const StackIndex = "promotion.status.stacks.name"
 // Stage, that of an Approval on its Promotion. stage.SetupIndexes must
 // have run.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	err := mgr.GetFieldIndexer().IndexField(ctx, &promotionv1alpha1.Promotion{}, StackIndex, func(obj client.Object) []string {
-		p, ok := obj.(*promotionv1alpha1.Promotion)
-		if !ok || p.Status.Phase.IsFinished() {
-			return nil
-		}
-		names := make([]string, 0, len(p.Status.Stacks))
-		for _, ps := range p.Status.Stacks {
-			names = append(names, ps.Name)
-		}
-		return names
-	})
+	err := mgr.GetFieldIndexer().IndexField(ctx, &promotionv1alpha1.Promotion{}, StackIndex, unfinishedStacks)
 	if err != nil {
 		return err
 	}
@@ -114,3 +104,17 @@ func (r *Reconciler) unfinished(ctx context.Context, namespace, index, value str
 //
 // +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=releases;promotions;stages;approvals,verbs=record
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=record
+
+// unfinishedStacks is the value of StackIndex for a Promotion: the Stacks
+// its status records while it has not finished, nothing after.
+func unfinishedStacks(obj client.Object) []string {
+	p, ok := obj.(*promotionv1alpha1.Promotion)
+	if !ok || p.Status.Phase.IsFinished() {
+		return nil
+	}
+	names := make([]string, 0, len(p.Status.Stacks))
+	for _, ps := range p.Status.Stacks {
+		names = append(names, ps.Name)
+	}
+	return names
+}

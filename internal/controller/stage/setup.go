@@ -36,17 +36,6 @@ const (
 // SetupIndexes registers the indexes above with indexer; call it once,
 // before setting up the Stage and Promotion controllers.
 func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	stageIndexes := map[string]func(*promotionv1alpha1.Stage) []string{
-		StackIndex: func(st *promotionv1alpha1.Stage) []string {
-			names := make([]string, 0, len(st.Spec.Stacks))
-			for _, b := range st.Spec.Stacks {
-				names = append(names, b.Name)
-			}
-			return names
-		},
-		UpstreamIndex: func(st *promotionv1alpha1.Stage) []string { return st.Spec.Sources.Stages },
-		PipelineIndex: func(st *promotionv1alpha1.Stage) []string { return []string{st.Spec.Pipeline} },
-	}
 	for name, f := range stageIndexes {
 		err := indexer.IndexField(ctx, &promotionv1alpha1.Stage{}, name, func(obj client.Object) []string {
 			if st, ok := obj.(*promotionv1alpha1.Stage); ok {
@@ -58,12 +47,28 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 			return err
 		}
 	}
-	return indexer.IndexField(ctx, &promotionv1alpha1.Promotion{}, PromotionStageIndex, func(obj client.Object) []string {
-		if p, ok := obj.(*promotionv1alpha1.Promotion); ok {
-			return []string{p.Spec.Stage}
+	return indexer.IndexField(ctx, &promotionv1alpha1.Promotion{}, PromotionStageIndex, promotionStage)
+}
+
+// stageIndexes are the values each Stage index holds for a Stage.
+var stageIndexes = map[string]func(*promotionv1alpha1.Stage) []string{
+	StackIndex: func(st *promotionv1alpha1.Stage) []string {
+		names := make([]string, 0, len(st.Spec.Stacks))
+		for _, b := range st.Spec.Stacks {
+			names = append(names, b.Name)
 		}
-		return nil
-	})
+		return names
+	},
+	UpstreamIndex: func(st *promotionv1alpha1.Stage) []string { return st.Spec.Sources.Stages },
+	PipelineIndex: func(st *promotionv1alpha1.Stage) []string { return []string{st.Spec.Pipeline} },
+}
+
+// promotionStage is the value of PromotionStageIndex for a Promotion.
+func promotionStage(obj client.Object) []string {
+	if p, ok := obj.(*promotionv1alpha1.Promotion); ok {
+		return []string{p.Spec.Stage}
+	}
+	return nil
 }
 
 // SetupWithManager registers the reconciler and what wakes a Stage: its

@@ -8,8 +8,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 )
 
 // opTimeout bounds one short operation of the test program.
@@ -235,6 +238,48 @@ func TestOneOperationPerWorkspace(t *testing.T) {
 	f.createUpdate("first", "ws", autov1alpha1.PreviewType)
 	f.createUpdate("second", "ws", autov1alpha1.PreviewType)
 	for _, name := range []string{"first", "second"} {
+		if u := f.waitComplete(name, opTimeout); u.Status.IsFailed() {
+			t.Errorf("%s: %s: %s", name, failedReason(u), u.Status.Message)
+		}
+	}
+}
+
+// TestStackUpdateWaitsUnwritten: an Update a Stack owns writes no status
+// while its Workspace's agent has not started (its Stack reports that
+// wait, and a missing condition reads as pending), where a standalone one
+// says it is pending. The owned Update's reconcile, stopped at the wait, is
+// witnessed in the operator's log before its status is read; once the
+// agent serves, both run.
+func TestStackUpdateWaitsUnwritten(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.startManager(Options{MaxConcurrentReconciles: 1})
+	f.newWorkspace("ws", nil, false)
+	const waiting = "waiting for the agent of workspace ws to start"
+	f.createUpdate("owned", "ws", autov1alpha1.PreviewType, func(u *autov1alpha1.Update) {
+		u.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: pulumiv1.GroupVersion.String(), Kind: "Stack", Name: "app",
+			UID: types.UID("5f0c3a52-7d1e-4c55-9a39-0d2b8e6f4b11"), Controller: ptr.To(true),
+		}}
+	})
+	f.createUpdate("standalone", "ws", autov1alpha1.PreviewType)
+	f.waitFor("standalone", 20*time.Second, "pending", func(u *autov1alpha1.Update) bool {
+		return u != nil && progressingReason(u) == autov1alpha1.UpdateReasonPending && u.Status.Conditions[0].Message == waiting
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for !slices.ContainsFunc(strings.Split(f.logs.String(), "\n"), func(l string) bool {
+		return strings.Contains(l, `"reconcile stopped"`) && strings.Contains(l, `"owned"`) && strings.Contains(l, waiting)
+	}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reconcile of the owned Update stopped at %q within 20s", waiting)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if u := f.get("owned"); len(u.Status.Conditions) != 0 || u.Status.ObservedGeneration != 0 {
+		t.Errorf("the Stack's Update wrote its status while waiting: %s", statusJSON(u))
+	}
+	f.setServing("ws", true)
+	for _, name := range []string{"owned", "standalone"} {
 		if u := f.waitComplete(name, opTimeout); u.Status.IsFailed() {
 			t.Errorf("%s: %s: %s", name, failedReason(u), u.Status.Message)
 		}

@@ -1,0 +1,52 @@
+package stage
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+)
+
+// The indexes decide which Stages a Stack, a Pipeline or an upstream Stage
+// wakes, and which Promotions a Stage lists: a value missing here is a
+// Stage that never hears of its change.
+func TestStageIndexes(t *testing.T) {
+	st := stageOf("prod", 0, []string{"staging", "qa"}, "web-prod", "db-prod")
+	tests := []struct {
+		index string
+		st    promotionv1alpha1.Stage
+		want  []string
+	}{
+		{StackIndex, st, []string{"web-prod", "db-prod"}},
+		{StackIndex, stageOf("empty", 0, nil), []string{}},
+		{UpstreamIndex, st, []string{"staging", "qa"}},
+		{UpstreamIndex, stageOf("first", 0, nil), nil},
+		{PipelineIndex, st, []string{"web"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.index+"/"+tt.st.Name, func(t *testing.T) {
+			f, ok := stageIndexes[tt.index]
+			if !ok {
+				t.Fatalf("no index %q", tt.index)
+			}
+			if got := f(&tt.st); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if len(stageIndexes) != 3 {
+		t.Errorf("%d stage indexes; this test checks 3", len(stageIndexes))
+	}
+}
+
+func TestPromotionStage(t *testing.T) {
+	p := &promotionv1alpha1.Promotion{Spec: promotionv1alpha1.PromotionSpec{Stage: "prod", Release: "web-abc"}}
+	if got := promotionStage(p); !slices.Equal(got, []string{"prod"}) {
+		t.Errorf("promotion: got %q", got)
+	}
+	if got := promotionStage(&corev1.ConfigMap{}); got != nil {
+		t.Errorf("another kind: got %q", got)
+	}
+}
