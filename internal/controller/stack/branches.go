@@ -189,7 +189,7 @@ func (b *branches) poll(ctx context.Context, key, repo, branch string, auth *sou
 	case <-ctx.Done():
 		return
 	}
-	commit, err := b.poller.Latest(ctx, repo, branch, auth, interval)
+	commit, err := b.poller.Latest(ctx, repo, branch, auth, pollMaxAge(interval))
 	if ctx.Err() != nil {
 		return
 	}
@@ -204,6 +204,16 @@ func (b *branches) poll(ctx context.Context, key, repo, branch string, auth *sou
 			return
 		}
 	}
+}
+
+// pollMaxAge is how old an answer a due poll of a branch polled every
+// interval accepts: one a Stack's reconcile got less than an interval ago,
+// but never the watch's own previous poll. That one began a moment after
+// its tick, and the next poll falls on a tick exactly one interval later:
+// accepting answers up to an interval old would now and then take it and
+// leave the branch unasked for two intervals.
+func pollMaxAge(interval time.Duration) time.Duration {
+	return max(interval-branchTick, 0)
 }
 
 // behind returns the members of group key that did not see commit, and

@@ -148,3 +148,66 @@ func TestBranches(t *testing.T) {
 	}
 	none.forget(stack("c"))
 }
+
+// cachingPoller answers like source.Poller does: from its last query of the
+// key when that began at most maxAge ago (by the test's clock), else with a
+// new query.
+type cachingPoller struct {
+	*scriptedPoller
+	now     func() time.Time
+	started map[string]time.Time
+}
+
+// Latest answers from the last query when it is fresh enough.
+func (p *cachingPoller) Latest(ctx context.Context, repo, branch string, auth *source.GitAuth, maxAge time.Duration) (string, error) {
+	key := p.Key(repo, branch, auth)
+	p.mu.Lock()
+	at, ok := p.started[key]
+	p.mu.Unlock()
+	if ok && p.now().Sub(at) <= maxAge {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.heads[key], nil
+	}
+	p.mu.Lock()
+	p.started[key] = p.now()
+	p.mu.Unlock()
+	return p.scriptedPoller.Latest(ctx, repo, branch, auth, maxAge)
+}
+
+// TestBranchesAskEveryInterval: a poll that falls due exactly one interval
+// after the previous one (as a tick can) queries the remote, rather than
+// taking the previous poll's answer as fresh enough and leaving a push
+// unseen for a second interval; an answer a Stack's reconcile got since
+// still serves.
+func TestBranchesAskEveryInterval(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { return now }
+	poller := &cachingPoller{scriptedPoller: newScriptedPoller(), now: clock, started: map[string]time.Time{}}
+	b := newBranches(poller)
+	b.now = clock
+	ctx := context.Background()
+	const main = "https://git.example/app#main#"
+	poller.set(main, "c1", false)
+	b.track(types.NamespacedName{Namespace: "ns", Name: "a"}, "https://git.example/app", "main", nil, "c1", time.Minute)
+	step := func(d time.Duration) {
+		now = now.Add(d)
+		b.pollDue(ctx)
+		b.polls.Wait()
+	}
+	for i := 1; i <= 3; i++ {
+		step(time.Minute)
+		if got := poller.queries[main]; got != i {
+			t.Fatalf("after %d intervals the remote was asked %d times, want %d", i, got, i)
+		}
+	}
+	// A reconcile asks 30 s before the next poll: that poll takes its answer.
+	now = now.Add(30 * time.Second)
+	if _, err := poller.Latest(ctx, "https://git.example/app", "main", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	step(30 * time.Second)
+	if got := poller.queries[main]; got != 4 {
+		t.Errorf("a poll 30 s after a reconcile's query: the remote was asked %d times in all, want 4", got)
+	}
+}
