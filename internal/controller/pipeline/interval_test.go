@@ -8,6 +8,7 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // TestInterval: spec.interval within the floor, and slower once a Receiver
@@ -36,6 +37,30 @@ func TestInterval(t *testing.T) {
 	} {
 		if got := Interval(tt.p, 0); got != tt.want {
 			t.Errorf("%s: Interval = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestPollMaxAge: a Pipeline's poll never takes its own previous listing
+// as fresh, even when the jitter brought it back at the earliest the
+// schedule allows, yet still takes one from nearly an interval ago.
+func TestPollMaxAge(t *testing.T) {
+	for _, interval := range []time.Duration{DefaultMinInterval, DefaultInterval, 5 * time.Minute, 20 * time.Minute} {
+		res, err := sreconcile.ComputeResult(sreconcile.ResultSuccess, nil,
+			sreconcile.Schedule{Interval: interval, Rand: func() float64 { return 0 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		earliest := res.RequeueAfter
+		if earliest <= 0 || earliest >= interval {
+			t.Fatalf("interval %s: earliest requeue %s; the test expects a jittered one", interval, earliest)
+		}
+		got := pollMaxAge(interval)
+		if got >= earliest {
+			t.Errorf("interval %s: max age %s, not under the earliest requeue %s", interval, got, earliest)
+		}
+		if got < interval*9/10-time.Second {
+			t.Errorf("interval %s: max age %s shares too little", interval, got)
 		}
 	}
 }

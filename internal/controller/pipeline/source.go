@@ -42,7 +42,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, s *session) (sreconcil
 		return sreconcile.ResultEmpty, err
 	}
 	s.auth = auth
-	maxAge := s.interval
+	maxAge := pollMaxAge(s.interval)
 	if r.freshPollWanted(s.pipeline) {
 		maxAge = 0
 	}
@@ -52,6 +52,18 @@ func (r *Reconciler) reconcileSource(ctx context.Context, s *session) (sreconcil
 	}
 	s.refs = refs
 	return sreconcile.ResultEmpty, nil
+}
+
+// pollMaxAge is how old a listing a Pipeline polling every interval
+// accepts from the shared poller: one another Pipeline's poll got within
+// the shortest jittered interval less a second, never its own previous
+// one. Its polls come back after the interval moved by up to
+// DefaultJitterFraction either way; accepting a whole interval would,
+// after every shortened one, answer the poll with its own last listing and
+// leave new refs unseen for about two intervals.
+func pollMaxAge(interval time.Duration) time.Duration {
+	shortest := time.Duration(float64(interval) * (1 - sreconcile.DefaultJitterFraction))
+	return max(shortest-time.Second, 0)
 }
 
 // gitAuth reads the credentials from the Secret spec.git.secretRef names,

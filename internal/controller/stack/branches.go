@@ -189,6 +189,14 @@ func (b *branches) poll(ctx context.Context, key, repo, branch string, auth *sou
 	case <-ctx.Done():
 		return
 	}
+	// The next poll falls due an interval after this query is asked, not
+	// after it was dispatched: a wait for a slot must not bring the next
+	// poll closer to this one (see pollMaxAge).
+	b.mu.Lock()
+	if g := b.groups[key]; g != nil {
+		g.next = b.now().Add(interval)
+	}
+	b.mu.Unlock()
 	commit, err := b.poller.Latest(ctx, repo, branch, auth, pollMaxAge(interval))
 	if ctx.Err() != nil {
 		return
@@ -207,11 +215,13 @@ func (b *branches) poll(ctx context.Context, key, repo, branch string, auth *sou
 }
 
 // pollMaxAge is how old an answer a due poll of a branch polled every
-// interval accepts: one a Stack's reconcile got less than an interval ago,
-// but never the watch's own previous poll. That one began a moment after
-// its tick, and the next poll falls on a tick exactly one interval later:
-// accepting answers up to an interval old would now and then take it and
-// leave the branch unasked for two intervals.
+// interval accepts: one a Stack's reconcile got less than an interval
+// less a tick ago, but never the watch's own previous poll, which was
+// asked at least an interval ago (poll schedules the next one from the
+// moment it asks). Accepting answers a whole interval old would, now and
+// then, take that previous poll (a tick can fall exactly one interval
+// later) and leave the branch unasked for two intervals. At intervals of a
+// tick or less every poll asks.
 func pollMaxAge(interval time.Duration) time.Duration {
 	return max(interval-branchTick, 0)
 }

@@ -178,8 +178,8 @@ func (p *cachingPoller) Latest(ctx context.Context, repo, branch string, auth *s
 // TestBranchesAskEveryInterval: a poll that falls due exactly one interval
 // after the previous one (as a tick can) queries the remote, rather than
 // taking the previous poll's answer as fresh enough and leaving a push
-// unseen for a second interval; an answer a Stack's reconcile got since
-// still serves.
+// unseen for a second interval; a fresh answer a Stack's reconcile got in
+// between still serves.
 func TestBranchesAskEveryInterval(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	clock := func() time.Time { return now }
@@ -201,13 +201,17 @@ func TestBranchesAskEveryInterval(t *testing.T) {
 			t.Fatalf("after %d intervals the remote was asked %d times, want %d", i, got, i)
 		}
 	}
-	// A reconcile asks 30 s before the next poll: that poll takes its answer.
+	// A reconcile asks afresh (a reconcile request) 30 s before the next
+	// poll: that poll takes its answer instead of asking again.
 	now = now.Add(30 * time.Second)
-	if _, err := poller.Latest(ctx, "https://git.example/app", "main", nil, time.Minute); err != nil {
+	if _, err := poller.Latest(ctx, "https://git.example/app", "main", nil, 0); err != nil {
 		t.Fatal(err)
+	}
+	if got := poller.queries[main]; got != 4 {
+		t.Fatalf("the reconcile's fresh query: the remote was asked %d times in all, want 4", got)
 	}
 	step(30 * time.Second)
 	if got := poller.queries[main]; got != 4 {
-		t.Errorf("a poll 30 s after a reconcile's query: the remote was asked %d times in all, want 4", got)
+		t.Errorf("a poll 30 s after a reconcile's query asked again: %d queries in all, want 4", got)
 	}
 }

@@ -247,9 +247,11 @@ func TestOneOperationPerWorkspace(t *testing.T) {
 // TestStackUpdateWaitsUnwritten: an Update a Stack owns writes no status
 // while its Workspace's agent has not started (its Stack reports that
 // wait, and a missing condition reads as pending), where a standalone one
-// says it is pending. The owned Update's reconcile, stopped at the wait, is
-// witnessed in the operator's log before its status is read; once the
-// agent serves, both run.
+// says it is pending. The single worker orders the two: the owned
+// Update's reconcile is seen stopping at the wait in the operator's log,
+// then the standalone one is created, and once that one shows Pending the
+// owned one's reconcile has ended, patch included. Once the agent serves,
+// both run.
 func TestStackUpdateWaitsUnwritten(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -262,10 +264,6 @@ func TestStackUpdateWaitsUnwritten(t *testing.T) {
 			UID: types.UID("5f0c3a52-7d1e-4c55-9a39-0d2b8e6f4b11"), Controller: ptr.To(true),
 		}}
 	})
-	f.createUpdate("standalone", "ws", autov1alpha1.PreviewType)
-	f.waitFor("standalone", 20*time.Second, "pending", func(u *autov1alpha1.Update) bool {
-		return u != nil && progressingReason(u) == autov1alpha1.UpdateReasonPending && u.Status.Conditions[0].Message == waiting
-	})
 	deadline := time.Now().Add(20 * time.Second)
 	for !slices.ContainsFunc(strings.Split(f.logs.String(), "\n"), func(l string) bool {
 		return strings.Contains(l, `"reconcile stopped"`) && strings.Contains(l, `"owned"`) && strings.Contains(l, waiting)
@@ -275,6 +273,10 @@ func TestStackUpdateWaitsUnwritten(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	f.createUpdate("standalone", "ws", autov1alpha1.PreviewType)
+	f.waitFor("standalone", 20*time.Second, "pending", func(u *autov1alpha1.Update) bool {
+		return u != nil && progressingReason(u) == autov1alpha1.UpdateReasonPending && u.Status.Conditions[0].Message == waiting
+	})
 	if u := f.get("owned"); len(u.Status.Conditions) != 0 || u.Status.ObservedGeneration != 0 {
 		t.Errorf("the Stack's Update wrote its status while waiting: %s", statusJSON(u))
 	}
