@@ -191,10 +191,11 @@ func (b *branches) poll(ctx context.Context, key, repo, branch string, auth *sou
 	}
 	// The next poll falls due an interval after this query is asked, not
 	// after it was dispatched: a wait for a slot must not bring the next
-	// poll closer to this one (see pollMaxAge).
+	// poll closer to this one (see pollMaxAge). The interval is the
+	// group's now, shorter if a Stack joined with a shorter one meanwhile.
 	b.mu.Lock()
 	if g := b.groups[key]; g != nil {
-		g.next = b.now().Add(interval)
+		g.next = b.now().Add(g.interval())
 	}
 	b.mu.Unlock()
 	commit, err := b.poller.Latest(ctx, repo, branch, auth, pollMaxAge(interval))

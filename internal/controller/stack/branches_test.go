@@ -215,3 +215,41 @@ func TestBranchesAskEveryInterval(t *testing.T) {
 		t.Errorf("a poll 30 s after a reconcile's query asked again: %d queries in all, want 4", got)
 	}
 }
+
+// TestBranchesScheduleFromAsking: a poll that waited for a slot schedules
+// the next one an interval after it asked, so that the next poll does not
+// find its answer fresh and skip the remote for another interval.
+func TestBranchesScheduleFromAsking(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { return now }
+	poller := &cachingPoller{scriptedPoller: newScriptedPoller(), now: clock, started: map[string]time.Time{}}
+	b := newBranches(poller)
+	b.now = clock
+	ctx := context.Background()
+	const main = "https://git.example/app#main#"
+	poller.set(main, "c1", false)
+	b.track(types.NamespacedName{Namespace: "ns", Name: "a"}, "https://git.example/app", "main", nil, "c1", time.Minute)
+
+	// Every slot is taken (slow remotes): the due poll waits 10 s for one.
+	for range branchPolls {
+		b.slots <- struct{}{}
+	}
+	now = now.Add(time.Minute)
+	b.pollDue(ctx)
+	now = now.Add(10 * time.Second) // before the slot is freed, which orders it
+	<-b.slots
+	b.polls.Wait()
+	if got := poller.queries[main]; got != 1 {
+		t.Fatalf("the delayed poll asked %d times, want 1", got)
+	}
+	step := func(d time.Duration) {
+		now = now.Add(d)
+		b.pollDue(ctx)
+		b.polls.Wait()
+	}
+	step(50 * time.Second) // an interval after dispatch, 50 s after asking
+	step(10 * time.Second) // an interval after asking
+	if got := poller.queries[main]; got != 2 {
+		t.Errorf("an interval after the delayed poll asked, %d queries in all, want 2", got)
+	}
+}
