@@ -175,23 +175,35 @@ func (p *cachingPoller) Latest(ctx context.Context, repo, branch string, auth *s
 	return p.scriptedPoller.Latest(ctx, repo, branch, auth, maxAge)
 }
 
+// cachedWatchKey is the poller key of the branch cachedWatch tracks.
+const cachedWatchKey = "https://git.example/app#main#"
+
+// cachedWatch returns a branch watch over a cachingPoller, both on a clock
+// the test moves through the returned time, with one Stack tracking a
+// branch at c1 every minute.
+func cachedWatch() (*branches, *cachingPoller, *time.Time) {
+	now := new(time.Time)
+	*now = time.Unix(1_000_000, 0)
+	clock := func() time.Time { return *now }
+	poller := &cachingPoller{scriptedPoller: newScriptedPoller(), now: clock, started: map[string]time.Time{}}
+	b := newBranches(poller)
+	b.now = clock
+	poller.set(cachedWatchKey, "c1", false)
+	b.track(types.NamespacedName{Namespace: "ns", Name: "a"}, "https://git.example/app", "main", nil, "c1", time.Minute)
+	return b, poller, now
+}
+
 // TestBranchesAskEveryInterval: a poll that falls due exactly one interval
 // after the previous one (as a tick can) queries the remote, rather than
 // taking the previous poll's answer as fresh enough and leaving a push
 // unseen for a second interval; a fresh answer a Stack's reconcile got in
 // between still serves.
 func TestBranchesAskEveryInterval(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	clock := func() time.Time { return now }
-	poller := &cachingPoller{scriptedPoller: newScriptedPoller(), now: clock, started: map[string]time.Time{}}
-	b := newBranches(poller)
-	b.now = clock
+	b, poller, now := cachedWatch()
 	ctx := context.Background()
-	const main = "https://git.example/app#main#"
-	poller.set(main, "c1", false)
-	b.track(types.NamespacedName{Namespace: "ns", Name: "a"}, "https://git.example/app", "main", nil, "c1", time.Minute)
+	const main = cachedWatchKey
 	step := func(d time.Duration) {
-		now = now.Add(d)
+		*now = now.Add(d)
 		b.pollDue(ctx)
 		b.polls.Wait()
 	}
@@ -203,7 +215,7 @@ func TestBranchesAskEveryInterval(t *testing.T) {
 	}
 	// A reconcile asks afresh (a reconcile request) 30 s before the next
 	// poll: that poll takes its answer instead of asking again.
-	now = now.Add(30 * time.Second)
+	*now = now.Add(30 * time.Second)
 	if _, err := poller.Latest(ctx, "https://git.example/app", "main", nil, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -220,30 +232,24 @@ func TestBranchesAskEveryInterval(t *testing.T) {
 // the next one an interval after it asked, so that the next poll does not
 // find its answer fresh and skip the remote for another interval.
 func TestBranchesScheduleFromAsking(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	clock := func() time.Time { return now }
-	poller := &cachingPoller{scriptedPoller: newScriptedPoller(), now: clock, started: map[string]time.Time{}}
-	b := newBranches(poller)
-	b.now = clock
+	b, poller, now := cachedWatch()
 	ctx := context.Background()
-	const main = "https://git.example/app#main#"
-	poller.set(main, "c1", false)
-	b.track(types.NamespacedName{Namespace: "ns", Name: "a"}, "https://git.example/app", "main", nil, "c1", time.Minute)
+	const main = cachedWatchKey
 
 	// Every slot is taken (slow remotes): the due poll waits 10 s for one.
 	for range branchPolls {
 		b.slots <- struct{}{}
 	}
-	now = now.Add(time.Minute)
+	*now = now.Add(time.Minute)
 	b.pollDue(ctx)
-	now = now.Add(10 * time.Second) // before the slot is freed, which orders it
+	*now = now.Add(10 * time.Second) // before the slot is freed, which orders it
 	<-b.slots
 	b.polls.Wait()
 	if got := poller.queries[main]; got != 1 {
 		t.Fatalf("the delayed poll asked %d times, want 1", got)
 	}
 	step := func(d time.Duration) {
-		now = now.Add(d)
+		*now = now.Add(d)
 		b.pollDue(ctx)
 		b.polls.Wait()
 	}
