@@ -138,6 +138,7 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 		AgentEnv:      map[string]string{"PULUMI_CONFIG_PASSPHRASE": devPassphrase},
 		IdleAfter:     time.Minute,
 		MaxAgents:     local.DefaultMaxAgents(),
+		WarmAgents:    local.DefaultWarmAgents,
 		DashboardAddr: dashboardAddr,
 		DashboardURL:  devDashboardURL(dashboardAddr),
 	})

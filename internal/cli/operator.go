@@ -104,6 +104,7 @@ func newOperatorCommand() *cobra.Command {
 	f.DurationVar(&opts.IdleAfter, "idle-after", time.Minute, "stop a workspace agent after this long without pending operations")
 	f.DurationVar(&opts.OperationTimeout, "operation-timeout", 0, "cancel a Pulumi operation that runs longer than this and fail its Update (0: no bound beyond the program's customTimeouts)")
 	f.DurationVar(&opts.StallAfter, "stall-after", sreconcile.DefaultStallAfter, "mark an object Stalled once the same failure (an API call, a missing Secret) has lasted this long")
+	f.IntVar(&opts.WarmAgents, "warm-agents", local.DefaultWarmAgents, "local runtime: agents kept pre-started while agents are being started, so that a Workspace's agent start does not wait for a process to start; they hold no place of --max-agents, and go 2 minutes after the last start (0: none)")
 	f.IntVar(&opts.MaxAgents, "max-agents", local.DefaultMaxAgents(), "local runtime: agents (and so operations) running at once; more wait their turn, first come first served (0: unbounded; default: 2 per usable core, at most one per 256 MiB of memory, within the container's limits)")
 	f.IntVar(&opts.StackConcurrency, "stack-concurrency", 4, "Stacks reconciled at once (reconciles never wait for operations)")
 	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)

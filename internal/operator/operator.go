@@ -158,6 +158,11 @@ type Options struct {
 	// its concurrent operations; a Workspace past it waits its turn. Zero
 	// means unbounded (the flag's default is local.DefaultMaxAgents).
 	MaxAgents int
+	// WarmAgents is how many agents the local runtime keeps pre-started
+	// while agents are being started, so that an agent start binds one
+	// instead of waiting for a process (see local.Options.WarmAgents).
+	// Zero keeps none (the flag's default is local.DefaultWarmAgents).
+	WarmAgents int
 	// StackConcurrency is how many Stacks are reconciled at once.
 	StackConcurrency int
 	// StallAfter is how long the same failure of a Stack or Workspace
@@ -328,7 +333,9 @@ func newRuntime(mgr manager.Manager, opts Options, notify func(types.NamespacedN
 			Env:       opts.AgentEnv,
 			OnExit:    notify,
 			MaxAgents: opts.MaxAgents,
-			Log:       mgr.GetLogger().WithName("local-runtime"),
+			// Zero here means none; to the runtime, its default.
+			WarmAgents: cmp.Or(opts.WarmAgents, -1),
+			Log:        mgr.GetLogger().WithName("local-runtime"),
 		})
 		if err != nil {
 			return nil, nil, err

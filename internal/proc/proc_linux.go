@@ -121,6 +121,15 @@ func Cmdline(pid int) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 }
 
+// Cwd returns pid's working directory, or "" when it cannot be read.
+func Cwd(pid int) string {
+	dir, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+	if err != nil {
+		return ""
+	}
+	return dir
+}
+
 // hasEnv reports whether pid's environment, as it was when the process
 // started, holds the entry kv. Another user's process cannot be read and
 // has none (it could not be signalled anyway).

@@ -36,6 +36,9 @@ func StartTime(int) (time.Time, bool) { return time.Time{}, false }
 // Cmdline is unknown outside Linux.
 func Cmdline(int) []string { return nil }
 
+// Cwd is unknown outside Linux.
+func Cwd(int) string { return "" }
+
 // readStat knows nothing outside Linux.
 func readStat(int) (stat, bool) { return stat{}, false }
 

@@ -248,6 +248,12 @@ func TestStartTimeAndCmdline(t *testing.T) {
 	if got := Cmdline(os.Getpid()); len(got) == 0 || got[0] != os.Args[0] {
 		t.Errorf("Cmdline = %q; want %q first", got, os.Args[0])
 	}
+	if wd, _ := os.Getwd(); Cwd(os.Getpid()) != wd || wd == "" {
+		t.Errorf("Cwd = %q; want %q", Cwd(os.Getpid()), wd)
+	}
+	if Cwd(-1) != "" {
+		t.Errorf("Cwd(-1) = %q; want nothing", Cwd(-1))
+	}
 }
 
 // TestRegistrySweep records a tree whose leader left an orphan and checks

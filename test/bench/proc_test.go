@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,11 +177,18 @@ func machineBusyTicks() int64 {
 }
 
 // isAgent reports whether pid is a stackyard agent: `stackyard-agent
-// serve`, or `stackyard agent serve`.
+// serve`, or `stackyard agent serve`. A pre-started agent not yet bound
+// to a Workspace (`serve --await-spec`, still working in /) is not one:
+// it holds no place and runs nothing.
 func isAgent(pid int) bool {
 	args, ok := commandLine(pid)
 	if !ok {
 		return false
+	}
+	if slices.Contains(args, "--await-spec") {
+		if cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd")); err != nil || cwd == "/" {
+			return false
+		}
 	}
 	switch {
 	case len(args) > 1 && filepath.Base(args[0]) == "stackyard-agent":

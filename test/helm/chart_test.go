@@ -98,6 +98,7 @@ func TestRenderDefaults(t *testing.T) {
 var leftToOperator = map[string]string{
 	"tool-dirs":            "the local runtime's PATH additions; in a pod, the image's PATH is the place",
 	"max-agents":           "the local runtime's limit (maxAgents), passed with runtime=local only; TestRenderOptions checks it",
+	"warm-agents":          "the local runtime's pre-started agents; its default suits a pod, extraArgs otherwise",
 	"zap-devel":            "development logging; logLevel and logEncoder cover production",
 	"zap-stacktrace-level": "rarely changed; extraArgs",
 	"zap-time-encoding":    "rarely changed; extraArgs (testdata/everything.yaml passes it so)",

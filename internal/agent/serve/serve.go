@@ -27,6 +27,7 @@ import (
 
 	"github.com/stackyard/stackyard/internal/agent/auth"
 	"github.com/stackyard/stackyard/internal/agent/auth/apireviews"
+	"github.com/stackyard/stackyard/internal/agent/bind"
 	"github.com/stackyard/stackyard/internal/agent/cache"
 	"github.com/stackyard/stackyard/internal/agent/server"
 )
@@ -49,6 +50,7 @@ type options struct {
 	verbose     bool
 	cacheDir    string
 	cacheMax    int64
+	awaitSpec   bool
 	kube        KubernetesAuth
 }
 
@@ -106,14 +108,47 @@ func Command(kube KubernetesAuth) *cobra.Command {
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log more detail")
 	f.StringVar(&o.cacheDir, "cache-dir", "", "a directory that outlives the agent, where the plugins the CLI installs are kept (PULUMI_HOME/plugins links there)")
 	f.Int64Var(&o.cacheMax, "cache-max-bytes", 0, "with --cache-dir: remove the oldest plugins at start until the cache holds at most this many bytes (0: no bound)")
-	_ = cmd.MarkFlagRequired("workspace")
+	f.BoolVar(&o.awaitSpec, "await-spec", false, "start warm: read the workspace, token file, verbosity, working directory and whole environment "+
+		"from stdin (internal/agent/bind), then serve; the local runtime's pre-started agents")
 	return cmd
+}
+
+// awaitSpec reads the Spec of a pre-started agent from stdin and applies
+// it. It returns false, with no error, when stdin closes empty: the
+// runtime no longer needs this agent.
+func awaitSpec(cmd *cobra.Command, o *options) (bool, error) {
+	for _, name := range []string{"workspace", "token-file", "verbose"} {
+		if cmd.Flags().Changed(name) {
+			return false, fmt.Errorf("--await-spec reads --%s from its spec; do not pass both", name)
+		}
+	}
+	spec, err := bind.Read(cmd.InOrStdin())
+	if errors.Is(err, bind.ErrNoSpec) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := spec.Apply(); err != nil {
+		return false, err
+	}
+	o.workspace, o.tokenFile, o.verbose = spec.Workspace, spec.TokenFile, spec.Verbose
+	return true, nil
 }
 
 // run starts the server and runs it until SIGTERM or SIGINT.
 func run(ctx context.Context, cmd *cobra.Command, o *options) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if o.awaitSpec {
+		bound, err := awaitSpec(cmd, o)
+		if !bound || err != nil {
+			return err
+		}
+	}
+	if o.workspace == "" {
+		return errors.New(`required flag "workspace" not set`)
 	}
 	level := slog.LevelInfo
 	if o.verbose {

@@ -48,3 +48,51 @@ func TestAuthFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestAwaitSpec: a pre-started agent whose stdin closes empty exits
+// quietly; one given both a spec and the flags it carries, or a bad spec,
+// fails with an error that names the flag or field, and serves nothing.
+// (A spec that binds changes the process's directory and environment; the
+// local runtime's tests run that in real agents.)
+func TestAwaitSpec(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		args  []string
+		stdin string
+		want  string // "" for no error
+	}{
+		"closed empty":       {nil, "", ""},
+		"and --workspace":    {[]string{"--workspace", dir}, "", "--await-spec reads --workspace"},
+		"and --token-file":   {[]string{"--token-file", dir + "/t"}, "", "--await-spec reads --token-file"},
+		"relative directory": {nil, `{"dir":"x","workspace":"/w","tokenFile":"/t"}`, "spec.dir must be an absolute path"},
+		"not a spec":         {nil, `not json`, "not JSON"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cmd := Command(nil)
+			cmd.SilenceUsage = true
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&bytes.Buffer{})
+			cmd.SetIn(strings.NewReader(tc.stdin))
+			cmd.SetArgs(append([]string{"--await-spec"}, tc.args...))
+			err := cmd.Execute()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("serve --await-spec = %v, want a quiet exit", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("serve --await-spec %v = %v, want an error containing %q", tc.args, err, tc.want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("serve --await-spec printed %q, want nothing (it must not serve)", out.String())
+			}
+		})
+	}
+	// Without --await-spec, --workspace is required.
+	cmd := Command(nil)
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--no-auth"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `"workspace"`) {
+		t.Errorf("serve without --workspace = %v, want the required flag named", err)
+	}
+}

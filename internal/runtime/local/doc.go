@@ -28,6 +28,29 @@
 // source instance) change. Idle stops the process and keeps the directory;
 // Delete stops it and removes the directory.
 //
+// # Pre-started agents
+//
+// Once a first agent start has been asked for, the runtime keeps
+// Options.WarmAgents agents pre-started: `stackyard-agent serve
+// --await-spec --listen 127.0.0.1:0`, with only the inherited variables
+// (Options.InheritEnv), working in /. An agent start then takes one
+// instead of launching a process: it writes the Workspace's bind.Spec
+// (state directory, program directory, token file, verbosity, the whole
+// environment) to the agent's stdin and closes it, and the agent chdirs to
+// the state directory, replaces its environment and serves, printing its
+// address as a launched one does; the pool starts a replacement in the
+// background. The start and initialisation of a process leave the path of
+// an update, though not its CPU. A bound agent serves its Workspace until
+// it stops, like a launched one, and is never bound again; only the
+// operator holds its stdin. Pre-started agents hold no place of
+// MaxAgents; they are dismissed Options.WarmFor after the last agent start
+// (their stdin closes empty, and they exit) and when the runtime closes,
+// so that an operator restart or an idle operator starts none. An orphaned
+// bound agent is recognised by its working directory. Variables read by
+// the Go runtime or package initialisation at exec (GODEBUG, GOMAXPROCS,
+// gRPC's logging) come from the operator for a bound agent, not from the
+// Workspace; the CLI it runs gets the Workspace's all the same.
+//
 // # Source cache
 //
 // An immutable source (a git commit given by its SHA, a Flux artifact by

@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/stackyard/stackyard/internal/agent/auth"
+	"github.com/stackyard/stackyard/internal/agent/bind"
 	"github.com/stackyard/stackyard/internal/proc"
 )
 
@@ -35,6 +36,24 @@ type process struct {
 
 	stopping atomic.Bool // set when the runtime asked it to stop
 	out      *agentOutput
+	stdin    *specWriter // a pre-started agent's; nil for one started bound
+
+	mu     sync.Mutex
+	onExit func(error) // called when it exits unasked
+}
+
+// setOnExit sets what the process calls when it exits unasked.
+func (p *process) setOnExit(f func(error)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onExit = f
+}
+
+// exitHook is what setOnExit set, or nil.
+func (p *process) exitHook() func(error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.onExit
 }
 
 // running reports whether the process has not exited.
@@ -58,9 +77,10 @@ type startSpec struct {
 }
 
 // start ends what an earlier agent over the state directory left running,
-// launches an agent and waits until it prints its address. The token is
-// fresh for every process and written where only the operator's user can
-// read it.
+// binds a pre-started agent to the Workspace (see warmPool), or launches
+// one when none is warm, and waits until it prints its address. The token
+// is fresh for every process and written where only the operator's user
+// can read it.
 func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*process, error) {
 	// What a previous agent over dir left running must be gone before a
 	// new one can retry its work.
@@ -75,14 +95,52 @@ func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*pro
 	if err := os.WriteFile(tf, []byte(token), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the agent token: %w", err)
 	}
-	bin, args := r.serveCommand()
-	args = append(args, "--workspace", s.projectDir, "--listen", "127.0.0.1:0", "--token-file", tf)
-	if s.verbose {
-		args = append(args, "--verbose")
+	spec := bind.Spec{Dir: s.dir, Workspace: s.projectDir, TokenFile: tf, Verbose: s.verbose,
+		Env: append(slices.Clip(s.env), proc.RegistryEnv+"="+filepath.Join(s.dir, processesDir))}
+	p := r.warm.take(log)
+	if p != nil {
+		log.V(1).Info("binding a pre-started agent", "pid", p.pid)
+		p.token, p.launch, p.dir = token, s.launch, s.dir
+		p.setOnExit(s.onExit)
+		p.stdin.bind(spec)
+	} else {
+		bin, args := r.serveCommand()
+		args = append(args, "--workspace", spec.Workspace, "--listen", "127.0.0.1:0", "--token-file", spec.TokenFile)
+		if spec.Verbose {
+			args = append(args, "--verbose")
+		}
+		if p, err = r.launch(exec.Command(bin, args...), spec.Env, s.dir, log); err != nil {
+			return nil, err
+		}
+		p.token, p.launch, p.dir = token, s.launch, s.dir
+		p.setOnExit(s.onExit)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(slices.Clip(s.env), proc.RegistryEnv+"="+filepath.Join(s.dir, processesDir))
-	cmd.Dir = s.dir
+	_ = os.WriteFile(filepath.Join(s.dir, pidFile), []byte(strconv.Itoa(p.pid)), 0o644)
+
+	timer := time.NewTimer(r.opts.StartTimeout)
+	defer timer.Stop()
+	select {
+	case addr := <-p.out.address:
+		p.addr = addr
+		log.V(1).Info("agent started", "pid", p.pid, "address", addr)
+		return p, nil
+	case <-p.done:
+		return nil, fmt.Errorf("the agent exited before serving (%v): %s", p.exitErr, p.out.tail())
+	case <-timer.C:
+		r.stop(p, log)
+		return nil, fmt.Errorf("the agent did not report its address within %s: %s", r.opts.StartTimeout, p.out.tail())
+	case <-ctx.Done():
+		r.stop(p, log)
+		return nil, ctx.Err()
+	}
+}
+
+// launch starts cmd, an agent, with env in dir, in its own process group
+// that dies with the operator, its output logged to log, and watches for
+// its exit.
+func (r *Runtime) launch(cmd *exec.Cmd, env []string, dir string, log logr.Logger) (*process, error) {
+	cmd.Env = env
+	cmd.Dir = dir
 	cmd.SysProcAttr = proc.GroupAttr() // its own group, and dies with the operator
 	out := newAgentOutput(log)
 	cmd.Stdout = out.stdout()
@@ -90,38 +148,22 @@ func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*pro
 	// Grandchildren holding the pipes must not keep Wait from returning.
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the agent %s: %w", bin, err)
+		return nil, fmt.Errorf("starting the agent %s: %w", cmd.Path, err)
 	}
-	p := &process{pid: cmd.Process.Pid, token: token, launch: s.launch, dir: s.dir, done: make(chan struct{}), out: out}
+	p := &process{pid: cmd.Process.Pid, done: make(chan struct{}), out: out}
 	go func() {
 		err := cmd.Wait()
 		p.exitErr = err
 		close(p.done)
 		if !p.stopping.Load() {
+			log := out.logger()
 			log.Info("agent exited unexpectedly", "pid", p.pid, "error", errString(err), "stderr", out.tail())
-			if s.onExit != nil {
-				s.onExit(err)
+			if onExit := p.exitHook(); onExit != nil {
+				onExit(err)
 			}
 		}
 	}()
-	_ = os.WriteFile(filepath.Join(s.dir, pidFile), []byte(strconv.Itoa(p.pid)), 0o644)
-
-	timer := time.NewTimer(r.opts.StartTimeout)
-	defer timer.Stop()
-	select {
-	case addr := <-out.address:
-		p.addr = addr
-		log.V(1).Info("agent started", "pid", p.pid, "address", addr)
-		return p, nil
-	case <-p.done:
-		return nil, fmt.Errorf("the agent exited before serving (%v): %s", p.exitErr, out.tail())
-	case <-timer.C:
-		r.stop(p, log)
-		return nil, fmt.Errorf("the agent did not report its address within %s: %s", r.opts.StartTimeout, out.tail())
-	case <-ctx.Done():
-		r.stop(p, log)
-		return nil, ctx.Err()
-	}
+	return p, nil
 }
 
 // serveCommand is the binary and the leading arguments of an agent start:
@@ -147,15 +189,22 @@ func (r *Runtime) stop(p *process, log logr.Logger) {
 		}
 		timer.Stop()
 	}
-	// Whatever is left in the group (the agent, or anything it started
-	// in the group) goes now.
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-	<-p.done
+	killGroup(p)
+	if p.dir == "" {
+		return // a pre-started agent never bound: it ran nothing
+	}
 	// A killed agent's CLI dies with it; the providers it ran may not.
 	_ = sweep(p.dir, log)
 	removeIfPid(filepath.Join(p.dir, pidFile), p.pid)
 	_ = os.Remove(filepath.Join(p.dir, tokenFile))
 	log.V(1).Info("agent stopped", "pid", p.pid)
+}
+
+// killGroup kills whatever is left in p's group (the agent, or anything
+// it started in the group) and waits until the agent has been reaped.
+func killGroup(p *process) {
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	<-p.done
 }
 
 // reapOrphan kills an agent recorded in dir's pid file that this runtime
@@ -198,10 +247,16 @@ func sweep(dir string, log logr.Logger) error {
 }
 
 // servesDir reports whether pid is an agent started for the state
-// directory dir: its command line names dir's token file. It guards
-// against killing an unrelated process that reused a recorded pid.
+// directory dir: its command line names dir's token file, or it is a
+// pre-started agent (`serve --await-spec`) bound to dir, its working
+// directory. It guards against killing an unrelated process that reused a
+// recorded pid.
 func servesDir(pid int, dir string) bool {
-	return slices.Contains(proc.Cmdline(pid), filepath.Join(dir, tokenFile))
+	args := proc.Cmdline(pid)
+	if slices.Contains(args, filepath.Join(dir, tokenFile)) {
+		return true
+	}
+	return slices.Contains(args, awaitSpecFlag) && proc.Cwd(pid) == dir
 }
 
 // removeIfPid removes the pid file when it still names pid.
@@ -235,6 +290,21 @@ type agentOutput struct {
 
 // tailLines is how many lines of output a failure message quotes.
 const tailLines = 5
+
+// logger is the logger output goes to.
+func (o *agentOutput) logger() logr.Logger {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.log
+}
+
+// setLogger sends further output to log: a pre-started agent's, once it
+// is bound to a Workspace.
+func (o *agentOutput) setLogger(log logr.Logger) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.log = log
+}
 
 func newAgentOutput(log logr.Logger) *agentOutput {
 	return &agentOutput{log: log, address: make(chan string, 1)}

@@ -104,6 +104,14 @@ type Options struct {
 	// that deploy the same one; zero means DefaultSourceCacheEntries, a
 	// negative number turns the cache off.
 	SourceCacheEntries int
+	// WarmAgents is how many pre-started agents the runtime keeps while
+	// agents are being started, so that a Workspace's agent start binds
+	// one instead of waiting for a process to start (see warmPool). Zero
+	// means DefaultWarmAgents; a negative number keeps none.
+	WarmAgents int
+	// WarmFor is how long the pre-started agents are kept after the last
+	// agent start; zero means DefaultWarmFor.
+	WarmFor time.Duration
 	// Log receives the runtime's log lines and, at verbosity 1, the
 	// agents' output.
 	Log logr.Logger
@@ -121,6 +129,7 @@ type Runtime struct {
 
 	admit   *admission
 	sources *sourceCache
+	warm    *warmPool
 }
 
 // slot is the runtime's record of one Workspace.
@@ -194,8 +203,16 @@ func New(opts Options) (*Runtime, error) {
 	if opts.SourceCacheEntries == 0 {
 		opts.SourceCacheEntries = DefaultSourceCacheEntries
 	}
-	return &Runtime{opts: opts, slots: map[types.NamespacedName]*slot{}, admit: newAdmission(opts.MaxAgents, opts.OnExit),
-		sources: &sourceCache{dir: filepath.Join(root, sourceCacheDir), max: opts.SourceCacheEntries}}, nil
+	if opts.WarmAgents == 0 {
+		opts.WarmAgents = DefaultWarmAgents
+	}
+	if opts.WarmFor <= 0 {
+		opts.WarmFor = DefaultWarmFor
+	}
+	r := &Runtime{opts: opts, slots: map[types.NamespacedName]*slot{}, admit: newAdmission(opts.MaxAgents, opts.OnExit),
+		sources: &sourceCache{dir: filepath.Join(root, sourceCacheDir), max: opts.SourceCacheEntries}}
+	r.warm = newWarmPool(r, opts.WarmAgents, opts.WarmFor)
+	return r, nil
 }
 
 // Collector reports how many agents run and how many wait for a place
@@ -422,6 +439,10 @@ func (r *Runtime) PID(namespace, name string) int {
 	return 0
 }
 
+// WarmPIDs returns the pids of the pre-started agents waiting to be
+// bound; for tests and diagnostics.
+func (r *Runtime) WarmPIDs() []int { return r.warm.agentPIDs() }
+
 // Start waits for ctx to end and then stops every agent; it makes the
 // Runtime a manager.Runnable, so the agents stop with the manager.
 func (r *Runtime) Start(ctx context.Context) error {
@@ -436,6 +457,7 @@ func (r *Runtime) NeedLeaderElection() bool { return false }
 
 // Close stops every agent, in parallel, and refuses further calls.
 func (r *Runtime) Close() {
+	r.warm.close()
 	r.mu.Lock()
 	r.closed = true
 	slots := make(map[types.NamespacedName]*slot, len(r.slots))
