@@ -16,6 +16,7 @@ package bind
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxSize bounds an encoded Spec: an environment larger than this is an
@@ -43,16 +45,34 @@ type Spec struct {
 	// Verbose makes the agent log more (serve's --verbose).
 	Verbose bool `json:"verbose,omitempty"`
 	// Env is the agent's whole environment, as KEY=VALUE: it replaces the
-	// one the agent started with.
+	// one the agent started with. Values are bytes, not text: a Secret's
+	// may be any (see wire).
 	Env []string `json:"env"`
+}
+
+// wire is Spec as encoded. Env goes as base64 (json's encoding of []byte)
+// because json strings are UTF-8: a value that is not (a binary Secret
+// key) would reach a bound agent changed, where a cold-started one gets
+// it exactly.
+type wire struct {
+	Dir       string   `json:"dir"`
+	Workspace string   `json:"workspace"`
+	TokenFile string   `json:"tokenFile"`
+	Verbose   bool     `json:"verbose,omitempty"`
+	Env       [][]byte `json:"env"`
 }
 
 // Write encodes s to w, after checking it as Read will.
 func Write(w io.Writer, s Spec) error {
-	if err := s.validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return err
 	}
-	b, err := json.Marshal(s)
+	enc := wire{Dir: s.Dir, Workspace: s.Workspace, TokenFile: s.TokenFile, Verbose: s.Verbose,
+		Env: make([][]byte, len(s.Env))}
+	for i, kv := range s.Env {
+		enc.Env[i] = []byte(kv)
+	}
+	b, err := json.Marshal(enc)
 	if err != nil {
 		return err
 	}
@@ -80,16 +100,20 @@ func Read(r io.Reader) (Spec, error) {
 	if len(b) > MaxSize {
 		return Spec{}, fmt.Errorf("bind: the spec is more than %d bytes", MaxSize)
 	}
-	var s Spec
+	var in wire
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
+	if err := dec.Decode(&in); err != nil {
 		return Spec{}, decodeError(err)
 	}
 	if dec.More() {
 		return Spec{}, errors.New("bind: decoding the spec: data after the spec")
 	}
-	if err := s.validate(); err != nil {
+	s := Spec{Dir: in.Dir, Workspace: in.Workspace, TokenFile: in.TokenFile, Verbose: in.Verbose}
+	for _, kv := range in.Env {
+		s.Env = append(s.Env, string(kv))
+	}
+	if err := s.Validate(); err != nil {
 		return Spec{}, err
 	}
 	return s, nil
@@ -101,7 +125,10 @@ func Read(r io.Reader) (Spec, error) {
 func decodeError(err error) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var b64 base64.CorruptInputError
 	switch {
+	case errors.As(err, &b64):
+		return errors.New("bind: spec.env: an entry is not base64")
 	case errors.As(err, &syntax):
 		return fmt.Errorf("bind: the spec is not JSON (at byte %d)", syntax.Offset)
 	case errors.As(err, &typ):
@@ -112,17 +139,22 @@ func decodeError(err error) error {
 	return fmt.Errorf("bind: decoding the spec: %w", err)
 }
 
-// validate checks what Apply and serve rely on.
-func (s Spec) validate() error {
+// Validate checks what Apply and serve rely on, and what a process's
+// environment can hold. Its errors name a variable, never its value.
+func (s Spec) Validate() error {
 	for _, f := range []struct{ name, path string }{{"dir", s.Dir}, {"workspace", s.Workspace}, {"tokenFile", s.TokenFile}} {
-		if f.path == "" || !filepath.IsAbs(f.path) || strings.ContainsRune(f.path, 0) {
-			return fmt.Errorf("bind: spec.%s must be an absolute path", f.name)
+		if f.path == "" || !filepath.IsAbs(f.path) || strings.ContainsRune(f.path, 0) || !utf8.ValidString(f.path) {
+			return fmt.Errorf("bind: spec.%s must be an absolute UTF-8 path", f.name)
 		}
 	}
 	for i, kv := range s.Env {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || strings.ContainsRune(kv, 0) {
+		name, value, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || name == "" || strings.ContainsRune(name, 0) || !utf8.ValidString(name):
+			// Without a name, the entry may be all value: only its index.
 			return fmt.Errorf("bind: spec.env[%d] is not NAME=VALUE", i)
+		case strings.ContainsRune(value, 0):
+			return fmt.Errorf("bind: environment variable %s: its value holds a NUL byte, which no process environment can", name)
 		}
 	}
 	return nil
@@ -137,7 +169,7 @@ func (s Spec) Apply() error {
 	for i, kv := range s.Env {
 		name, value, _ := strings.Cut(kv, "=")
 		if err := os.Setenv(name, value); err != nil {
-			return fmt.Errorf("bind: spec.env[%d]: %w", i, err)
+			return fmt.Errorf("bind: environment variable %s (spec.env[%d]): %w", name, i, err)
 		}
 	}
 	return nil

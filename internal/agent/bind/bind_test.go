@@ -2,6 +2,7 @@ package bind
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,7 +13,7 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	in := Spec{Dir: "/state/ns/ws", Workspace: "/state/ns/ws/source", TokenFile: "/state/ns/ws/agent.token", Verbose: true,
-		Env: []string{"A=1", "B=", "C=x=y", "PULUMI_CONFIG_PASSPHRASE=s3cret\nline"}}
+		Env: []string{"A=1", "B=", "C=x=y", "PULUMI_CONFIG_PASSPHRASE=s3cret\nline", "KEY=\xff\xfe binary"}}
 	var buf bytes.Buffer
 	if err := Write(&buf, in); err != nil {
 		t.Fatal(err)
@@ -27,6 +28,15 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// env encodes entries as Write does.
+func env(entries ...string) string {
+	var q []string
+	for _, e := range entries {
+		q = append(q, `"`+base64.StdEncoding.EncodeToString([]byte(e))+`"`)
+	}
+	return `"env":[` + strings.Join(q, ",") + `]`
+}
+
 func TestReadErrors(t *testing.T) {
 	const secret = "s3cret"
 	ok := `"dir":"/d","workspace":"/d/src","tokenFile":"/d/t"`
@@ -39,11 +49,13 @@ func TestReadErrors(t *testing.T) {
 		{"wrong type", `{` + ok + `,"env":"A=` + secret + `"}`, "spec.env: want"},
 		{"unknown field", `{` + ok + `,"envs":[]}`, `unknown field "envs"`},
 		{"trailing", `{` + ok + `}{}`, "data after the spec"},
-		{"relative dir", `{"dir":"d","workspace":"/d/src","tokenFile":"/d/t"}`, "spec.dir must be an absolute path"},
-		{"no workspace", `{"dir":"/d","tokenFile":"/d/t"}`, "spec.workspace must be an absolute path"},
-		{"no token file", `{"dir":"/d","workspace":"/d/src"}`, "spec.tokenFile must be an absolute path"},
-		{"env without =", `{` + ok + `,"env":["A=1","` + secret + `"]}`, "spec.env[1] is not NAME=VALUE"},
-		{"env without name", `{` + ok + `,"env":["=` + secret + `"]}`, "spec.env[0] is not NAME=VALUE"},
+		{"relative dir", `{"dir":"d","workspace":"/d/src","tokenFile":"/d/t"}`, "spec.dir must be an absolute UTF-8 path"},
+		{"no workspace", `{"dir":"/d","tokenFile":"/d/t"}`, "spec.workspace must be an absolute UTF-8 path"},
+		{"no token file", `{"dir":"/d","workspace":"/d/src"}`, "spec.tokenFile must be an absolute UTF-8 path"},
+		{"env without =", `{` + ok + `,` + env("A=1", secret) + `}`, "spec.env[1] is not NAME=VALUE"},
+		{"env without name", `{` + ok + `,` + env("="+secret) + `}`, "spec.env[0] is not NAME=VALUE"},
+		{"NUL in a value", `{` + ok + `,` + env("TOKEN="+secret+"\x00") + `}`, "environment variable TOKEN: its value holds a NUL"},
+		{"env not base64", `{` + ok + `,"env":["A=` + secret + `"]}`, "spec.env: an entry is not base64"},
 		{"too large", `{` + ok + `,"env":["A=` + strings.Repeat("x", MaxSize) + `"]}`, "more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +77,14 @@ func TestWriteChecks(t *testing.T) {
 	err := Write(&bytes.Buffer{}, Spec{Dir: "/d", Workspace: "/d/src", TokenFile: "t"})
 	if err == nil || !strings.Contains(err.Error(), "spec.tokenFile") {
 		t.Errorf("Write with a relative token file = %v", err)
+	}
+	var buf bytes.Buffer
+	err = Write(&buf, Spec{Dir: "/d", Workspace: "/d/src", TokenFile: "/d/t", Env: []string{"PASS=s3c\x00ret"}})
+	if err == nil || !strings.Contains(err.Error(), "environment variable PASS") || strings.Contains(err.Error(), "s3c") {
+		t.Errorf("Write with a NUL in a value = %v, want an error naming PASS and not its value", err)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("a rejected spec wrote %d bytes", buf.Len())
 	}
 }
 
@@ -100,7 +120,7 @@ func TestApply(t *testing.T) {
 }
 
 func FuzzRead(f *testing.F) {
-	f.Add([]byte(`{"dir":"/d","workspace":"/d/src","tokenFile":"/d/t","env":["A=1"]}`))
+	f.Add([]byte(`{"dir":"/d","workspace":"/d/src","tokenFile":"/d/t","env":["QT0x"]}`))
 	f.Add([]byte(`{"dir":"/d"`))
 	f.Add([]byte(``))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -114,7 +134,8 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("Write of an accepted spec: %v", err)
 		}
 		again, err := Read(&buf)
-		if err != nil || again.Dir != s.Dir || len(again.Env) != len(s.Env) {
+		if err != nil || again.Dir != s.Dir || again.Workspace != s.Workspace || again.TokenFile != s.TokenFile ||
+			again.Verbose != s.Verbose || !slices.Equal(again.Env, s.Env) {
 			t.Fatalf("round trip: %+v, %v; want %+v", again, err, s)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,7 +48,8 @@ type warmPool struct {
 	log  logr.Logger
 
 	mu       sync.Mutex
-	agents   []*process // oldest first
+	work     sync.WaitGroup // fill and expire, which close waits for
+	agents   []*process     // oldest first
 	filling  bool
 	closed   bool
 	lastTake time.Time
@@ -74,15 +76,14 @@ func (w *warmPool) take(log logr.Logger) *process {
 	if w.expiry == nil {
 		w.expiry = time.AfterFunc(w.keep, w.expire)
 	}
+	w.prune()
 	var p *process
-	for p == nil && len(w.agents) > 0 {
-		if w.agents[0].running() {
-			p = w.agents[0]
-		}
-		w.agents = w.agents[1:]
+	if len(w.agents) > 0 {
+		p, w.agents = w.agents[0], w.agents[1:]
 	}
 	if !w.filling {
 		w.filling = true
+		w.work.Add(1)
 		go w.fill()
 	}
 	if p != nil {
@@ -91,10 +92,24 @@ func (w *warmPool) take(log logr.Logger) *process {
 	return p
 }
 
+// prune drops the pre-started agents that died before anyone took them
+// (their stdin writers end with them). The caller holds w.mu.
+func (w *warmPool) prune() {
+	w.agents = slices.DeleteFunc(w.agents, func(p *process) bool {
+		if p.running() {
+			return false
+		}
+		p.stdin.cancel()
+		return true
+	})
+}
+
 // fill starts pre-started agents until the pool holds its size.
 func (w *warmPool) fill() {
+	defer w.work.Done()
 	for {
 		w.mu.Lock()
+		w.prune()
 		if w.closed || w.expiry == nil || len(w.agents) >= w.size {
 			w.filling = false
 			w.mu.Unlock()
@@ -148,7 +163,13 @@ func (w *warmPool) start() (*process, error) {
 // expire empties the pool once no agent has started for its keep time.
 func (w *warmPool) expire() {
 	w.mu.Lock()
-	if left := w.keep - time.Since(w.lastTake); left > 0 && !w.closed {
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.work.Add(1)
+	defer w.work.Done()
+	if left := w.keep - time.Since(w.lastTake); left > 0 {
 		w.expiry.Reset(left)
 		w.mu.Unlock()
 		return
@@ -161,7 +182,8 @@ func (w *warmPool) expire() {
 	}
 }
 
-// close dismisses every pre-started agent and keeps the pool empty.
+// close dismisses every pre-started agent, keeps the pool empty, and
+// returns once no agent it started is left.
 func (w *warmPool) close() {
 	w.mu.Lock()
 	w.closed = true
@@ -174,6 +196,7 @@ func (w *warmPool) close() {
 	for _, p := range agents {
 		w.dismiss(p)
 	}
+	w.work.Wait()
 }
 
 // dismiss ends a pre-started agent that was never bound: its stdin closes

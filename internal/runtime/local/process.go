@@ -97,6 +97,11 @@ func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*pro
 	}
 	spec := bind.Spec{Dir: s.dir, Workspace: s.projectDir, TokenFile: tf, Verbose: s.verbose,
 		Env: append(slices.Clip(s.env), proc.RegistryEnv+"="+filepath.Join(s.dir, processesDir))}
+	// Checked before either path, so that a value no process can be given
+	// fails the same way, naming its variable, cold or warm.
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
 	p := r.warm.take(log)
 	if p != nil {
 		log.V(1).Info("binding a pre-started agent", "pid", p.pid)
@@ -256,7 +261,18 @@ func servesDir(pid int, dir string) bool {
 	if slices.Contains(args, filepath.Join(dir, tokenFile)) {
 		return true
 	}
-	return slices.Contains(args, awaitSpecFlag) && proc.Cwd(pid) == dir
+	if !slices.Contains(args, awaitSpecFlag) {
+		return false
+	}
+	// The kernel gives the working directory with symlinks resolved; dir
+	// may hold one (a Root under a linked /home).
+	cwd := proc.Cwd(pid)
+	if cwd == "" {
+		return false
+	}
+	a, errA := os.Stat(cwd)
+	b, errB := os.Stat(dir)
+	return errA == nil && errB == nil && os.SameFile(a, b)
 }
 
 // removeIfPid removes the pid file when it still names pid.
