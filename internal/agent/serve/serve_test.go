@@ -64,7 +64,7 @@ func TestAwaitSpec(t *testing.T) {
 		"closed empty":       {nil, "", ""},
 		"and --workspace":    {[]string{"--workspace", dir}, "", "--await-spec reads --workspace"},
 		"and --token-file":   {[]string{"--token-file", dir + "/t"}, "", "--await-spec reads --token-file"},
-		"relative directory": {nil, `{"dir":"x","workspace":"/w","tokenFile":"/t"}`, "spec.dir must be an absolute path"},
+		"relative directory": {nil, `{"dir":"x","workspace":"/w","tokenFile":"/t"}`, "spec.dir must be an absolute UTF-8 path"},
 		"not a spec":         {nil, `not json`, "not JSON"},
 	} {
 		t.Run(name, func(t *testing.T) {
