@@ -103,12 +103,7 @@ func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*pro
 		return nil, err
 	}
 	p := r.warm.take(log)
-	if p != nil {
-		log.V(1).Info("binding a pre-started agent", "pid", p.pid)
-		p.token, p.launch, p.dir = token, s.launch, s.dir
-		p.setOnExit(s.onExit)
-		p.stdin.bind(spec)
-	} else {
+	if p == nil {
 		bin, args := r.serveCommand()
 		args = append(args, "--workspace", spec.Workspace, "--listen", "127.0.0.1:0", "--token-file", spec.TokenFile)
 		if spec.Verbose {
@@ -117,8 +112,12 @@ func (r *Runtime) start(ctx context.Context, s startSpec, log logr.Logger) (*pro
 		if p, err = r.launch(exec.Command(bin, args...), spec.Env, s.dir, log); err != nil {
 			return nil, err
 		}
-		p.token, p.launch, p.dir = token, s.launch, s.dir
-		p.setOnExit(s.onExit)
+	}
+	p.token, p.launch, p.dir = token, s.launch, s.dir
+	p.setOnExit(s.onExit)
+	if p.stdin != nil { // pre-started: bound only now that it reports its exit
+		log.V(1).Info("binding a pre-started agent", "pid", p.pid)
+		p.stdin.bind(spec)
 	}
 	_ = os.WriteFile(filepath.Join(s.dir, pidFile), []byte(strconv.Itoa(p.pid)), 0o644)
 
