@@ -91,6 +91,9 @@ type BurstCPU struct {
 	// operator, its agents, their Pulumi CLIs, language hosts and
 	// providers.
 	Operator Seconds `json:"operator"`
+	// Process is the operator process alone, without its agents and what
+	// they ran; zero in runs from before it was measured.
+	Process Seconds `json:"process,omitempty"`
 	// ControlPlane is kube-apiserver and etcd during the burst, which
 	// share the machine here and run elsewhere in a real cluster.
 	ControlPlane Seconds `json:"controlPlane"`
@@ -173,7 +176,7 @@ func burstRound(t *testing.T, h *harness, n int, ns string) BurstResult {
 		t.Fatal(err)
 	}
 	samp := startSampler(h.pid(), 500*time.Millisecond)
-	op0, cp0 := treeCPU(tree(h.pid())), controlPlaneCPU()
+	op0, self0, cp0 := treeCPU(tree(h.pid())), ownCPU(h.pid()), controlPlaneCPU()
 	start := time.Now()
 	backend := freshBackend(t)
 	if err := inParallel(n, 16, func(i int) error {
@@ -187,6 +190,7 @@ func burstRound(t *testing.T, h *harness, n int, ns string) BurstResult {
 	peak, maxAgents := samp.Stop()
 	cpu := &BurstCPU{
 		Operator:     tickSeconds(treeCPU(tree(h.pid())) - op0),
+		Process:      tickSeconds(ownCPU(h.pid()) - self0),
 		ControlPlane: tickSeconds(controlPlaneCPU() - cp0),
 	}
 	if found < n {

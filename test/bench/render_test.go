@@ -527,6 +527,12 @@ func renderBurst(b *strings.Builder, r *Results) {
 			p("  does not pay and a real cluster runs on other machines; together %.2f× the floor's. That kept\n", float64(c.Operator+c.ControlPlane)/float64(c.Floor))
 			p("  the machine %.0f %% busy, the floor %.0f %%; the rest of the gap is time the cores were idle.\n",
 				100*float64(c.Operator+c.ControlPlane)/(cores*float64(bu.AllReady)), 100*float64(c.Floor)/(cores*float64(bu.Floor)))
+			if c.Process > 0 {
+				n := float64(bu.N)
+				p("  Per Stack, against the floor's %.3f s of CPU: the agents with the Pulumi processes they ran\n", float64(c.Floor)/n)
+				p("  %.3f s, the operator process %.3f s, the control plane %.3f s.\n",
+					float64(c.Operator-c.Process)/n, float64(c.Process)/n, float64(c.ControlPlane)/n)
+			}
 		}
 		if len(bu.Rounds) > 1 {
 			var runs, floors, ratios []string

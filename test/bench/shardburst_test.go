@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -169,5 +170,44 @@ func shardBurst(t *testing.T, h *harness, bin string, n, k int) ShardBurstResult
 	res.AllReady, res.MedianReady = Sec(readyAt[n-1]), Sec(readyAt[n/2])
 	_, res.CompleteToReady = h.rec.phasesOf(ns, marks, start)
 	t.Logf("shard burst: %+v", res)
+	if res.CompleteToReady.Max > slowReady.Seconds() {
+		traceSlowest(t, h.rec, ns, marks, ops)
+	}
 	return res
+}
+
+// slowReady is how long from an Update's end to its Stack Ready makes
+// the bench trace that Stack: nine in ten take under 4 s under 4 shards.
+const slowReady = 10 * time.Second
+
+// traceSlowest logs, for the Stack that waited longest between its
+// Update's end and Ready, the times the watch saw and every operator log
+// line that names it or its Update: the spread alone cannot say what the
+// Stack waited for.
+func traceSlowest(t *testing.T, rec *recorder, ns string, marks []readyMark, ops []*testenv.Operator) {
+	var worst readyMark
+	var worstWait time.Duration
+	for _, m := range marks {
+		_, _, complete, _ := rec.updateTimes(ns + "/" + m.lastUpdate)
+		if wait := m.at.Sub(complete); !complete.IsZero() && wait > worstWait {
+			worst, worstWait = m, wait
+		}
+	}
+	created, started, complete, _ := rec.updateTimes(ns + "/" + worst.lastUpdate)
+	t.Logf("slowest to Ready: Update %s/%s created %s, started %s, complete %s, Stack Ready %s (%.1fs after)",
+		ns, worst.lastUpdate, created.Format(time.StampMilli), started.Format(time.StampMilli),
+		complete.Format(time.StampMilli), worst.at.Format(time.StampMilli), worstWait.Seconds())
+	stackName, _, _ := strings.Cut(worst.lastUpdate, "-")
+	for j, op := range ops {
+		b, err := os.ReadFile(op.LogPath)
+		if err != nil {
+			t.Logf("shard %d: %v", j, err)
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, worst.lastUpdate) || strings.Contains(line, `"`+stackName+`"`) {
+				t.Logf("shard %d: %s", j, line)
+			}
+		}
+	}
 }
