@@ -266,6 +266,10 @@ type readyMark struct {
 	at         time.Time
 	generation int64
 	lastUpdate string
+	// stamped is the Ready condition's lastTransitionTime, which the
+	// operator sets (whole seconds): beside at, it tells a late operator
+	// from a late watch.
+	stamped time.Time
 }
 
 // recorder keeps, from watch events timed on arrival with time.Now, when
@@ -320,6 +324,9 @@ func (r *recorder) onStack(obj k8sruntime.Object, at time.Time) {
 	}
 	key := s.Namespace + "/" + s.Name
 	mark := readyMark{at: at, generation: s.Status.ObservedGeneration, lastUpdate: s.Status.LastUpdate.Name}
+	if c := apimeta.FindStatusCondition(s.Status.Conditions, sreconcile.ReadyCondition); c != nil {
+		mark.stamped = c.LastTransitionTime.Time
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, m := range r.ready[key] {

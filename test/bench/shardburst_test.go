@@ -194,9 +194,9 @@ func traceSlowest(t *testing.T, rec *recorder, ns string, marks []readyMark, ops
 		}
 	}
 	created, started, complete, _ := rec.updateTimes(ns + "/" + worst.lastUpdate)
-	t.Logf("slowest to Ready: Update %s/%s created %s, started %s, complete %s, Stack Ready %s (%.1fs after)",
+	t.Logf("slowest to Ready: Update %s/%s created %s, started %s, complete %s, Stack Ready %s (%.1fs after; the operator stamped Ready at %s)",
 		ns, worst.lastUpdate, created.Format(time.StampMilli), started.Format(time.StampMilli),
-		complete.Format(time.StampMilli), worst.at.Format(time.StampMilli), worstWait.Seconds())
+		complete.Format(time.StampMilli), worst.at.Format(time.StampMilli), worstWait.Seconds(), worst.stamped.Format(time.Stamp))
 	stackName, _, _ := strings.Cut(worst.lastUpdate, "-")
 	for j, op := range ops {
 		b, err := os.ReadFile(op.LogPath)
