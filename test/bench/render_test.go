@@ -529,16 +529,17 @@ func renderBurst(b *strings.Builder, r *Results) {
 				100*float64(c.Operator+c.ControlPlane)/(cores*float64(bu.AllReady)), 100*float64(c.Floor)/(cores*float64(bu.Floor)))
 			if c.Process > 0 {
 				n := float64(bu.N)
-				p("  Per Stack, against the floor's %.3f s of CPU: the agents with the Pulumi processes they ran\n", float64(c.Floor)/n)
-				p("  %.3f s, the operator process %.3f s, the control plane %.3f s.\n",
-					float64(c.Operator-c.Process)/n, float64(c.Process)/n, float64(c.ControlPlane)/n)
+				floor, agents, op, cp := float64(c.Floor)/n, float64(c.Operator-c.Process)/n, float64(c.Process)/n, float64(c.ControlPlane)/n
+				p("  Per Stack, against the floor's %.3f s of CPU: the agents with the Pulumi processes they ran\n", floor)
+				p("  %.3f s, the operator process %.3f s, the control plane %.3f s.\n", agents, op, cp)
 				if bu.Ratio > targetBurst {
 					// The agents' side can cost less than the floor in a run; it
 					// then adds nothing to the gap.
-					agents, op, cp := max(float64(c.Operator-c.Process-c.Floor)/n, 0), float64(c.Process)/n, float64(c.ControlPlane)/n
-					p("  The gap is this CPU beyond the floor's, %.3f s per Stack on the same cores: the control\n", agents+op+cp)
+					extra := max(agents-floor, 0)
+					gap := extra + op + cp
+					p("  The gap is this CPU beyond the floor's, %.3f s per Stack on the same cores: the control\n", gap)
 					p("  plane's %.0f %% of it, the agents' and their Pulumi processes' %.0f %%, the operator's %.0f %%.\n",
-						100*cp/(agents+op+cp), 100*agents/(agents+op+cp), 100*op/(agents+op+cp))
+						100*cp/gap, 100*extra/gap, 100*op/gap)
 				}
 			}
 		}
