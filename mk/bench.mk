@@ -26,22 +26,22 @@ BENCH_CONFIG_BURST_N ?= 10000
 BENCH_CONFIG_FLOOR_N ?= 1000
 
 .PHONY: bench-e2e
-bench-e2e: $(TOOLS) ## Measure latency, burst and idle cost end to end; writes docs/benchmarks.md (~11 min on 2 cores).
+bench-e2e: tools ## Measure latency, burst and idle cost end to end; writes docs/benchmarks.md (~11 min on 2 cores).
 	BENCH_N="$(BENCH_N)" BENCH_REPEAT="$(BENCH_REPEAT)" BENCH_BURST_ROUNDS="$(BENCH_BURST_ROUNDS)" BENCH_RUN="$(BENCH_RUN)" go test -tags bench -count=1 -timeout 120m -v \
 		-run '^TestBench$$$(if $(BENCH_RUN),/^($(BENCH_RUN))$$)' ./test/bench/
 
 .PHONY: bench-shard-burst
-bench-shard-burst: $(TOOLS) ## Measure a burst of new Stacks under 1, 2 and 4 shards; adds it to figure 7 (~35 min on 2 cores at 1,000).
+bench-shard-burst: tools ## Measure a burst of new Stacks under 1, 2 and 4 shards; adds it to figure 7 (~35 min on 2 cores at 1,000).
 	BENCH_SHARD_BURST_N="$(BENCH_SHARD_BURST_N)" BENCH_SHARDS="$(BENCH_SHARDS)" go test -tags bench -count=1 -timeout 120m -v \
 		-run '^TestBenchShardBurst$$' ./test/bench/
 
 .PHONY: bench-config-burst
-bench-config-burst: $(TOOLS) ## Change the config of BENCH_CONFIG_BURST_N Stacks at once on an operator holding BENCH_SCALE_N; adds it to figure 7 (~2 h on 2 cores at 10,000).
+bench-config-burst: tools ## Change the config of BENCH_CONFIG_BURST_N Stacks at once on an operator holding BENCH_SCALE_N; adds it to figure 7 (~2 h on 2 cores at 10,000).
 	BENCH_SCALE_N="$(BENCH_SCALE_N)" BENCH_CONFIG_BURST_N="$(BENCH_CONFIG_BURST_N)" BENCH_CONFIG_FLOOR_N="$(BENCH_CONFIG_FLOOR_N)" \
 		go test -tags bench -count=1 -timeout 180m -v \
 		-run '^TestBenchConfigBurst$$' ./test/bench/
 
 .PHONY: bench-scale
-bench-scale: $(TOOLS) ## Measure N deployed Stacks under 1, 2 and 4 shards (restart, idle); writes figure 7 of docs/benchmarks.md (~25 min on 2 cores at 10,000).
+bench-scale: tools ## Measure N deployed Stacks under 1, 2 and 4 shards (restart, idle); writes figure 7 of docs/benchmarks.md (~25 min on 2 cores at 10,000).
 	BENCH_SCALE_N="$(BENCH_SCALE_N)" BENCH_SHARDS="$(BENCH_SHARDS)" go test -tags bench -count=1 -timeout 120m -v \
 		-run '^TestBenchScale$$' ./test/bench/

@@ -16,6 +16,6 @@ FAULTS_SEED ?=
 FAULTS_RUN ?=
 
 .PHONY: test-faults
-test-faults: $(TOOLS) ## Inject faults (kills, hangs, git and disk outages) on the real components; see docs/reliability.md (~9 min on 2 cores).
+test-faults: tools ## Inject faults (kills, hangs, git and disk outages) on the real components; see docs/reliability.md (~9 min on 2 cores).
 	FAULTS_N="$(FAULTS_N)" FAULTS_SEED="$(FAULTS_SEED)" go test -tags faults -count=1 -timeout 30m -v \
 		-run '^TestFaults$$$(if $(FAULTS_RUN),/^($(FAULTS_RUN))$$)' ./test/faults/...
