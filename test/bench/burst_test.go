@@ -59,12 +59,14 @@ type BurstResult struct {
 	// CPU is where the processor time went; nil in runs from before it
 	// was measured.
 	CPU *BurstCPU `json:"cpu,omitempty"`
-	// Rounds are the runs of a small burst (N up to the floor's
-	// calibration size, seconds each), each a burst followed by the floor's
-	// tries, when it was run more than once (BENCH_BURST_ROUNDS). AllReady
-	// and the floor tries are then the medians over the rounds, the floor
-	// the fastest parallelism's median, and the other fields are the round
-	// whose AllReady is the median's. Empty: one run.
+	// Rounds are the runs of a burst of up to roundsUpTo Stacks, each a
+	// burst followed by the floor's tries (and, above the calibration
+	// size, the floor on all N), when it was run more than once
+	// (BENCH_BURST_ROUNDS, BENCH_BURST_ROUNDS_100). AllReady and the floor
+	// tries are then the medians over the rounds; the floor is the fastest
+	// parallelism's median try, or above the calibration size the median
+	// of the rounds' floors on all N; the other fields are the round whose
+	// AllReady is the median's. Empty: one run.
 	Rounds []BurstRound `json:"rounds,omitempty"`
 	// Requests are the API server's requests per Stack during the burst,
 	// by verb and resource ("PATCH stacks/status"), from its own
@@ -78,6 +80,10 @@ type BurstResult struct {
 type BurstRound struct {
 	AllReady   Seconds         `json:"allReady"`
 	FloorTries map[int]Seconds `json:"floorTries"`
+	// Floor is the round's floor on all N stacks, at its fastest
+	// parallelism; zero when N is no larger than the calibration set,
+	// whose tries are the floor.
+	Floor Seconds `json:"floor,omitempty"`
 	// floorCPU is the CPU of each parallelism's try.
 	floorCPU map[int]Seconds
 }
@@ -106,14 +112,28 @@ type BurstCPU struct {
 // varies by a fifth from run to run on a shared machine.
 const envBurstRounds = "BENCH_BURST_ROUNDS"
 
+// envBurstRounds100 is how many times a burst larger than the calibration
+// set and up to roundsUpTo is run (default 3): a burst of 100 and its
+// floor take about two minutes, and one run of each measured 1.29× and
+// 1.38× on the same operator code, on either side of the target.
+const envBurstRounds100 = "BENCH_BURST_ROUNDS_100"
+
+// roundsUpTo is the largest burst run in rounds; a burst of 1,000 takes
+// about 25 minutes with its floor, and varies less.
+const roundsUpTo = 100
+
 // benchBurst creates n Stacks at once and times them to Ready, then runs
-// the bare CLI floor; a burst no larger than the floor's calibration set
-// runs BENCH_BURST_ROUNDS times, burst and floor in turn, and gives the
+// the bare CLI floor; a burst of up to roundsUpTo Stacks runs several
+// times (BENCH_BURST_ROUNDS up to the floor's calibration size,
+// BENCH_BURST_ROUNDS_100 above it), burst and floor in turn, and gives the
 // medians (see BurstResult.Rounds).
 func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 	rounds := 1
-	if n <= floorCalibration {
+	switch {
+	case n <= floorCalibration:
 		rounds = testenv.PositiveIntEnv(t, envBurstRounds, 5)
+	case n <= roundsUpTo:
+		rounds = testenv.PositiveIntEnv(t, envBurstRounds100, 3)
 	}
 	if rounds == 1 {
 		res := burstRound(t, h, n, fmt.Sprintf("burst-%d", n))
@@ -132,8 +152,9 @@ func benchBurst(t *testing.T, h *harness, n int) BurstResult {
 }
 
 // medianRound combines the rounds of a burst: the round with the median
-// AllReady, with the median floor tries, the fastest of those as the floor,
-// and the rounds listed.
+// AllReady, with the median floor tries, the fastest of those as the floor
+// (above the calibration size, the median of the rounds' floors on all
+// N), and the rounds listed.
 func medianRound(runs []BurstResult) BurstResult {
 	sorted := slices.Clone(runs)
 	slices.SortFunc(sorted, func(a, b BurstResult) int { return cmp.Compare(a.AllReady, b.AllReady) })
@@ -151,11 +172,21 @@ func medianRound(runs []BurstResult) BurstResult {
 			res.FloorParallelism = p
 		}
 	}
-	res.Floor = res.FloorTries[res.FloorParallelism]
-	if res.CPU != nil {
-		cpu := *res.CPU
-		cpu.Floor = res.Rounds[0].floorCPU[res.FloorParallelism]
-		res.CPU = &cpu
+	if res.N > res.FloorTriesN {
+		// Each round ran its own floor on all N; the CPU split stays the
+		// median round's, its own floor's included.
+		var floors []float64
+		for _, r := range runs {
+			floors = append(floors, float64(r.Floor))
+		}
+		res.Floor = Seconds(spreadOf(floors).Median)
+	} else {
+		res.Floor = res.FloorTries[res.FloorParallelism]
+		if res.CPU != nil {
+			cpu := *res.CPU
+			cpu.Floor = res.Rounds[0].floorCPU[res.FloorParallelism]
+			res.CPU = &cpu
+		}
 	}
 	res.Ratio = float64(res.AllReady) / float64(res.Floor)
 	res.Rounds = nil
@@ -239,6 +270,7 @@ func burstRound(t *testing.T, h *harness, n int, ns string) BurstResult {
 		}
 		cpu.Floor = tickSeconds(childCPU() - cpu0)
 		res.Floor = Sec(took)
+		res.Rounds[0].Floor = res.Floor
 		t.Logf("floor: %d bare ups at parallelism %d in %.1fs", n, best, took.Seconds())
 	}
 	res.Ratio = float64(res.AllReady) / float64(res.Floor)
@@ -263,7 +295,7 @@ func (h *harness) bareBurst(backend, prefix string, n, p int) (time.Duration, er
 func TestMedianRound(t *testing.T) {
 	round := func(ready Seconds, p1, p2, p4 Seconds, agents int) BurstResult {
 		tries := map[int]Seconds{1: p1, 2: p2, 4: p4}
-		return BurstResult{N: 10, AllReady: ready, MaxAgents: agents, FloorTries: tries,
+		return BurstResult{N: 10, FloorTriesN: 10, AllReady: ready, MaxAgents: agents, FloorTries: tries,
 			CPU:    &BurstCPU{Operator: 9},
 			Rounds: []BurstRound{{AllReady: ready, FloorTries: tries, floorCPU: map[int]Seconds{1: 7, 2: 7.5, 4: 8}}}}
 	}
@@ -283,6 +315,33 @@ func TestMedianRound(t *testing.T) {
 	}
 	if len(got.Rounds) != 3 || got.Rounds[0].AllReady != 6.0 {
 		t.Errorf("rounds = %+v, want all three in order", got.Rounds)
+	}
+}
+
+// TestMedianRoundAllN: the rounds of a burst larger than the calibration
+// set take the floor as the median of the rounds' floors on all N, not
+// a try on ten stacks, and keep the median round's own CPU split.
+func TestMedianRoundAllN(t *testing.T) {
+	round := func(ready, floor, floorCPU Seconds) BurstResult {
+		tries := map[int]Seconds{1: 9, 2: 5, 4: 4.5}
+		return BurstResult{N: 100, FloorTriesN: 10, AllReady: ready, Floor: floor, FloorTries: tries,
+			CPU:    &BurstCPU{Operator: 120, Floor: floorCPU},
+			Rounds: []BurstRound{{AllReady: ready, FloorTries: tries, Floor: floor, floorCPU: map[int]Seconds{1: 10, 2: 10, 4: 10}}}}
+	}
+	got := medianRound([]BurstResult{
+		round(70, 52, 101),
+		round(66, 50, 99), // the median floor
+		round(68, 49, 98), // the median burst
+	})
+	if got.AllReady != 68 || got.Floor != 50 || got.FloorParallelism != 4 {
+		t.Errorf("burst %.0f s, floor %.0f s at %d; want the median burst 68 s, the median floor on all N 50 s, at 4",
+			got.AllReady, got.Floor, got.FloorParallelism)
+	}
+	if want := 68.0 / 50; got.Ratio != want || got.CPU.Floor != 98 {
+		t.Errorf("ratio %.3f, floor CPU %.0f; want %.3f and the median round's own floor CPU 98", got.Ratio, got.CPU.Floor, want)
+	}
+	if len(got.Rounds) != 3 || got.Rounds[2].Floor != 49 {
+		t.Errorf("rounds = %+v, want all three with their floors", got.Rounds)
 	}
 }
 

@@ -31,7 +31,8 @@ func render(r *Results) string {
 	p("part of `make test`). The run writes `test/bench/results/latest.json` (not committed) and renders this\n")
 	p("file; `go test -tags bench -run '^TestBenchRender$' ./test/bench/` renders it again from the JSON.\n")
 	p("Knobs: `BENCH_N` (burst sizes, default \"10 100\"), `BENCH_REPEAT` (latency repetitions, default 10),\n")
-	p("`BENCH_BURST_ROUNDS` (runs of a burst of %d or fewer, default 5),\n", floorCalibration)
+	p("`BENCH_BURST_ROUNDS` (runs of a burst of %d or fewer, default 5), `BENCH_BURST_ROUNDS_100` (of a\n", floorCalibration)
+	p("larger burst up to %d, default 3),\n", roundsUpTo)
 	p("`BENCH_IDLE_AFTER` (the operator's `--idle-after`, default 10s), `BENCH_IDLE_FOR` (idle window,\n")
 	p("default 2m), `BENCH_RUN` (a subset: `latency`, `burst-10`, `burst-100|idle`, …). The whole run took\n")
 	p("%s.\n\n", minutes(float64(r.Took)))
@@ -256,7 +257,9 @@ func renderBurst(b *strings.Builder, r *Results) {
 	p("give rounds: a burst of %d or fewer takes seconds, and a single run of it or of a floor try varies\n", floorCalibration)
 	p("by a fifth from run to run, so it runs several times (`BENCH_BURST_ROUNDS`), each burst followed by\n")
 	p("its floor tries, and the figure gives the medians: the burst's, and the fastest parallelism's of the\n")
-	p("floor. The other columns are the round whose time is the median.\n\n")
+	p("floor. A burst of up to %d runs in rounds too (`BENCH_BURST_ROUNDS_100`), each followed by its\n", roundsUpTo)
+	p("floor tries and its floor on all N, and the figure gives the medians of the bursts and of those\n")
+	p("floors. The other columns are the round whose time is the median.\n\n")
 	p("| N | all Ready | first / median Ready | floor (parallelism) | floor tries | ratio | peak PSS (RSS) of the operator's tree | agents at once |\n|---|---|---|---|---|---|---|---|\n")
 	for _, bu := range r.Burst {
 		var tries []string
@@ -335,13 +338,18 @@ func renderBurst(b *strings.Builder, r *Results) {
 		}
 		if len(bu.Rounds) > 1 {
 			var runs, floors, ratios []string
+			floorOn := fmt.Sprintf("at parallelism %d", bu.FloorParallelism)
 			for _, rd := range bu.Rounds {
+				floor := rd.FloorTries[bu.FloorParallelism]
+				if rd.Floor > 0 {
+					floor, floorOn = rd.Floor, "on all N at its fastest parallelism"
+				}
 				runs = append(runs, fmt.Sprintf("%.1f", float64(rd.AllReady)))
-				floors = append(floors, fmt.Sprintf("%.1f", float64(rd.FloorTries[bu.FloorParallelism])))
-				ratios = append(ratios, fmt.Sprintf("%.2f", float64(rd.AllReady)/float64(rd.FloorTries[bu.FloorParallelism])))
+				floors = append(floors, fmt.Sprintf("%.1f", float64(floor)))
+				ratios = append(ratios, fmt.Sprintf("%.2f", float64(rd.AllReady)/float64(floor)))
 			}
-			p("  Medians of %d rounds: the burst took %s s, the floor at parallelism %d %s s; each round's\n",
-				len(bu.Rounds), strings.Join(runs, ", "), bu.FloorParallelism, strings.Join(floors, ", "))
+			p("  Medians of %d rounds: the burst took %s s, the floor %s %s s; each round's\n",
+				len(bu.Rounds), strings.Join(runs, ", "), floorOn, strings.Join(floors, ", "))
 			p("  own ratio %s×.\n", strings.Join(ratios, ", "))
 		}
 		if len(bu.Requests) > 0 {
