@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,22 +36,74 @@ func IsolatePulumi(dir, passphrase string) error {
 	return nil
 }
 
+// PrebuiltEnv names the directory in which `make test` builds stackyard and
+// the lean agent once, before any test runs, from the same sources and
+// with the same stamps BuildStackyard uses; a dozen packages would
+// otherwise link both binaries each. Unset (plain `go test`), every
+// package builds its own.
+const PrebuiltEnv = "STACKYARD_TEST_PREBUILT"
+
+// stackyardBinaries are the two binaries BuildStackyard provides.
+var stackyardBinaries = []string{"stackyard", "stackyard-agent"}
+
 // BuildStackyard builds the stackyard binary into dir and returns its path,
 // for tests that run the agent (or the operator) as a real subprocess. The
 // lean agent (cmd/stackyard-agent) is built beside it, where the local
 // runtime looks for it, so that the agents tests start are the ones users
-// run.
+// run. Under `make test` ($STACKYARD_TEST_PREBUILT set) both are copied from
+// the build made before the tests instead.
 func BuildStackyard(dir string) (string, error) {
 	out := filepath.Join(dir, "stackyard")
+	if prebuilt := os.Getenv(PrebuiltEnv); prebuilt != "" {
+		for _, name := range stackyardBinaries {
+			if err := copyExecutable(filepath.Join(prebuilt, name), filepath.Join(dir, name)); err != nil {
+				return "", fmt.Errorf("$%s: %w (unset it to build here)", PrebuiltEnv, err)
+			}
+		}
+		return out, nil
+	}
 	stamp := exec.Command(filepath.Join(RepoRoot(), "hack", "version-ldflags.sh"))
 	ldflags, err := stamp.Output()
 	if err != nil {
 		return "", fmt.Errorf("hack/version-ldflags.sh: %w", err)
 	}
-	cmd := exec.Command("go", "build", "-ldflags", string(ldflags), "-o", dir+string(filepath.Separator), "./cmd/stackyard", "./cmd/stackyard-agent")
+	args := append([]string{"build", "-ldflags", string(ldflags), "-o", dir + string(filepath.Separator)}, packages(stackyardBinaries)...)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = RepoRoot()
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building stackyard: %v\n%s", err, msg)
 	}
 	return out, nil
+}
+
+// packages names the main packages of the given binaries.
+func packages(binaries []string) []string {
+	pkgs := make([]string, len(binaries))
+	for i, b := range binaries {
+		pkgs[i] = "./cmd/" + b
+	}
+	return pkgs
+}
+
+// copyExecutable places a copy of src at dst: a hard link where both are
+// on one file system, else a copy, so that each package keeps binaries of
+// its own that nothing else replaces under it.
+func copyExecutable(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
