@@ -111,18 +111,45 @@ DEV_TOOLS = $(CONTROL_PLANE_TOOLS) $(PULUMI_TOOLS) $(STACKYARDTEST_PROVIDER)
 # --until-ready=<duration> so that the main job ends on its own.
 DEV_FLAGS ?=
 
+# STACKYARD_BINS builds bin/stackyard and bin/stackyard-agent from the work
+# tree, stamped as test/testenv.BuildStackyard stamps them; go build
+# relinks only when a source changed.
+STACKYARD_BINS = go build -ldflags "$$(hack/version-ldflags.sh)" -o $(BIN)/ ./cmd/stackyard ./cmd/stackyard-agent
+
 .PHONY: dev
 dev: $(DEV_TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
-	go build -ldflags "$$(hack/version-ldflags.sh)" -o $(BIN)/ ./cmd/stackyard ./cmd/stackyard-agent
+	$(STACKYARD_BINS)
 	exec $(BIN)/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases --policy-dir $(CURDIR)/config/policy $(DEV_FLAGS)
 
 ##@ Test
 
+# TEST_P is how many test binaries go test runs at once (its -p). Most
+# packages spend their time waiting on an API server, the Pulumi engine or
+# git, which left a third of two cores idle at go's default of one per
+# core; docs/development.md ("CI budget") has the figures.
+TEST_P ?= 4
+# TEST_FIRST are the slowest packages, named before ./... so that go test
+# starts them first (it runs packages in the order named) and the rest fill
+# the slots beside them; taken from the report at the end of `make test`.
+TEST_FIRST := ./internal/controller/stack ./test/e2e ./internal/controller/promotion \
+	./internal/agent/server ./internal/controller/pullrequest ./test/hostile
+# The whole `go test -json` stream of the last `make test` is kept here, for
+# digging deeper than hack/testreport's summary.
+TEST_JSON := $(BIN)/go-test.json
+# TEST_REPORT_FLAGS go to hack/testreport: -v prints every test's output as
+# it comes, -top N lists N of the slowest packages and tests.
+TEST_REPORT_FLAGS ?=
+
 .PHONY: test
-test: $(TOOLS) $(TEST_DEPS) ## Build what is missing, then run every test on the real components.
+test: $(TOOLS) $(TEST_DEPS) ## Build what is missing, then run every test on the real components; ends with the slowest.
 	@echo ">> go vet"; go vet ./...
 	@echo ">> go test (real kube-apiserver, etcd, pulumi, git)"
-	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
+	@go build -o $(BIN)/testreport ./hack/testreport
+	@# The tests that run stackyard as a process copy these two binaries
+	@# (test/testenv.BuildStackyard) rather than each package linking its own.
+	@$(STACKYARD_BINS)
+	STACKYARD_TEST_PREBUILT=$(BIN) go test $(GO_TEST_FLAGS) -vet=off -p $(TEST_P) -json -timeout $(TEST_TIMEOUT) $(TEST_FIRST) ./... \
+		| tee $(TEST_JSON) | $(BIN)/testreport $(TEST_REPORT_FLAGS)
 
 .PHONY: test-race
 test-race: ## Run make test under Go's race detector (~12 min warm on 2 cores; not in CI).

@@ -17,5 +17,6 @@ FAULTS_RUN ?=
 
 .PHONY: test-faults
 test-faults: tools ## Inject faults (kills, hangs, git and disk outages) on the real components; see docs/reliability.md (~9 min on 2 cores).
-	FAULTS_N="$(FAULTS_N)" FAULTS_SEED="$(FAULTS_SEED)" go test -tags faults -count=1 -timeout 30m -v \
+	@$(STACKYARD_BINS)
+	STACKYARD_TEST_PREBUILT=$(BIN) FAULTS_N="$(FAULTS_N)" FAULTS_SEED="$(FAULTS_SEED)" go test -tags faults -count=1 -timeout 30m -v \
 		-run '^TestFaults$$$(if $(FAULTS_RUN),/^($(FAULTS_RUN))$$)' ./test/faults/...
