@@ -13,7 +13,20 @@ echo ">> building $(basename "$out") from $pkg (module $moddir) ..." >&2
 mkdir -p "$(dirname "$out")"
 tmp="$out.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
+# A tool is run, never debugged here: it is built without DWARF (-s -w to
+# the linker, -dwarf=false to the compiler), which spares the compile and
+# above all the link a good part of their time (docs/development.md, "CI
+# budget"). A panic still prints its stack. The caller's -ldflags keep
+# their stamps, with -s -w in front.
+args=() ldflags_seen=
+while (($#)); do
+	case $1 in
+	-ldflags) args+=(-ldflags "-s -w $2"); ldflags_seen=1; shift 2 ;;
+	*) args+=("$1"); shift ;;
+	esac
+done
+[ -n "$ldflags_seen" ] || args+=(-ldflags "-s -w")
 # A tool that needs cgo (Gitea, for SQLite) sets TOOL_CGO=1.
-( cd "$moddir" && CGO_ENABLED=${TOOL_CGO:-0} go build -trimpath "$@" -o "$tmp" "$pkg" )
+( cd "$moddir" && CGO_ENABLED=${TOOL_CGO:-0} go build -trimpath -gcflags=all=-dwarf=false "${args[@]}" -o "$tmp" "$pkg" )
 mv -f "$tmp" "$out"
 echo ">> built $(basename "$out") in $(( $(date +%s) - start ))s" >&2
