@@ -78,10 +78,6 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if metricsAddr, err = freeAddr(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	// The operator logs at every verbosity into operatorLogs, checked for
 	// secrets after the tests; STACKYARD_TEST_LOG=1 also prints them, when
 	// a test fails without saying why.
@@ -131,8 +127,17 @@ func benchmarksOnly() bool {
 }
 
 // startOperator assembles and starts the suite's operator with the local
-// runtime: unsharded, so it reconciles every Stack.
+// runtime: unsharded, so it reconciles every Stack. Each start serves its
+// metrics on a port found free just before (metricsAddr), not on the last
+// start's: between a stop and the next start, any process on the machine
+// (another package's, under make test's -p 4) may take the port the stop
+// released, and did.
 func startOperator() error {
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	metricsAddr = addr
 	stop, err := launchOperator(stateDir, metricsAddr, shard.Shard{})
 	if err != nil {
 		return err

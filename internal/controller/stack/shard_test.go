@@ -61,7 +61,7 @@ func runShards(t *testing.T) (blueState string, stopDefault func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, err := launchOperator(t.TempDir(), metricsAddr, def)
+	stop, err := launchOperator(t.TempDir(), "0", def)
 	if err != nil {
 		t.Fatal(err)
 	}
