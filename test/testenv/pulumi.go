@@ -67,8 +67,7 @@ func BuildStackyard(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("hack/version-ldflags.sh: %w", err)
 	}
-	args := append([]string{"build", "-ldflags", string(ldflags), "-o", dir + string(filepath.Separator)}, packages(stackyardBinaries)...)
-	cmd := exec.Command("go", args...)
+	cmd := exec.Command("go", "build", "-ldflags", string(ldflags), "-o", dir+string(filepath.Separator), "./cmd/stackyard", "./cmd/stackyard-agent")
 	cmd.Dir = RepoRoot()
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building stackyard: %v\n%s", err, msg)
@@ -76,22 +75,10 @@ func BuildStackyard(dir string) (string, error) {
 	return out, nil
 }
 
-// packages names the main packages of the given binaries.
-func packages(binaries []string) []string {
-	pkgs := make([]string, len(binaries))
-	for i, b := range binaries {
-		pkgs[i] = "./cmd/" + b
-	}
-	return pkgs
-}
-
-// copyExecutable places a copy of src at dst: a hard link where both are
-// on one file system, else a copy, so that each package keeps binaries of
-// its own that nothing else replaces under it.
+// copyExecutable writes a copy of src to dst. A copy, not a hard link: go
+// build may rewrite bin/'s files in place, and each package's binaries
+// must stay as they were when it started.
 func copyExecutable(src, dst string) error {
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
 	in, err := os.Open(src)
 	if err != nil {
 		return err
