@@ -229,8 +229,8 @@ func buildStage(st *promotionv1alpha1.Stage, node Node, releases map[string]*pro
 	}
 	for _, b := range st.Spec.Stacks {
 		h := change.Health([]promotionv1alpha1.StackBinding{b}, o.stacks)
-		if stack := o.stacks[b.Name]; stack != nil && !st.Spec.PreviewOnly {
-			if msg := change.Unauthorized(st.Name, b.Name, stack.Annotations); msg != "" {
+		if stack := o.stacks[b.Name]; stack != nil {
+			if msg := change.Unconsented(st.Name, st.Spec.PreviewOnly, b.Name, stack.Annotations); msg != "" {
 				h = promotionv1alpha1.StageHealth{Status: promotionv1alpha1.Degraded, Message: msg}
 			}
 		}

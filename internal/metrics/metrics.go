@@ -106,6 +106,7 @@ func (c *StackCollector) Collect(ch chan<- prometheus.Metric) {
 type Updates struct {
 	total    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	refused  *prometheus.CounterVec
 }
 
 // NewUpdates creates the update metrics (not yet registered).
@@ -120,6 +121,11 @@ func NewUpdates() *Updates {
 			Help:    "Duration of finished Pulumi operations by type and result.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 3600},
 		}, []string{"type", "result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackyard_operations_refused_total",
+			Help: "Operations the choke point refused before they ran, by type (preview, up, refresh, destroy) and reason " +
+				"(ForeignUpdate, MakerGone, Unrecorded, NotPreview, NoConsent, UnapprovedPin).",
+		}, []string{"type", "reason"}),
 	}
 }
 
@@ -129,9 +135,14 @@ func (u *Updates) ObserveUpdate(typ, result string, d time.Duration) {
 	u.duration.WithLabelValues(typ, result).Observe(d.Seconds())
 }
 
+// ObserveRefusal records one operation the choke point refused.
+func (u *Updates) ObserveRefusal(typ, reason string) {
+	u.refused.WithLabelValues(typ, reason).Inc()
+}
+
 // Collectors returns the update metrics' collectors, for registration.
 func (u *Updates) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{u.total, u.duration}
+	return []prometheus.Collector{u.total, u.duration, u.refused}
 }
 
 // Register adds the stack collector and the update metrics to

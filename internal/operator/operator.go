@@ -289,7 +289,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		}
 	}
 	if err := workspace.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("workspace-controller"), workspace.Options{
-		IdleAfter: opts.IdleAfter, Owns: owns, RuntimeEvents: events, StallAfter: opts.StallAfter,
+		IdleAfter: opts.IdleAfter, Owns: owns, RuntimeEvents: events, StallAfter: opts.StallAfter, Refusals: updates,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("workspace controller: %w", err)
 	}

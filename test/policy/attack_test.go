@@ -107,6 +107,10 @@ func unchanged(t *testing.T, obj client.Object, before client.Object) {
 }
 
 // mergePatch is a JSON merge patch of v.
+// planFields is how the Stack governance policy names the annotations of
+// a governed Stack that only its promotions and governors change.
+const planFields = "metadata.annotations[promotion.stackyard.dev/plan, plan-commit, plan-inputs, preview-stages]"
+
 func mergePatch(t *testing.T, v any) client.Patch {
 	t.Helper()
 	data, err := json.Marshal(v)
@@ -189,11 +193,15 @@ func TestAttackStackConsent(t *testing.T) {
 	}{
 		{"spec", map[string]any{"spec": map[string]any{"commit": "fedcba9876543210fedcba9876543210fedcba98"}}},
 		{"spec", map[string]any{"spec": map[string]any{"config": map[string]any{"web:replicas": 0}}}},
-		{"metadata.annotations[promotion.stackyard.dev/plan]", map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		{planFields, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 			"promotion.stackyard.dev/plan": nil, "promotion.stackyard.dev/plan-commit": "x"}}}},
 		// The digest of the inputs the pin holds the up to.
-		{"metadata.annotations[promotion.stackyard.dev/plan]", map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		{planFields, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 			"promotion.stackyard.dev/plan-inputs": "sha256:0"}}}},
+		// Consent to preview: a preview runs prod's program with its
+		// credentials.
+		{planFields, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			promotionv1alpha1.PreviewStagesAnnotation: "dev"}}}},
 	} {
 		g.Expect(mallory.Patch(ctx, prod.DeepCopy(), mergePatch(t, a.patch))).To(MatchError(ContainSubstring(
 			a.field+`: Stack prod is governed by stage prod and changes only through its promotions`)), "%v", a.patch)
@@ -211,8 +219,13 @@ func TestAttackStackConsent(t *testing.T) {
 	sneaky.Annotations = map[string]string{key: "prod"}
 	g.Expect(mallory.Create(ctx, sneaky)).To(MatchError(ContainSubstring("binding Stack sneaky to a stage")))
 
-	// An ungoverned Stack is its editors' own.
+	// An ungoverned Stack is its editors' own, but it carries no consent
+	// to preview that a governor binding it could take on unawares.
 	free := pinned("free")
+	free.Annotations = map[string]string{promotionv1alpha1.PreviewStagesAnnotation: "dev"}
+	g.Expect(mallory.Create(ctx, free.DeepCopy())).To(MatchError(ContainSubstring(
+		"metadata.annotations[" + promotionv1alpha1.PreviewStagesAnnotation + "]: Stack free names no stage")))
+	free.Annotations = nil
 	g.Expect(mallory.Create(ctx, free)).To(Succeed())
 	g.Expect(mallory.Patch(ctx, free, mergePatch(t, map[string]any{"spec": map[string]any{"commit": nil, "branch": "next"}}))).To(Succeed())
 
@@ -230,6 +243,17 @@ func TestAttackStackConsent(t *testing.T) {
 	other := map[string]any{"spec": map[string]any{"commit": "fedcba9876543210fedcba9876543210fedcba98"}}
 	g.Expect(mallory.Patch(ctx, free.DeepCopy(), mergePatch(t, other))).To(MatchError(ContainSubstring("Stack free is governed by stage dev")))
 	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), mergePatch(t, other))).To(Succeed())
+	// Its governor lets a stage preview it; unbinding it takes that back
+	// in the same write.
+	previews := func(value any) client.Patch {
+		return mergePatch(t, map[string]any{"metadata": map[string]any{"annotations": map[string]any{promotionv1alpha1.PreviewStagesAnnotation: value}}})
+	}
+	g.Expect(mallory.Patch(ctx, free.DeepCopy(), previews("qa"))).To(MatchError(ContainSubstring("Stack free is governed by stage dev")))
+	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), previews("qa"))).To(Succeed())
+	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), annotate(nil))).To(MatchError(ContainSubstring("names no stage")))
+	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), mergePatch(t, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		key: nil, promotionv1alpha1.PreviewStagesAnnotation: nil}}}))).To(Succeed())
+	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), annotate("dev"))).To(Succeed())
 	g.Expect(env.Client.Patch(ctx, free.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"commit": nil, "branch": "main"}}))).
 		To(MatchError(ContainSubstring("must pin spec.commit")), "not even an administrator")
 }

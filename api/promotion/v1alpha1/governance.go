@@ -11,6 +11,19 @@ package v1alpha1
 // Program or Flux source), so that only a promotion moves what it deploys.
 const AuthorizedStageAnnotation = "promotion.stackyard.dev/authorized-stage"
 
+// PreviewStagesAnnotation, on a Stack that names a stage in
+// AuthorizedStageAnnotation, lists (comma-separated) the other Stages that
+// may preview it: run its program, with its credentials, at a commit of
+// their choosing, without deploying it. A preview runs the program as an
+// up does, so a governed Stack is previewed only by the stage that deploys
+// it and by the stages named here, whether for a preview-only stage, a
+// promotion or a pull request. Setting, changing or removing it needs the
+// verb "govern" on the stage the Stack names (config/policy), the stage
+// whose Stack's credentials are lent. A Stack that names no stage is not
+// governed: whoever may edit it may run anything with its credentials
+// already, and every stage may preview it, as upstream.
+const PreviewStagesAnnotation = "promotion.stackyard.dev/preview-stages"
+
 // Verbs beyond Kubernetes' own that the admission policies in
 // config/policy ask the API server's authorizer about. Grant them in a
 // Role like any other verb.

@@ -8,12 +8,17 @@ import (
 
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
+	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 )
 
 // TestAttacksLeaveProdAlone runs the threat model's attacks on a live
@@ -25,7 +30,11 @@ import (
 // only, tries the paths to prod around the approval: binding prod's Stack
 // to dev, feeding prod directly, making dev preview-only, deleting prod,
 // pinning or rebinding prod's Stack, forging a release, approving her own
-// promotion, and writing its status. Each is refused. Then a new release
+// promotion, and writing its status. Each is refused. An Update she plants
+// on prod's Workspace, claiming prod's Stack under another kind, fails
+// before it runs; a preview-only stage of her own pipeline, which follows
+// an unmerged branch, listing prod's Stack, previews nothing with prod's
+// credentials. Then a new release
 // goes through dev, as would carry prod along had one of them landed; the
 // proof that nothing happened is the test provider's output for prod,
 // unchanged, and the prod Stack's last successful commit.
@@ -61,7 +70,11 @@ func TestAttacksLeaveProdAlone(t *testing.T) {
 	}
 	mallory, err := env.TokenClient(ctx, ns, "mallory",
 		ordinary(promotionv1alpha1.GroupVersion.Group, "stages", "releases", "releases/status", "promotions", "promotions/status", "approvals"),
-		ordinary(pulumiv1.GroupVersion.Group, "stacks"))
+		ordinary(pulumiv1.GroupVersion.Group, "stacks"),
+		ordinary(autov1alpha1.GroupVersion.Group, "updates"),
+		ordinary(promotionv1alpha1.GroupVersion.Group, "pipelines"),
+		rbacv1.PolicyRule{APIGroups: []string{promotionv1alpha1.GroupVersion.Group}, Resources: []string{"stages"},
+			ResourceNames: []string{"peek"}, Verbs: []string{promotionv1alpha1.VerbGovern}})
 	g.Expect(err).NotTo(HaveOccurred())
 	merge := func(v any) client.Patch {
 		data, err := json.Marshal(v)
@@ -98,6 +111,59 @@ func TestAttacksLeaveProdAlone(t *testing.T) {
 			Decision: promotionv1alpha1.Approve, User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}},
 	}))
 	refused("writing the promotion's status", mallory.Status().Patch(ctx, ask.DeepCopy(), merge(map[string]any{"status": map[string]any{"phase": "Running"}})))
+
+	// The choke point: an Update planted on prod's Workspace, claiming as
+	// its controller a kind of another group named as prod's Stack, with
+	// its UID, fails before it runs.
+	planted := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "planted", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "example.com/v1", Kind: "Stack", Name: live.Name, UID: live.UID, Controller: ptr.To(true)}}},
+		Spec: autov1alpha1.UpdateSpec{WorkspaceName: stackctl.WorkspaceName(live), StackName: live.Spec.Stack, Type: autov1alpha1.DestroyType},
+	}
+	g.Expect(mallory.Create(ctx, planted)).To(Succeed(), "anyone may create an Update of their own")
+	waitFor(t, planted, opTimeout, func(g Gomega, u *autov1alpha1.Update) {
+		g.Expect(u.Status.IsComplete()).To(BeTrue())
+		f := apimeta.FindStatusCondition(u.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed)
+		g.Expect(f).NotTo(BeNil())
+		g.Expect(f.Reason).To(Equal(change.RefusedForeignUpdate))
+		g.Expect(u.Status.StartTime.IsZero()).To(BeTrue(), "the operation must never have started")
+	})
+	g.Expect(readFile(g, prodFile)).To(Equal("v1"), "the planted destroy ran")
+
+	// A preview runs the program with the Stack's credentials: Mallory's
+	// own pipeline, following a branch nobody merged, and her own
+	// preview-only stage listing prod's Stack, get no preview of it.
+	side := repo.Commit("side", map[string]string{"Pulumi.yaml": project("side")})
+	mine := &promotionv1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "side"},
+		Spec: promotionv1alpha1.PipelineSpec{Git: promotionv1alpha1.GitSubscription{RepoURL: repo.URL, Branch: "side"},
+			Interval: &metav1.Duration{Duration: time.Second}}}
+	g.Expect(mallory.Create(ctx, mine)).To(Succeed())
+	peek := stage(ns, "peek", []string{"web-prod"}, func(spec *promotionv1alpha1.StageSpec) { spec.PreviewOnly = true })
+	peek.Spec.Pipeline = "side"
+	g.Expect(mallory.Create(ctx, peek)).To(Succeed(), "Mallory governs her own stage")
+	waitFor(t, peek, opTimeout, func(g Gomega, st *promotionv1alpha1.Stage) {
+		c := apimeta.FindStatusCondition(st.Status.Conditions, "Stalled")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring(`does not let stage "peek" preview it`))
+	})
+	var releases promotionv1alpha1.ReleaseList
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.List(ctx, &releases, client.InNamespace(ns), client.MatchingLabels{promotionv1alpha1.PipelineLabel: "side"})).To(Succeed())
+		g.Expect(releases.Items).NotTo(BeEmpty())
+		g.Expect(releases.Items[0].Spec.Commit.SHA).To(Equal(side))
+	}, opTimeout, 250*time.Millisecond).Should(Succeed())
+	peekAsk := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mallory-peeks"},
+		Spec: promotionv1alpha1.PromotionSpec{Stage: "peek", Release: releases.Items[0].Name, RequestedBy: user}}
+	g.Expect(mallory.Create(ctx, peekAsk)).To(Succeed())
+	waitFor(t, peekAsk, opTimeout, func(g Gomega, p *promotionv1alpha1.Promotion) {
+		g.Expect(p.Status.Phase.IsFinished()).To(BeTrue())
+		g.Expect(p.Status.Message).To(ContainSubstring(`does not let stage "peek" preview it`))
+	})
+	var made autov1alpha1.UpdateList
+	g.Expect(env.Client.List(ctx, &made, client.InNamespace(ns))).To(Succeed())
+	for _, u := range made.Items {
+		g.Expect(metav1.IsControlledBy(&u, peekAsk)).To(BeFalse(), "Update %s previews prod's Stack for Mallory's stage", u.Name)
+	}
 
 	// A new release goes through dev, as it would carry prod along had
 	// any attack landed; prod stays where it was.

@@ -18,6 +18,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/test/gitserver"
 	"github.com/stackyard/stackyard/test/testenv"
 )
@@ -88,14 +89,24 @@ func consent(objs []client.Object) {
 			stacks[s.Name] = s
 		}
 	}
-	for _, obj := range objs {
-		st, ok := obj.(*promotionv1alpha1.Stage)
-		if !ok || st.Spec.PreviewOnly {
-			continue
-		}
-		for _, b := range st.Spec.Stacks {
-			if s := stacks[b.Name]; s != nil && s.Annotations[promotionv1alpha1.AuthorizedStageAnnotation] == "" {
-				metav1.SetMetaDataAnnotation(&s.ObjectMeta, promotionv1alpha1.AuthorizedStageAnnotation, st.Name)
+	for _, previewOnly := range []bool{false, true} {
+		for _, obj := range objs {
+			st, ok := obj.(*promotionv1alpha1.Stage)
+			if !ok || st.Spec.PreviewOnly != previewOnly {
+				continue
+			}
+			for _, b := range st.Spec.Stacks {
+				s := stacks[b.Name]
+				switch {
+				case s == nil:
+				case !previewOnly && s.Annotations[promotionv1alpha1.AuthorizedStageAnnotation] == "":
+					metav1.SetMetaDataAnnotation(&s.ObjectMeta, promotionv1alpha1.AuthorizedStageAnnotation, st.Name)
+				case previewOnly && s.Annotations[promotionv1alpha1.AuthorizedStageAnnotation] != "":
+					// A preview runs the Stack's program with its
+					// credentials: its governor lets the stage.
+					stages := append(change.PreviewStages(s.Annotations), st.Name)
+					metav1.SetMetaDataAnnotation(&s.ObjectMeta, promotionv1alpha1.PreviewStagesAnnotation, strings.Join(stages, ","))
+				}
 			}
 		}
 	}

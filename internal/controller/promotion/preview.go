@@ -149,8 +149,8 @@ func (s *session) previewTargets(ctx context.Context) (stacks []*pulumiv1.Stack,
 		if err != nil {
 			return nil, false, err
 		}
-		if stack != nil && !s.stage.Spec.PreviewOnly {
-			if msg := change.Unauthorized(s.stage.Name, b.Name, stack.Annotations); msg != "" {
+		if stack != nil {
+			if msg := change.Unconsented(s.stage.Name, s.stage.Spec.PreviewOnly, b.Name, stack.Annotations); msg != "" {
 				_, err := s.abort("spec.stage: %s", msg)
 				return nil, true, err
 			}

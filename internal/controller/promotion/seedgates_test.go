@@ -10,6 +10,7 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/pipelinectl"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // TestSeedPipelineWithGates is the seed's Kargo pipeline, driven by a
@@ -36,17 +37,21 @@ func TestSeedPipelineWithGates(t *testing.T) {
 	p.Spec.Git.Branch = "main"
 	p.Spec.Interval = &metav1.Duration{Duration: 2 * time.Second}
 	create(t, p)
-	create(t, stage(ns, "gate", []string{"dev", "dev2"}, func(s *promotionv1alpha1.StageSpec) {
+	gateStage := stage(ns, "gate", []string{"dev", "dev2"}, func(s *promotionv1alpha1.StageSpec) {
 		autoPromote(s)
 		s.PreviewOnly = true
 		s.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1, From: []promotionv1alpha1.Approver{{Group: "developers"}}}
-	}))
+	})
+	create(t, gateStage)
 	for _, name := range []string{"dev", "dev2"} {
 		create(t, stage(ns, name, []string{name}, func(s *promotionv1alpha1.StageSpec) {
 			autoPromote(s)
 			s.Sources = promotionv1alpha1.ReleaseSources{Stages: []string{"gate"}}
 		}))
 	}
+	// Bound to their stages, the dev Stacks are governed: their governors
+	// let the gate preview them.
+	g.Expect(testenv.AuthorizeStacks(ctx, env.Client, gateStage)).To(Succeed())
 	create(t, stage(ns, "qa", []string{"qa"}, func(s *promotionv1alpha1.StageSpec) {
 		autoPromote(s)
 		s.Sources = promotionv1alpha1.ReleaseSources{Stages: []string{"dev", "dev2"}, AvailabilityStrategy: promotionv1alpha1.All}

@@ -171,8 +171,8 @@ func (s *session) targets(ctx context.Context) ([]target, error) {
 				t.problem = fmt.Sprintf("Stack %s of stage %s not found", b.Name, name)
 			case err != nil:
 				return nil, sreconcile.NewGeneric("", fmt.Errorf("reading Stack %s: %w", b.Name, err))
-			case !stage.Spec.PreviewOnly && change.Unauthorized(name, b.Name, stack.Annotations) != "":
-				t.problem = change.Unauthorized(name, b.Name, stack.Annotations)
+			case change.Unconsented(name, stage.Spec.PreviewOnly, b.Name, stack.Annotations) != "":
+				t.problem = change.Unconsented(name, stage.Spec.PreviewOnly, b.Name, stack.Annotations)
 			default:
 				t.stack = stack
 			}

@@ -5,12 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
-	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
@@ -39,7 +34,7 @@ func (s *session) checkPin(ctx context.Context, revision string, typ autov1alpha
 	}
 	reader := s.r.apiReader()
 	if name, uid, ok := change.ParsePinRequest(reconcileRequest(stack)); ok {
-		if ended := pinEnded(ctx, reader, stack.Namespace, name, uid); ended != "" {
+		if ended := change.PromotionEnded(ctx, reader, stack.Namespace, name, uid); ended != "" {
 			return sreconcile.NewStalling(pulumiv1.StalledPromotionEndedReason, fmt.Errorf(
 				"the Stack is held to the plan of promotion %s for commit %s, which %s; a plan runs only within its promotion, "+
 					"so nothing was run: promote a release again to deploy this Stack", name, revision, ended))
@@ -49,7 +44,7 @@ func (s *session) checkPin(ctx context.Context, revision string, typ autov1alpha
 	if want == "" {
 		return nil
 	}
-	now, err := pinDigest(ctx, reader, stack, plan)
+	now, err := change.CurrentPinDigest(ctx, reader, stack, plan)
 	if err != nil {
 		return sreconcile.NewGeneric("", fmt.Errorf("reading what the Stack's pinned up would read: %w", err))
 	}
@@ -59,45 +54,6 @@ func (s *session) checkPin(ctx context.Context, revision string, typ autov1alpha
 	return sreconcile.NewStalling(pulumiv1.StalledInputsChangedReason, fmt.Errorf(
 		"what the Stack reads changed since its promotion previewed it (its spec, or one of %s), so its up would run what nobody approved; "+
 			"nothing was run: promote again for a new preview and new approvals", inputsNamed(stack, plan)))
-}
-
-// pinEnded says how the promotion namespace/name with uid has ended ("has
-// ended Failed", "was deleted"), or "" while it runs. A read that fails
-// counts as running: the inputs are still checked, and a finished
-// promotion is seen at the next attempt.
-func pinEnded(ctx context.Context, r client.Reader, namespace, name, uid string) string {
-	var p promotionv1alpha1.Promotion
-	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p)
-	switch {
-	case apierrors.IsNotFound(err):
-		return "no longer exists"
-	case err != nil:
-		return ""
-	case string(p.UID) != uid:
-		return "no longer exists (another promotion has its name)"
-	case p.Status.Phase.IsFinished():
-		return "has ended " + string(p.Status.Phase)
-	}
-	return ""
-}
-
-// pinDigest is change.PinDigest of the Stack's inputs and of its plan
-// Secret now.
-func pinDigest(ctx context.Context, r client.Reader, stack *pulumiv1.Stack, plan string) (string, error) {
-	inputs, err := change.StackDigest(ctx, r, stack)
-	if err != nil {
-		return "", err
-	}
-	var sec corev1.Secret
-	var planDigest string
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: plan}, &sec); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return "", fmt.Errorf("reading the plan Secret %s: %w", plan, err)
-	default:
-		planDigest = change.PlanDigest(&sec)
-	}
-	return change.PinDigest(inputs, planDigest)
 }
 
 // inputsNamed lists what the inputs digest covers besides the spec, for

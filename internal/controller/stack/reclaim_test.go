@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
@@ -47,9 +49,10 @@ func TestWorkspaceReclaimDelete(t *testing.T) {
 }
 
 // TestGovernedWorkspace: the Workspace of a Stack that a stage governs
-// runs only the Updates its Stack made. A destroy asked for by hand (as a
-// user with create on updates would) fails before it starts, naming the
-// stage, and the Stack's resource is still there.
+// runs only the Updates its Stack made (change.Authorize). A destroy asked
+// for by hand (as a user with create on updates would) fails before it
+// starts, saying whose the Workspace is, and the Stack's resource is still
+// there.
 func TestGovernedWorkspace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -74,7 +77,10 @@ func TestGovernedWorkspace(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(destroy), destroy)).To(Succeed())
 		g.Expect(destroy.Status.IsComplete()).To(BeTrue())
 	}, opTimeout, 250*time.Millisecond).Should(Succeed())
-	g.Expect(destroy.Status.Message).To(ContainSubstring("which stage prod governs"))
+	failed := apimeta.FindStatusCondition(destroy.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed)
+	g.Expect(failed).NotTo(BeNil())
+	g.Expect(failed.Reason).To(Equal(change.RefusedForeignUpdate))
+	g.Expect(destroy.Status.Message).To(ContainSubstring("workspace governed was made by Stack governed, which did not make this Update"))
 	g.Expect(destroy.Status.StartTime.IsZero()).To(BeTrue(), "the operation must never have started")
 	g.Expect(readFile(g, target)).To(Equal("governed"), "the resource must still be there")
 }

@@ -78,10 +78,7 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 			wait = cmp.Or(wait, missingOr(s.stackErrs[b.Name], field, "Stack", b.Name))
 			continue
 		}
-		if spec.PreviewOnly {
-			continue // a preview-only stage changes no Stack: it needs no consent
-		}
-		if msg := change.Unauthorized(s.stage.Name, b.Name, s.stacks[b.Name].Annotations); msg != "" {
+		if msg := change.Unconsented(s.stage.Name, spec.PreviewOnly, b.Name, s.stacks[b.Name].Annotations); msg != "" {
 			return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf("%s: %s", field, msg))
 		}
 	}

@@ -334,6 +334,12 @@ func (m *recordingMetrics) ObserveUpdate(updateType, result string, d time.Durat
 	m.obs = append(m.obs, observation{updateType, result, d})
 }
 
+// ObserveRefusal records a refusal as an observation of updateType with
+// the result "refused:" and the reason.
+func (m *recordingMetrics) ObserveRefusal(updateType, reason string) {
+	m.ObserveUpdate(updateType, "refused:"+reason, 0)
+}
+
 // observed reports whether n observations of updateType with result
 // arrive within a few seconds: they are made just after the status write
 // that the test sees.

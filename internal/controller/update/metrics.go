@@ -28,6 +28,10 @@ type Metrics interface {
 	// after running for duration. It is called once per outcome, after the
 	// outcome has been written to the Update's status, and must not block.
 	ObserveUpdate(updateType, result string, duration time.Duration)
+	// ObserveRefusal records that the choke point (change.Authorize)
+	// refused an Update of updateType before it ran, for reason (one of
+	// change's Refused* constants). It must not block.
+	ObserveRefusal(updateType, reason string)
 }
 
 // NopMetrics discards every observation; it is the default when
@@ -36,3 +40,6 @@ type NopMetrics struct{}
 
 // ObserveUpdate does nothing.
 func (NopMetrics) ObserveUpdate(string, string, time.Duration) {}
+
+// ObserveRefusal does nothing.
+func (NopMetrics) ObserveRefusal(string, string) {}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
-	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
@@ -61,15 +59,21 @@ func (r *Reconciler) reconcileSpec(ctx context.Context, s *session) (sreconcile.
 // refuse fails the Update before it starts, for problem, which a person
 // must fix: the Update is never run.
 func (r *Reconciler) refuse(ctx context.Context, s *session, problem string) (sreconcile.Result, error) {
+	return r.refuseAs(ctx, s, autov1alpha1.UpdateReasonFailed, problem)
+}
+
+// refuseAs is refuse with reason as the Failed condition's and the
+// event's reason.
+func (r *Reconciler) refuseAs(ctx context.Context, s *session, reason, problem string) (sreconcile.Result, error) {
 	spec := &s.obj.Spec
 	now := metav1.NewTime(r.now())
 	st := &s.obj.Status
-	st.MarkFailed(autov1alpha1.UpdateReasonFailed, problem)
+	st.MarkFailed(reason, problem)
 	stampConditions(st, s.obj.Generation)
 	st.Message = problem
 	st.EndTime = now
 	s.announce = append(s.announce, func(context.Context) {
-		r.event(s.obj, corev1.EventTypeWarning, autov1alpha1.UpdateReasonFailed, "Run", "%s", problem)
+		r.event(s.obj, corev1.EventTypeWarning, reason, "Run", "%s", problem)
 		r.opts.Metrics.ObserveUpdate(string(spec.Type), ResultFailed, 0)
 	})
 	log.FromContext(ctx).Info("the Update cannot run", "problem", problem)
@@ -108,12 +112,6 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 		// The Workspace's agent is another shard's to run and to serve.
 		return r.pending(s, r.opts.Shard.Elsewhere("spec.workspaceName", "workspace", ws).Error())
 	}
-	if problem, err := r.ungoverned(ctx, s.obj, ws); err != nil || problem != "" {
-		if err != nil {
-			return sreconcile.ResultEmpty, err
-		}
-		return r.refuse(ctx, s, problem)
-	}
 	if msg := r.notServing(ws); msg != "" {
 		return r.pendingServing(s, msg)
 	}
@@ -121,44 +119,35 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 	return sreconcile.ResultEmpty, nil
 }
 
-// ungoverned says why upd may not run on ws, or "" when it may. The
-// Workspace of a Stack that a stage governs (its
-// promotion.stackyard.dev/authorized-stage annotation) runs only the
-// Updates that Stack's controller made: anyone else's could deploy what no
-// promotion approved. Only the operator can make an Update claiming a
-// Stack as its controller (config/policy/operator-owned.yaml). The Stack
-// is read past the cache when the cache lacks it (a named shard caches
-// only its own Stacks, and anyone may label an Update for any shard); a
-// Workspace whose Stack is gone runs only that Stack's Updates, since
-// nothing is left to say whether a stage governed it.
-func (r *Reconciler) ungoverned(ctx context.Context, upd *autov1alpha1.Update, ws *autov1alpha1.Workspace) (string, error) {
-	owner := metav1.GetControllerOf(ws)
-	if owner == nil || owner.Kind != "Stack" || !strings.HasPrefix(owner.APIVersion, pulumiv1.GroupVersion.Group+"/") {
-		return "", nil
-	}
-	if own := metav1.GetControllerOf(upd); own != nil && own.UID == owner.UID {
-		return "", nil
-	}
-	key := types.NamespacedName{Namespace: ws.Namespace, Name: owner.Name}
-	stack := &pulumiv1.Stack{}
-	err := r.client.Get(ctx, key, stack)
-	if apierrors.IsNotFound(err) {
-		err = r.reader.Get(ctx, key, stack)
-	}
+// reconcileAuthorize asks the operator's one choke point,
+// change.Authorize, whether the Update may run in its Workspace, right
+// before it starts: every operation the operator runs passes here, whatever
+// started it (a Stack's reconcile, a resync, a drift check, a retry, a
+// promotion, a pull request, a person). The Workspace and the Update's
+// makers are read live. A refused Update fails without running, with the
+// refusal's reason, a Warning event and a count in the refusal metric; one
+// whose maker has not recorded it yet waits a moment.
+func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (sreconcile.Result, error) {
+	v, err := change.Authorize(ctx, r.reader, s.obj, s.ws, r.now())
 	switch {
-	case apierrors.IsNotFound(err) || (err == nil && stack.UID != owner.UID):
-		return fmt.Sprintf("spec.workspaceName: workspace %s belongs to Stack %s, which is gone: "+
-			"it runs only that Stack's Updates until it is deleted", ws.Name, owner.Name), nil
 	case err != nil:
-		return "", sreconcile.NewGeneric("", fmt.Errorf("reading Stack %s, which owns workspace %s: %w", owner.Name, ws.Name, err))
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("deciding whether the Update may run: %w", err))
+	case v.Allowed:
+		log.FromContext(ctx).V(1).Info("operation authorized", "by", v.By, "because", v.Message)
+		return sreconcile.ResultEmpty, nil
+	case v.Wait:
+		s.obj.Status.MarkProgressing(autov1alpha1.UpdateReasonPending, v.Message)
+		stampConditions(&s.obj.Status, s.obj.Generation)
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(v.Message), authorizeWait)
 	}
-	stage := change.AuthorizedStage(stack.Annotations)
-	if stage == "" {
-		return "", nil
-	}
-	return fmt.Sprintf("spec.workspaceName: workspace %s belongs to Stack %s, which stage %s governs: "+
-		"only its promotions change it, and this Update was not made by the Stack", ws.Name, stack.Name, stage), nil
+	typ := string(s.obj.Spec.Type)
+	s.announce = append(s.announce, func(context.Context) { r.opts.Metrics.ObserveRefusal(typ, v.Reason) })
+	return r.refuseAs(ctx, s, v.Reason, "refused: "+v.Message)
 }
+
+// authorizeWait is how soon an Update whose maker has not recorded it yet
+// asks again: the record is written within moments of the Update.
+const authorizeWait = 2 * time.Second
 
 // notServing says what an Update waits for while ws does not serve it;
 // empty when it does.

@@ -263,6 +263,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			{Name: "reconcileInterrupted", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileInterrupted(ctx, s) }},
 			{Name: "reconcileSpec", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileSpec(ctx, s) }},
 			{Name: "reconcileWorkspace", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileWorkspace(ctx, s) }},
+			{Name: "reconcileAuthorize", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileAuthorize(ctx, s) }},
 			{Name: "reconcileStart", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileStart(ctx, s) }},
 		}.Run(ctx)
 	}

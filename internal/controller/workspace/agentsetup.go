@@ -19,6 +19,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/runtime"
 )
@@ -40,6 +41,42 @@ const connectTimeout = 30 * time.Second
 
 // reconcileAgent has the runtime run the agent with the current spec and
 // waits until it serves.
+// reconcileAuthorize asks the operator's choke point whether the agent of
+// a Workspace that does not serve yet may start: it starts with the
+// Workspace's environment, which for a Workspace made from a Stack holds
+// the Stack's credentials (change.AuthorizeWorkspace). A refusal stalls
+// the Workspace, with the refusal's reason, an event and a count, and
+// starts nothing; a Workspace whose maker has not recorded it yet waits
+// a moment.
+func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (sreconcile.Result, error) {
+	ws := s.ws
+	if Serving(ws) {
+		// Its agent was allowed to start; every operation in it is
+		// decided again by the Update controller.
+		return sreconcile.ResultEmpty, nil
+	}
+	v, err := change.AuthorizeWorkspace(ctx, r.reader, ws, r.now())
+	switch {
+	case err != nil:
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("deciding whether the agent may start: %w", err))
+	case v.Allowed:
+		return sreconcile.ResultEmpty, nil
+	case v.Wait:
+		setActive(ws, false, ReasonStarting, v.Message)
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.WorkspaceReasonPending, errors.New(v.Message), authorizeWait)
+	}
+	r.opts.Refusals.ObserveRefusal(AgentRefusal, v.Reason)
+	return sreconcile.ResultEmpty, sreconcile.NewStalling(v.Reason, errors.New("the agent may not start: "+v.Message))
+}
+
+// AgentRefusal is the kind of operation a refused agent start is counted
+// as, beside preview, up, refresh and destroy.
+const AgentRefusal = "agent"
+
+// authorizeWait is how soon a Workspace whose maker has not recorded it
+// yet asks again.
+const authorizeWait = 2 * time.Second
+
 func (r *Reconciler) reconcileAgent(ctx context.Context, s *session) (sreconcile.Result, error) {
 	ws := s.ws
 	st, err := r.runtime.Ensure(ctx, ws)

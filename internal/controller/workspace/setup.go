@@ -29,6 +29,7 @@ import (
 // deleted, started or completed: they decide whether the agent runs), the
 // runtime's owned objects and the runtime's events.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.reader = mgr.GetAPIReader()
 	for _, kind := range []string{"Workspace", "Update"} {
 		if !r.scheme.Recognizes(autov1alpha1.GroupVersion.WithKind(kind)) {
 			return fmt.Errorf("the scheme does not know %s %s: add api/auto/v1alpha1 to it", autov1alpha1.GroupVersion, kind)

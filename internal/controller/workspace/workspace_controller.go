@@ -79,11 +79,26 @@ type Options struct {
 	// Workspace is Stalled instead of Reconciling (it keeps retrying);
 	// zero means reconcile.DefaultStallAfter.
 	StallAfter time.Duration
+	// Refusals counts the agents the choke point refused to start.
+	Refusals Refusals
 }
+
+// Refusals receives one observation per agent the choke point
+// (change.AuthorizeWorkspace) refused to start, with the refusal's reason.
+// It must not block.
+type Refusals interface {
+	ObserveRefusal(kind, reason string)
+}
+
+// nopRefusals discards the observations.
+type nopRefusals struct{}
+
+func (nopRefusals) ObserveRefusal(string, string) {}
 
 // Reconciler reconciles Workspaces; see the package doc.
 type Reconciler struct {
 	client   client.Client
+	reader   client.Reader
 	scheme   *k8sruntime.Scheme
 	runtime  runtime.Runtime
 	recorder events.EventRecorder
@@ -115,7 +130,10 @@ func New(c client.Client, scheme *k8sruntime.Scheme, rt runtime.Runtime, recorde
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = 4
 	}
-	return &Reconciler{client: c, scheme: scheme, runtime: rt, recorder: recorder, opts: opts, now: time.Now}
+	if opts.Refusals == nil {
+		opts.Refusals = nopRefusals{}
+	}
+	return &Reconciler{client: c, reader: c, scheme: scheme, runtime: rt, recorder: recorder, opts: opts, now: time.Now}
 }
 
 // session is one reconcile of one Workspace.
@@ -177,6 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			{Name: "reconcileFinalizer", Run: func(context.Context) (sreconcile.Result, error) { return r.reconcileFinalizer(s) }},
 			{Name: "reconcileStalled", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileStalled(ctx, s) }},
 			{Name: "reconcileActivity", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileActivity(ctx, s) }},
+			{Name: "reconcileAuthorize", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileAuthorize(ctx, s) }},
 			{Name: "reconcileAgent", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileAgent(ctx, s) }},
 			{Name: "reconcileSetup", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileSetup(ctx, s) }},
 		}.Run(ctx)

@@ -1,0 +1,346 @@
+package change
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+)
+
+const ns = "prod-ns"
+
+var authorizeNow = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+
+func controllerRef(gvk schema.GroupVersionKind, name string, uid types.UID) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: name, UID: uid,
+		Controller: new(true), BlockOwnerDeletion: new(true)}}
+}
+
+var (
+	stackKind     = pulumiv1.GroupVersion.WithKind("Stack")
+	promotionKind = promotionv1alpha1.GroupVersion.WithKind("Promotion")
+	pipelineKind  = promotionv1alpha1.GroupVersion.WithKind("Pipeline")
+	// A kind of another group, named as the prod Stack is, with its UID:
+	// the planted Update's claim.
+	foreignKind = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Stack"}
+)
+
+// world is the namespace Authorize reads: a governed Stack "prod" (stage
+// prod) running Update "prod-up", pinned by the running promotion
+// "promote" with its plan; an ungoverned Stack "dev"; a preview-only
+// stage's promotion "peek" previewing prod; a Pipeline "pipe" previewing
+// pull request #7 against prod for stage prod.
+type world struct {
+	prod, dev     *pulumiv1.Stack
+	promote, peek *promotionv1alpha1.Promotion
+	pipe          *promotionv1alpha1.Pipeline
+	stage         *promotionv1alpha1.Stage
+	plan, cm      *corev1.Secret
+}
+
+func newWorld(t *testing.T) (*world, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, pulumiv1.AddToScheme, promotionv1alpha1.AddToScheme, autov1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := strings.Repeat("c", 40)
+	w := &world{}
+	w.prod = &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod", UID: "uid-prod", Annotations: map[string]string{
+			promotionv1alpha1.AuthorizedStageAnnotation: "prod",
+			shared.ReconcileRequestAnnotation:           PinRequest("promote", "uid-promote"),
+		}},
+		Spec:   shared.StackSpec{Stack: "prod", GitSource: &shared.GitSource{ProjectRepo: "https://git.example/x.git", Commit: commit}},
+		Status: pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "prod-up"}},
+	}
+	w.dev = &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev", UID: "uid-dev"},
+		Spec:       shared.StackSpec{Stack: "dev"},
+		Status:     pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "dev-up"}},
+	}
+	w.plan = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promote-prod.plan"},
+		Data: map[string][]byte{autov1alpha1.PlanKey: []byte("the plan")}}
+	w.cm = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}}
+	w.promote = &promotionv1alpha1.Promotion{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promote", UID: "uid-promote"},
+		Spec:       promotionv1alpha1.PromotionSpec{Stage: "prod", Release: "r1"},
+		Status: promotionv1alpha1.PromotionStatus{
+			Phase:    promotionv1alpha1.PromotionRunning,
+			Stacks:   []promotionv1alpha1.PromotedStack{{Name: "prod", Commit: commit}},
+			Previews: []promotionv1alpha1.StackPreview{{Name: "prod", Update: PreviewName("promote", "prod", 1), Round: 1, Plan: w.plan.Name}},
+		},
+	}
+	w.peek = &promotionv1alpha1.Promotion{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peek", UID: "uid-peek"},
+		Spec:       promotionv1alpha1.PromotionSpec{Stage: "peek", Release: "r2"},
+		Status: promotionv1alpha1.PromotionStatus{
+			Phase:    promotionv1alpha1.PromotionPending,
+			Previews: []promotionv1alpha1.StackPreview{{Name: "prod", Update: PreviewName("peek", "prod", 1), Round: 1}, {Name: "dev", Update: PreviewName("peek", "dev", 1), Round: 1}},
+		},
+	}
+	w.stage = &promotionv1alpha1.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
+		Spec:       promotionv1alpha1.StageSpec{Pipeline: "pipe", Stacks: []promotionv1alpha1.StackBinding{{Name: "prod"}}},
+	}
+	w.pipe = &promotionv1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pipe", UID: "uid-pipe"},
+		Spec:       promotionv1alpha1.PipelineSpec{PullRequests: &promotionv1alpha1.PullRequestPreviews{Stages: []string{"prod"}}},
+		Status: promotionv1alpha1.PipelineStatus{PullRequests: &promotionv1alpha1.PullRequestPreviewsStatus{PullRequests: []promotionv1alpha1.PullRequestStatus{{
+			Number: 7, Head: strings.Repeat("e", 40),
+			Stacks: []promotionv1alpha1.PullRequestStackPreview{{Stage: "prod", Stack: "prod", Update: PullRequestPreviewName("pipe", 7, "prod", strings.Repeat("e", 40))}},
+		}}}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.prod, w.dev, w.plan, w.cm, w.promote, w.peek, w.stage, w.pipe).
+		WithStatusSubresource(w.prod, w.dev, w.promote, w.peek, w.pipe).Build()
+	// The promotion recorded the digest of what it previewed.
+	inputs, err := StackDigest(context.Background(), c, w.prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.promote.Status.Previews[0].Inputs, w.promote.Status.Previews[0].PlanDigest = inputs, PlanDigest(w.plan)
+	if err := c.Status().Update(context.Background(), w.promote); err != nil {
+		t.Fatal(err)
+	}
+	return w, c
+}
+
+func workspaceOf(name string, owners []metav1.OwnerReference) *autov1alpha1.Workspace {
+	return &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners}}
+}
+
+func updateOf(name, ws string, typ autov1alpha1.UpdateType, plan string, owners []metav1.OwnerReference, age time.Duration) *autov1alpha1.Update {
+	return &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners, CreationTimestamp: metav1.NewTime(authorizeNow.Add(-age))},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: ws, StackName: "prod", Type: typ, PlanSecret: plan},
+	}
+}
+
+// TestAuthorize decides, for each way an operation can reach the agent,
+// who authorized it; everything no record proves is refused, whatever the
+// Update claims.
+func TestAuthorize(t *testing.T) {
+	ctx := context.Background()
+	byProd := controllerRef(stackKind, "prod", "uid-prod")
+	byDev := controllerRef(stackKind, "dev", "uid-dev")
+	prodWS := workspaceOf("prod", byProd)
+	head := strings.Repeat("e", 40)
+	prWS := PullRequestPreviewName("pipe", 7, "prod", head)
+	byPipe := controllerRef(pipelineKind, "pipe", "uid-pipe")
+	byPromote := controllerRef(promotionKind, "promote", "uid-promote")
+	byPeek := controllerRef(promotionKind, "peek", "uid-peek")
+
+	for _, tt := range []struct {
+		name   string
+		change func(*world, client.Client) // what the attacker (or time) changed first
+		upd    *autov1alpha1.Update
+		ws     *autov1alpha1.Workspace
+		want   Authority // "" when refused
+		wait   bool
+		reason string
+	}{
+		{name: "a user's Update in a user's Workspace", upd: updateOf("mine", "mine", autov1alpha1.UpType, "", nil, time.Hour),
+			ws: workspaceOf("mine", nil), want: AuthorityOwnWorkspace},
+		{name: "a user's Update in a Workspace controlled by a foreign kind", upd: updateOf("mine", "mine", autov1alpha1.UpType, "", nil, time.Hour),
+			ws: workspaceOf("mine", controllerRef(foreignKind, "prod", "uid-prod")), want: AuthorityOwnWorkspace},
+		{name: "an ungoverned Stack's own, recorded", upd: updateOf("dev-up", "dev", autov1alpha1.UpType, "", byDev, 0),
+			ws: workspaceOf("dev", byDev), want: AuthorityStack},
+		{name: "a user's Update in an ungoverned Stack's Workspace", upd: updateOf("by-hand", "dev", autov1alpha1.RefreshType, "", nil, 0),
+			ws: workspaceOf("dev", byDev), reason: RefusedForeignUpdate},
+		{name: "planted: a foreign kind's controller named prod with prod's UID", upd: updateOf("planted", "prod", autov1alpha1.DestroyType, "", controllerRef(foreignKind, "prod", "uid-prod"), 0),
+			ws: prodWS, reason: RefusedForeignUpdate},
+		{name: "planted: prod's controller, not recorded yet", upd: updateOf("planted", "prod", autov1alpha1.DestroyType, "", byProd, time.Second),
+			ws: prodWS, wait: true, reason: RefusedUnrecorded},
+		{name: "planted: prod's controller, never recorded", upd: updateOf("planted", "prod", autov1alpha1.DestroyType, "", byProd, RecordGrace),
+			ws: prodWS, reason: RefusedUnrecorded},
+		{name: "the Stack's own, made by another Stack of its name", upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "", controllerRef(stackKind, "prod", "uid-old"), 0),
+			ws: workspaceOf("prod", controllerRef(stackKind, "prod", "uid-old")), reason: RefusedMakerGone},
+		{name: "a governed Stack's drift check", upd: updateOf("prod-up", "prod", autov1alpha1.PreviewType, "", byProd, 0),
+			ws: prodWS, want: AuthorityStack},
+		{name: "a governed Stack's up held to its promotion's plan", upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0),
+			ws: prodWS, want: AuthorityPromotion},
+		{name: "held to another plan", upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "other.plan", byProd, 0),
+			ws: prodWS, reason: RefusedPin},
+		{name: "held to a plan after its promotion failed",
+			change: func(w *world, c client.Client) {
+				w.promote.Status.Phase = promotionv1alpha1.PromotionFailed
+				must(c.Status().Update(context.Background(), w.promote))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},
+		{name: "held to a plan whose promotion was replaced by another of its name",
+			change: func(w *world, c client.Client) {
+				must(c.Delete(context.Background(), w.promote))
+				w.promote.ResourceVersion, w.promote.UID = "", "uid-impostor"
+				must(c.Create(context.Background(), w.promote))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},
+		{name: "held to a plan whose Secret was replaced after the preview",
+			change: func(w *world, c client.Client) {
+				w.plan.Data[autov1alpha1.PlanKey] = []byte("another plan")
+				must(c.Update(context.Background(), w.plan))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},
+		{name: "held to a plan of a promotion into another stage",
+			change: func(w *world, c client.Client) {
+				w.prod.Annotations[shared.ReconcileRequestAnnotation] = PinRequest("peek", "uid-peek")
+				must(c.Update(context.Background(), w.prod))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},
+		{name: "the Stack's own, recorded, but not the current one", upd: updateOf("prod-old", "prod", autov1alpha1.UpType, "", byProd, time.Hour),
+			ws: prodWS, reason: RefusedUnrecorded},
+		{name: "a promotion's preview of the Stack it deploys", upd: updateOf(PreviewName("promote", "prod", 1), PreviewName("promote", "prod", 1), autov1alpha1.PreviewType, "", byPromote, 0),
+			ws: workspaceOf(PreviewName("promote", "prod", 1), byPromote), want: AuthorityPromotionPreview},
+		{name: "a promotion's up in a preview's Workspace", upd: updateOf(PreviewName("promote", "prod", 1), PreviewName("promote", "prod", 1), autov1alpha1.UpType, "", byPromote, 0),
+			ws: workspaceOf(PreviewName("promote", "prod", 1), byPromote), reason: RefusedNotPreview},
+		{name: "a preview-only stage previewing a governed Stack without consent", upd: updateOf(PreviewName("peek", "prod", 1), PreviewName("peek", "prod", 1), autov1alpha1.PreviewType, "", byPeek, 0),
+			ws: workspaceOf(PreviewName("peek", "prod", 1), byPeek), reason: RefusedNoConsent},
+		{name: "a preview-only stage previewing a governed Stack that lets it",
+			change: func(w *world, c client.Client) {
+				w.prod.Annotations[promotionv1alpha1.PreviewStagesAnnotation] = "qa, peek"
+				must(c.Update(context.Background(), w.prod))
+			},
+			upd: updateOf(PreviewName("peek", "prod", 1), PreviewName("peek", "prod", 1), autov1alpha1.PreviewType, "", byPeek, 0),
+			ws:  workspaceOf(PreviewName("peek", "prod", 1), byPeek), want: AuthorityPromotionPreview},
+		{name: "a preview-only stage previewing an ungoverned Stack", upd: updateOf(PreviewName("peek", "dev", 1), PreviewName("peek", "dev", 1), autov1alpha1.PreviewType, "", byPeek, 0),
+			ws: workspaceOf(PreviewName("peek", "dev", 1), byPeek), want: AuthorityPromotionPreview},
+		{name: "a promotion's preview in another preview's Workspace", upd: updateOf(PreviewName("peek", "dev", 1), PreviewName("peek", "prod", 1), autov1alpha1.PreviewType, "", byPeek, RecordGrace),
+			ws: workspaceOf(PreviewName("peek", "prod", 1), byPeek), reason: RefusedUnrecorded},
+		{name: "a preview of a promotion that has ended",
+			change: func(w *world, c client.Client) {
+				w.peek.Status.Phase = promotionv1alpha1.PromotionAborted
+				must(c.Status().Update(context.Background(), w.peek))
+			},
+			upd: updateOf(PreviewName("peek", "dev", 1), PreviewName("peek", "dev", 1), autov1alpha1.PreviewType, "", byPeek, 0),
+			ws:  workspaceOf(PreviewName("peek", "dev", 1), byPeek), reason: RefusedMakerGone},
+		{name: "a pull request's preview for a stage the Stack names", upd: updateOf(prWS, prWS, autov1alpha1.PreviewType, "", byPipe, 0),
+			ws: workspaceOf(prWS, byPipe), want: AuthorityPullRequestPreview},
+		{name: "a pull request's preview for a stage that no longer lists the Stack",
+			change: func(w *world, c client.Client) {
+				w.stage.Spec.Stacks = nil
+				must(c.Update(context.Background(), w.stage))
+			},
+			upd: updateOf(prWS, prWS, autov1alpha1.PreviewType, "", byPipe, 0), ws: workspaceOf(prWS, byPipe), reason: RefusedNoConsent},
+		{name: "a pull request's preview for a stage the Stack does not name",
+			change: func(w *world, c client.Client) {
+				w.prod.Annotations[promotionv1alpha1.AuthorizedStageAnnotation] = "elsewhere"
+				must(c.Update(context.Background(), w.prod))
+			},
+			upd: updateOf(prWS, prWS, autov1alpha1.PreviewType, "", byPipe, 0), ws: workspaceOf(prWS, byPipe), reason: RefusedNoConsent},
+		{name: "a Pipeline's Update it did not record", upd: updateOf("pipe-other", prWS, autov1alpha1.PreviewType, "", byPipe, RecordGrace),
+			ws: workspaceOf(prWS, byPipe), reason: RefusedUnrecorded},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, c := newWorld(t)
+			if tt.change != nil {
+				tt.change(w, c)
+			}
+			v, err := Authorize(ctx, c, tt.upd, tt.ws, authorizeNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Allowed != (tt.want != "") || v.By != tt.want || v.Wait != tt.wait || v.Reason != tt.reason {
+				t.Fatalf("Authorize = %+v; want by %q, wait %v, reason %q", v, tt.want, tt.wait, tt.reason)
+			}
+			if v.Message == "" {
+				t.Error("the verdict says nothing")
+			}
+			if !v.Allowed && !v.Wait && !strings.Contains(v.Message, ": ") {
+				t.Errorf("the refusal %q names no field", v.Message)
+			}
+		})
+	}
+}
+
+// TestAuthorizeWorkspace decides whether a Workspace's agent, which
+// starts with the environment of the Stack it was made from, may start.
+func TestAuthorizeWorkspace(t *testing.T) {
+	ctx := context.Background()
+	young := func(ws *autov1alpha1.Workspace) *autov1alpha1.Workspace {
+		ws.CreationTimestamp = metav1.NewTime(authorizeNow)
+		return ws
+	}
+	old := func(ws *autov1alpha1.Workspace) *autov1alpha1.Workspace {
+		ws.CreationTimestamp = metav1.NewTime(authorizeNow.Add(-RecordGrace))
+		return ws
+	}
+	head := strings.Repeat("e", 40)
+	for _, tt := range []struct {
+		name   string
+		ws     *autov1alpha1.Workspace
+		want   Authority
+		wait   bool
+		reason string
+	}{
+		{"a user's", workspaceOf("mine", nil), AuthorityOwnWorkspace, false, ""},
+		{"a Stack's", workspaceOf("prod", controllerRef(stackKind, "prod", "uid-prod")), AuthorityStack, false, ""},
+		{"a gone Stack's", workspaceOf("prod", controllerRef(stackKind, "prod", "uid-gone")), "", false, RefusedMakerGone},
+		{"a promotion's preview of the Stack it deploys", workspaceOf(PreviewName("promote", "prod", 1), controllerRef(promotionKind, "promote", "uid-promote")),
+			AuthorityPromotionPreview, false, ""},
+		{"a preview-only stage's preview of a governed Stack without consent", workspaceOf(PreviewName("peek", "prod", 1), controllerRef(promotionKind, "peek", "uid-peek")),
+			"", false, RefusedNoConsent},
+		{"a promotion's Workspace it has not recorded yet", young(workspaceOf("peek-other", controllerRef(promotionKind, "peek", "uid-peek"))),
+			"", true, RefusedUnrecorded},
+		{"a promotion's Workspace it never recorded", old(workspaceOf("peek-other", controllerRef(promotionKind, "peek", "uid-peek"))),
+			"", false, RefusedUnrecorded},
+		{"a pull request's preview", workspaceOf(PullRequestPreviewName("pipe", 7, "prod", head), controllerRef(pipelineKind, "pipe", "uid-pipe")),
+			AuthorityPullRequestPreview, false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, c := newWorld(t)
+			v, err := AuthorizeWorkspace(ctx, c, tt.ws, authorizeNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Allowed != (tt.want != "") || v.By != tt.want || v.Wait != tt.wait || v.Reason != tt.reason {
+				t.Fatalf("AuthorizeWorkspace = %+v; want by %q, wait %v, reason %q", v, tt.want, tt.wait, tt.reason)
+			}
+		})
+	}
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// TestNoPreview: a governed Stack is previewed only by its stage and the
+// stages it names; an ungoverned one by any.
+func TestNoPreview(t *testing.T) {
+	governed := map[string]string{promotionv1alpha1.AuthorizedStageAnnotation: "prod", promotionv1alpha1.PreviewStagesAnnotation: " qa ,, staging"}
+	for _, tt := range []struct {
+		stage       string
+		annotations map[string]string
+		ok          bool
+	}{
+		{"prod", governed, true},
+		{"qa", governed, true},
+		{"staging", governed, true},
+		{"peek", governed, false},
+		{"peek", nil, true},
+		{"peek", map[string]string{promotionv1alpha1.PreviewStagesAnnotation: "qa"}, true},
+	} {
+		msg := NoPreview(tt.stage, "web", tt.annotations)
+		if (msg == "") != tt.ok {
+			t.Errorf("NoPreview(%s, %v) = %q; want allowed %v", tt.stage, tt.annotations, msg, tt.ok)
+		}
+		if msg != "" && !strings.Contains(msg, promotionv1alpha1.PreviewStagesAnnotation) {
+			t.Errorf("the refusal %q does not say how to consent", msg)
+		}
+	}
+}
