@@ -132,7 +132,7 @@ TEST_P ?= 4
 # starts them first (it runs packages in the order named) and the rest fill
 # the slots beside them; taken from the report at the end of `make test`.
 TEST_FIRST := ./internal/controller/stack ./test/e2e ./internal/controller/promotion \
-	./internal/agent/server ./internal/controller/pullrequest ./test/hostile
+	./internal/agent/server ./test/surface ./internal/controller/pullrequest ./test/hostile
 # The whole `go test -json` stream of the last `make test` is kept here, for
 # digging deeper than hack/testreport's summary.
 TEST_JSON := $(BIN)/go-test.json

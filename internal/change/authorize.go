@@ -79,6 +79,11 @@ const (
 	// pinned the Stack did not approve, or that no running promotion
 	// holds, or whose inputs changed since it was previewed.
 	RefusedPin = "UnapprovedPin"
+	// RefusedUnapproved: an up of a governed Stack, not held to a plan,
+	// that would apply again what it deployed (a resync, a drift
+	// remediation, a reconcile request) while what it reads is not what
+	// the promotion that pinned it approved.
+	RefusedUnapproved = "Unapproved"
 )
 
 // RecordGrace is how long Authorize waits for the maker of an Update to
@@ -253,11 +258,64 @@ func (a *authorizer) stack(ctx context.Context) (Verdict, error) {
 	if stage == "" {
 		return allow(AuthorityStack, "the reconcile of Stack %s, which no stage governs", stack.Name), nil
 	}
-	if a.upd.Spec.Type != autov1alpha1.UpType || a.upd.Spec.PlanSecret == "" {
-		return allow(AuthorityStack, "the reconcile of Stack %s (governed by stage %s): its spec is written only by the stage's governors and promotions",
-			stack.Name, stage), nil
+	switch {
+	case a.upd.Spec.Type != autov1alpha1.UpType:
+		return allow(AuthorityStack, "the reconcile of Stack %s (governed by stage %s): a %s changes nothing it deploys",
+			stack.Name, stage, a.upd.Spec.Type), nil
+	case a.upd.Spec.PlanSecret != "":
+		return a.pin(ctx, stack, stage)
 	}
-	return a.pin(ctx, stack, stage)
+	reason, msg, err := UnplannedUp(ctx, a.r, stack)
+	if err != nil || reason != "" {
+		return refuse(reason, "%s", msg), err
+	}
+	return allow(AuthorityStack, "the up of Stack %s (governed by stage %s) of what its governors wrote or its promotion approved", stack.Name, stage), nil
+}
+
+// UnplannedUp decides whether stack, which a stage governs, may run an up
+// that no plan holds. Its first up, a retry after a failure, and the up of
+// a generation it has not deployed yet apply what its governors wrote (its
+// spec is theirs and its promotions' alone). Any other up applies again
+// what it deployed (a resync, a drift remediation, a reconcile request):
+// it may only while what the Stack reads (StackDigest) is what the
+// promotion that pinned it previewed, so that a Secret or ConfigMap
+// written since by someone else is not applied. reason is
+// RefusedUnapproved, with a message naming the field, or "" when the up
+// may run. The Stack controller asks it before it makes the Update, and
+// the choke point again before the Update runs.
+func UnplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (reason, msg string, err error) {
+	lu := stack.Status.LastUpdate
+	if lu == nil || lu.State != shared.SucceededStackStateMessage || lu.Generation != stack.Generation {
+		return "", "", nil
+	}
+	name, uid, ok := ParsePinRequest(stack.Annotations[shared.ReconcileRequestAnnotation])
+	if !ok {
+		return RefusedUnapproved, fmt.Sprintf("metadata.annotations[%s]: Stack %s would apply again generation %d, which no promotion pinned, "+
+			"with what it reads now, which nobody approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, stack.Name, stack.Generation), nil
+	}
+	p := &promotionv1alpha1.Promotion{}
+	err = r.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: name}, p)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && string(p.UID) != uid):
+		return RefusedUnapproved, fmt.Sprintf("metadata.annotations[%s]: promotion %s, which pinned Stack %s, no longer exists, "+
+			"so nothing says what it approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, name, stack.Name), nil
+	case err != nil:
+		return "", "", fmt.Errorf("reading promotion %s: %w", name, err)
+	}
+	j := slices.IndexFunc(p.Status.Previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == stack.Name })
+	if j < 0 || p.Status.Previews[j].Inputs == "" {
+		return RefusedUnapproved, fmt.Sprintf("status.previews: promotion %s, which pinned Stack %s, recorded no digest of what it previewed: "+
+			"promote a release to deploy it again", name, stack.Name), nil
+	}
+	now, err := StackDigest(ctx, r, stack)
+	if err != nil {
+		return "", "", err
+	}
+	if now != p.Status.Previews[j].Inputs {
+		return RefusedUnapproved, fmt.Sprintf("spec: what Stack %s reads (its spec, the Secrets and ConfigMaps it names) changed since promotion %s "+
+			"previewed it, so applying it again would deploy what nobody approved: promote a release for a new preview and new approvals", stack.Name, name), nil
+	}
+	return "", "", nil
 }
 
 // pin decides on a governed Stack's up held to the plan a.upd names: it

@@ -174,6 +174,21 @@ func TestAuthorize(t *testing.T) {
 			ws: prodWS, want: AuthorityStack},
 		{name: "a governed Stack's up held to its promotion's plan", upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0),
 			ws: prodWS, want: AuthorityPromotion},
+		{name: "a governed Stack's up applying again what its promotion approved",
+			change: func(w *world, c client.Client) { deployed(w, c, nil) },
+			upd:    updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0), ws: prodWS, want: AuthorityStack},
+		{name: "a governed Stack's up applying again what it reads since its promotion",
+			change: func(w *world, c client.Client) {
+				deployed(w, c, func(s *pulumiv1.Stack) { s.Spec.Refresh = true })
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0), ws: prodWS, reason: RefusedUnapproved},
+		{name: "a governed Stack's up applying again what no promotion pinned",
+			change: func(w *world, c client.Client) {
+				deployed(w, c, func(s *pulumiv1.Stack) { s.Annotations[shared.ReconcileRequestAnnotation] = "again" })
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0), ws: prodWS, reason: RefusedUnapproved},
+		{name: "a governed Stack's first up, as its governor wrote it", upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0),
+			ws: prodWS, want: AuthorityStack},
 		{name: "held to another plan", upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "other.plan", byProd, 0),
 			ws: prodWS, reason: RefusedPin},
 		{name: "held to a plan after its promotion failed",
@@ -311,6 +326,19 @@ func TestAuthorizeWorkspace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deployed records that prod deployed its current generation, after
+// change (if any) was made to it: what an up of it now would apply again.
+func deployed(w *world, c client.Client, change func(*pulumiv1.Stack)) {
+	ctx := context.Background()
+	if change != nil {
+		change(w.prod)
+		must(c.Update(ctx, w.prod))
+	}
+	must(c.Get(ctx, client.ObjectKeyFromObject(w.prod), w.prod))
+	w.prod.Status.LastUpdate = &shared.StackUpdateState{State: shared.SucceededStackStateMessage, Generation: w.prod.Generation}
+	must(c.Status().Update(ctx, w.prod))
 }
 
 func must(err error) {

@@ -124,7 +124,7 @@ func NewUpdates() *Updates {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackyard_operations_refused_total",
 			Help: "Operations the choke point refused before they ran, by type (preview, up, refresh, destroy) and reason " +
-				"(ForeignUpdate, MakerGone, Unrecorded, NotPreview, NoConsent, UnapprovedPin).",
+				"(ForeignUpdate, MakerGone, Unrecorded, NotPreview, NoConsent, UnapprovedPin, Unapproved).",
 		}, []string{"type", "reason"}),
 	}
 }

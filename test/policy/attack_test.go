@@ -109,7 +109,7 @@ func unchanged(t *testing.T, obj client.Object, before client.Object) {
 // mergePatch is a JSON merge patch of v.
 // planFields is how the Stack governance policy names the annotations of
 // a governed Stack that only its promotions and governors change.
-const planFields = "metadata.annotations[promotion.stackyard.dev/plan, plan-commit, plan-inputs, preview-stages]"
+const planFields = "metadata (annotations promotion.stackyard.dev/plan, plan-commit, plan-inputs, preview-stages, pulumi.com/reconciliation-request; ownerReferences)"
 
 func mergePatch(t *testing.T, v any) client.Patch {
 	t.Helper()
@@ -202,6 +202,12 @@ func TestAttackStackConsent(t *testing.T) {
 		// credentials.
 		{planFields, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 			promotionv1alpha1.PreviewStagesAnnotation: "dev"}}}},
+		// A reconcile request starts an up outside any promotion.
+		{planFields, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			"pulumi.com/reconciliation-request": "again"}}}},
+		// An owner that is gone would have the Stack collected.
+		{planFields, map[string]any{"metadata": map[string]any{"ownerReferences": []any{map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": "0b5e7e9a-0000-4000-8000-000000000009"}}}}},
 	} {
 		g.Expect(mallory.Patch(ctx, prod.DeepCopy(), mergePatch(t, a.patch))).To(MatchError(ContainSubstring(
 			a.field+`: Stack prod is governed by stage prod and changes only through its promotions`)), "%v", a.patch)
@@ -465,6 +471,43 @@ func TestAttackPipelinePullRequests(t *testing.T) {
 		`spec.pullRequests.stages: previewing pull requests against the Stacks of a stage hands their credentials to the pull requests' programs, which needs the verb "govern" on each stage named`)))
 	governor := attacker(t, f.ns, "governor", rule("pipelines", "get", "create", "update", "patch", "govern"), govern("prod"), readForge)
 	g.Expect(governor.Create(ctx, governed())).To(Succeed())
+}
+
+// TestAttackPipelineSource: what becomes a release is the pipeline's
+// governors' choice, previews or not. A user who may edit Pipelines
+// cannot point one at another branch or repository, nor delete it to make
+// one anew under its name for its stages to follow; she may still make a
+// Pipeline of her own and label one. Found by TestAttackSurface
+// (test/surface).
+func TestAttackPipelineSource(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	mallory := attacker(t, f.ns, "mallory", rule("pipelines", "get", "create", "update", "patch", "delete"))
+	web := &promotionv1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"},
+		Spec: promotionv1alpha1.PipelineSpec{Git: promotionv1alpha1.GitSubscription{RepoURL: "https://git.example.invalid/web.git", Branch: "main"}}}
+	mustCreate(t, web)
+	before := web.DeepCopy()
+	eventually(t, func() error {
+		return mallory.Patch(ctx, web.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"git": map[string]any{"branch": "unmerged"}}}))
+	}).Should(MatchError(ContainSubstring(`spec.git: what becomes a release of pipeline web is its governors' choice`)))
+	for _, git := range []map[string]any{
+		{"repoURL": "https://attacker.example.invalid/web.git"},
+		{"includePaths": []any{"nothing"}},
+		{"commitSelectionStrategy": "SemVer", "semverConstraint": ">=0.0.0"},
+	} {
+		g.Expect(mallory.Patch(ctx, web.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"git": git}}))).To(
+			MatchError(ContainSubstring(`needs the verb "govern" on pipelines`)), "%v", git)
+	}
+	g.Expect(mallory.Delete(ctx, web.DeepCopy())).To(MatchError(ContainSubstring("deleting pipeline web (its stages would follow")))
+	unchanged(t, &promotionv1alpha1.Pipeline{}, before)
+	g.Expect(mallory.Patch(ctx, web.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"interval": "5m"}}))).To(Succeed())
+	mine := &promotionv1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "mine"},
+		Spec: promotionv1alpha1.PipelineSpec{Git: promotionv1alpha1.GitSubscription{RepoURL: "https://git.example.invalid/web.git", Branch: "unmerged"}}}
+	g.Expect(mallory.Create(ctx, mine)).To(Succeed(), "a Pipeline of her own feeds only stages that name it, which need govern")
+	governor := attacker(t, f.ns, "governor", rule("pipelines", "get", "update", "patch", "delete", "govern"))
+	g.Expect(governor.Patch(ctx, web.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"git": map[string]any{"branch": "release"}}}))).To(Succeed())
+	g.Expect(governor.Delete(ctx, web.DeepCopy())).To(Succeed())
 }
 
 // whoAmI is the user name c is authenticated as.

@@ -102,6 +102,11 @@ const (
 	// Update: the Stack does not take it for its own, and waits for it to
 	// be deleted.
 	StalledNameTakenReason = "NameTaken"
+	// StalledUnapprovedReason says a Stack that a stage governs would apply
+	// again what it deployed (a resync, a drift remediation, a reconcile
+	// request) while what it reads is not what the promotion that pinned
+	// it approved, or no promotion pinned it: it waits for a promotion.
+	StalledUnapprovedReason = "Unapproved"
 )
 
 // Reasons that may go with more than one condition, depending on whether the

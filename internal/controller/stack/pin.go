@@ -24,12 +24,29 @@ import (
 // were shown (change.InputsAnnotation: the whole spec but the commit, the
 // Secrets and ConfigMaps it names, and the plan Secret). Otherwise the
 // Stack is Stalled, saying why, and nothing runs until a new promotion
-// pins it. An up without a plan, and a pin made before pins carried their
-// inputs, pass.
+// pins it. A pin made before pins carried their inputs passes. An up of a
+// governed Stack without a plan is asked of change.UnplannedUp, as the
+// choke point will ask it: one that would apply again what the Stack
+// deployed, with inputs its promotion did not approve, stalls it
+// (Unapproved).
 func (s *session) checkPin(ctx context.Context, revision string, typ autov1alpha1.UpdateType) error {
 	stack := s.stack
 	plan := PlanFor(stack, revision)
-	if typ != autov1alpha1.UpType || plan == "" {
+	if typ != autov1alpha1.UpType {
+		return nil
+	}
+	if plan == "" {
+		if change.AuthorizedStage(stack.Annotations) == "" {
+			return nil
+		}
+		// The choke point would refuse it: say so, and make nothing.
+		reason, msg, err := change.UnplannedUp(ctx, s.r.apiReader(), stack)
+		switch {
+		case err != nil:
+			return sreconcile.NewGeneric("", fmt.Errorf("deciding whether the Stack's up may run: %w", err))
+		case reason != "":
+			return sreconcile.NewStalling(pulumiv1.StalledUnapprovedReason, fmt.Errorf("%s; nothing was run", msg))
+		}
 		return nil
 	}
 	reader := s.r.apiReader()
