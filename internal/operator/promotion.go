@@ -31,7 +31,7 @@ func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poll
 	}
 	// The Stage and Promotion controllers share cache indexes (stages by
 	// Stack, upstream and pipeline; promotions by stage).
-	if err := stage.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := change.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("stage indexes: %w", err)
 	}
 	// One guard for both: it reads the admission policies at most every

@@ -14,6 +14,9 @@ const (
 	// way that retrying will not fix (e.g. `pulumi install` failed); the
 	// spec or the program must change first.
 	WorkspaceStalled = "Stalled"
+	// WorkspaceActive is True while the workspace's agent serves right
+	// now; it goes False while the agent starts, is set up, or idles.
+	WorkspaceActive = "Active"
 )
 
 // Reasons of Workspace conditions.
@@ -94,6 +97,20 @@ func (ws *Workspace) StalledNow() *metav1.Condition {
 		return nil
 	}
 	return c
+}
+
+// Serving reports whether ws's agent can take calls now: Ready and Active
+// are True for ws's current generation and ws is not being deleted. The
+// Update controller waits for it before it dials the agent.
+func (ws *Workspace) Serving() bool {
+	return ws.DeletionTimestamp.IsZero() && trueAt(ws, WorkspaceReady) && trueAt(ws, WorkspaceActive)
+}
+
+// trueAt reports whether condition t of ws is True for its current
+// generation.
+func trueAt(ws *Workspace, t string) bool {
+	c := apimeta.FindStatusCondition(ws.Status.Conditions, t)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == ws.Generation
 }
 
 // IsComplete reports whether the operation has finished, whatever its

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
-	"github.com/stackyard/stackyard/internal/controller/stage"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -62,7 +61,7 @@ func (s *session) reconcileQueue(ctx context.Context) (sreconcile.Result, error)
 		return sreconcile.ResultEmpty, nil
 	}
 	var list promotionv1alpha1.PromotionList
-	if err := s.r.APIReader.List(ctx, &list, client.InNamespace(s.p.Namespace), client.MatchingFields{stage.PromotionStageIndex: s.p.Spec.Stage}); err != nil {
+	if err := s.r.APIReader.List(ctx, &list, client.InNamespace(s.p.Namespace), client.MatchingFields{change.PromotionStageIndex: s.p.Spec.Stage}); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing the promotions of stage %q: %w", s.p.Spec.Stage, err))
 	}
 	switch t := Queue(s.p, list.Items); {

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
-	"github.com/stackyard/stackyard/internal/controller/stage"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -41,7 +40,7 @@ func (s *session) garbageCollect(ctx context.Context) (sreconcile.Result, error)
 	}
 	logger := log.FromContext(ctx)
 	var list promotionv1alpha1.PromotionList
-	if err := s.r.Client.List(ctx, &list, client.InNamespace(s.p.Namespace), client.MatchingFields{stage.PromotionStageIndex: s.p.Spec.Stage}); err != nil {
+	if err := s.r.Client.List(ctx, &list, client.InNamespace(s.p.Namespace), client.MatchingFields{change.PromotionStageIndex: s.p.Spec.Stage}); err != nil {
 		logger.Error(err, "listing promotions for retention")
 		return sreconcile.ResultEmpty, nil
 	}

@@ -22,7 +22,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/stage"
+	"github.com/stackyard/stackyard/internal/change"
 )
 
 // StackIndex indexes the Promotions that have not finished by the Stacks
@@ -37,7 +37,7 @@ const StackIndex = "promotion.status.stacks.name"
 // change of one of its Stacks; a change of the preview Workspaces and
 // Updates and the verification Jobs it owns; and the end of one of its
 // HTTP measurements. The deletion of a Promotion leaves an event on its
-// Stage, that of an Approval on its Promotion. stage.SetupIndexes must
+// Stage, that of an Approval on its Promotion. change.SetupIndexes must
 // have run.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &promotionv1alpha1.Promotion{}, StackIndex, unfinishedStacks)
@@ -48,10 +48,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("promotion").
 		For(&promotionv1alpha1.Promotion{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&promotionv1alpha1.Promotion{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-			return r.unfinished(ctx, obj.GetNamespace(), stage.PromotionStageIndex, obj.(*promotionv1alpha1.Promotion).Spec.Stage)
+			return r.unfinished(ctx, obj.GetNamespace(), change.PromotionStageIndex, obj.(*promotionv1alpha1.Promotion).Spec.Stage)
 		}), builder.WithPredicates(phaseChanged())).
 		Watches(&promotionv1alpha1.Stage{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-			return r.unfinished(ctx, obj.GetNamespace(), stage.PromotionStageIndex, obj.GetName())
+			return r.unfinished(ctx, obj.GetNamespace(), change.PromotionStageIndex, obj.GetName())
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
 			return r.unfinished(ctx, obj.GetNamespace(), StackIndex, obj.GetName())

@@ -17,7 +17,6 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
-	"github.com/stackyard/stackyard/internal/controller/workspace"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
 
@@ -63,7 +62,7 @@ func TestBranchMoveWakesStacks(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			var ws autov1alpha1.Workspace
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ws)).To(Succeed())
-			active := apimeta.FindStatusCondition(ws.Status.Conditions, workspace.ConditionActive)
+			active := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceActive)
 			g.Expect(active).NotTo(BeNil())
 			g.Expect(active.Status).To(Equal(metav1.ConditionFalse), "the agent of %s still runs", name)
 		}, opTimeout, 250*time.Millisecond).Should(Succeed())

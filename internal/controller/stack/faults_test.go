@@ -77,21 +77,25 @@ func TestAgentKilledMidUpdate(t *testing.T) {
 	g.Expect(s.Status.LastUpdate.Name).NotTo(Equal(running))
 	g.Expect(stateLocks(t, dir)).To(BeEmpty(), "the dead holder's lock was not cleared")
 
-	// The retry's Update says what the agent repaired first: the lock, and
-	// the pending create, which can stand for an unmanaged resource.
+	// The retries say what the agent repaired first: the lock, and the
+	// pending create, which can stand for an unmanaged resource. On a
+	// loaded machine a retry can itself be interrupted (its agent
+	// restarted under it) and leave a lock of its own, which the next
+	// retry clears: the repairs are read from every retry, each saying
+	// what it found.
 	g.Eventually(func(g Gomega) {
 		var events eventsv1.EventList
 		g.Expect(env.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 		var notes []string
 		for _, e := range events.Items {
-			if e.Regarding.Kind == "Update" && e.Regarding.Name == s.Status.LastUpdate.Name && e.Reason == update.EventRecovered {
+			if e.Regarding.Kind == "Update" && e.Regarding.Name != running && e.Reason == update.EventRecovered {
 				g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
+				g.Expect(e.Note).To(And(ContainSubstring("stale lock"), ContainSubstring("is not running")))
 				notes = append(notes, e.Note)
 			}
 		}
-		g.Expect(notes).To(HaveLen(1))
-		g.Expect(notes[0]).To(And(ContainSubstring("cleared 1 stale lock"), ContainSubstring("is not running"),
-			ContainSubstring("creating urn:pulumi:"), ContainSubstring("no longer managed")))
+		g.Expect(notes).NotTo(BeEmpty())
+		g.Expect(strings.Join(notes, "\n")).To(And(ContainSubstring("creating urn:pulumi:"), ContainSubstring("no longer managed")))
 	}, opTimeout, 250*time.Millisecond).Should(Succeed())
 }
 

@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
@@ -77,7 +78,7 @@ func TestFluxSourceStack(t *testing.T) {
 	g.Expect(ws.Spec.Flux.Digest).To(Equal(art.Digest))
 	g.Expect(art.URL).To(HavePrefix("http://"+sc.StorageAddr+"/gitrepository/"+ns+"/infra/"), "served by source-controller")
 	g.Eventually(func(g Gomega) {
-		active := apimeta.FindStatusCondition(getWorkspace(g, ns, "flux").Status.Conditions, workspace.ConditionActive)
+		active := apimeta.FindStatusCondition(getWorkspace(g, ns, "flux").Status.Conditions, autov1alpha1.WorkspaceActive)
 		g.Expect(active).NotTo(BeNil())
 		g.Expect(active.Reason).To(Equal(workspace.ReasonIdle))
 	}, opTimeout, 250*time.Millisecond).Should(Succeed(), "the Workspace never went idle")

@@ -21,7 +21,6 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/update"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
 
@@ -69,7 +68,7 @@ func TestHandWrittenWorkspaceAndUpdates(t *testing.T) {
 	var token string
 	g.Expect(json.Unmarshal(outputs.Data["secretToken"], &token)).To(Succeed())
 	g.Expect(token).To(HaveLen(8))
-	g.Expect(outputs.Annotations[update.SecretOutputsAnnotation]).To(MatchJSON(`["secretToken"]`))
+	g.Expect(outputs.Annotations[autov1alpha1.SecretOutputsAnnotation]).To(MatchJSON(`["secretToken"]`))
 
 	// The Workspace controller, not the test, says the Workspace is set up.
 	var ws autov1alpha1.Workspace

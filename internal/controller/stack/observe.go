@@ -213,7 +213,7 @@ func (s *session) readOutputs(ctx context.Context, upd *autov1alpha1.Update) err
 		return failed(pulumiv1.OutputsReadFailedReason, "reading the outputs of "+upd.Name, err)
 	}
 	secretKeys := map[string]bool{}
-	if list := secret.Annotations[update.SecretOutputsAnnotation]; list != "" {
+	if list := secret.Annotations[autov1alpha1.SecretOutputsAnnotation]; list != "" {
 		var keys []string
 		if err := json.Unmarshal([]byte(list), &keys); err == nil {
 			for _, k := range keys {

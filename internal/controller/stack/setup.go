@@ -17,7 +17,6 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack/flux"
-	"github.com/stackyard/stackyard/internal/controller/workspace"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -65,7 +64,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// goes ahead of the first reconciles of a burst's new Stacks.
 		Watches(&autov1alpha1.Update{}, sreconcile.UrgentOnUpdate(
 			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &pulumiv1.Stack{}, handler.OnlyControllerOwner()),
-			workspace.UpdateFinished)).
+			updateCompleted)).
 		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf)).
 		Watches(&pulumiv1.Program{}, handler.EnqueueRequestsFromMapFunc(r.stacksOfProgram)).
 		WatchesRawSource(source.Channel(r.branches.wake, &handler.TypedEnqueueRequestForObject[*pulumiv1.Stack]{})).
@@ -109,4 +108,12 @@ func (r *Reconciler) listRequests(ctx context.Context, namespace, index, value s
 		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
 	}
 	return reqs
+}
+
+// updateCompleted reports whether an update event is an Update's
+// completion (autov1alpha1.UpdateCompleted).
+func updateCompleted(old, new client.Object) bool {
+	o, _ := old.(*autov1alpha1.Update)
+	n, _ := new.(*autov1alpha1.Update)
+	return autov1alpha1.UpdateCompleted(o, n)
 }

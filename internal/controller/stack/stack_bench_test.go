@@ -187,7 +187,7 @@ func BenchmarkRecordUpdate(b *testing.B) {
 		}
 	}
 	mask, _ := json.Marshal(secretKeys)
-	secret.Annotations = map[string]string{update.SecretOutputsAnnotation: string(mask)}
+	secret.Annotations = map[string]string{autov1alpha1.SecretOutputsAnnotation: string(mask)}
 
 	upd := &autov1alpha1.Update{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0a1b2c3d", Namespace: "apps", Annotations: map[string]string{TriggerAnnotation: string(TriggerResync)}},

@@ -20,7 +20,6 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/update"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/shard"
 )
@@ -205,7 +204,7 @@ func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.Update
 	shard.Stamp(stack, upd)
 	// Created held, as the Update controller would hold it before running
 	// it: one write fewer per Update than adding it on its first reconcile.
-	sreconcile.AddFinalizer(upd, update.Finalizer)
+	sreconcile.AddFinalizer(upd, autov1alpha1.UpdateFinalizer)
 	holdToPlan(upd, stack, revision)
 	if upd.Spec.TtlAfterCompleted == nil {
 		upd.Spec.TtlAfterCompleted = &metav1.Duration{Duration: DefaultUpdateTTL}

@@ -76,7 +76,7 @@ func TestWorkspaceApplySkippedWhenUnchanged(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		var ws autov1alpha1.Workspace
 		g.Expect(env.Client.Get(ctx, key, &ws)).To(Succeed())
-		active := apimeta.FindStatusCondition(ws.Status.Conditions, workspace.ConditionActive)
+		active := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceActive)
 		g.Expect(active).NotTo(BeNil())
 		g.Expect(active.Reason).To(Equal(workspace.ReasonIdle))
 	}, opTimeout, 250*time.Millisecond).Should(Succeed(), "the Workspace's agent was never idled")

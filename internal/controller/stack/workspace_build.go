@@ -16,7 +16,6 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/workspace"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/shard"
 )
@@ -90,7 +89,7 @@ func BuildWorkspace(stack *pulumiv1.Stack, src Source) (*autov1alpha1.Workspace,
 	// Created held, as the Workspace controller would hold it before
 	// starting anything for it: one write fewer per Workspace than adding
 	// it on its first reconcile.
-	sreconcile.AddFinalizer(ws, workspace.Finalizer)
+	sreconcile.AddFinalizer(ws, autov1alpha1.WorkspaceFinalizer)
 	return ws, nil
 }
 

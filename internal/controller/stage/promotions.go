@@ -24,7 +24,7 @@ const MaxHistory = 20
 func (s *session) observePromotions(ctx context.Context) (sreconcile.Result, error) {
 	ns := s.stage.Namespace
 	var promotions promotionv1alpha1.PromotionList
-	if err := s.r.Client.List(ctx, &promotions, client.InNamespace(ns), client.MatchingFields{PromotionStageIndex: s.stage.Name}); err != nil {
+	if err := s.r.Client.List(ctx, &promotions, client.InNamespace(ns), client.MatchingFields{change.PromotionStageIndex: s.stage.Name}); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing the stage's promotions: %w", err))
 	}
 	releases, err := change.ListReleases(ctx, s.r.Client, ns, s.stage.Spec.Pipeline)

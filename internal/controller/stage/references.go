@@ -36,7 +36,7 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 	// namespace): upstream stages must be among them, and so must any
 	// cycle back to this one.
 	var stages promotionv1alpha1.StageList
-	if err := s.r.Client.List(ctx, &stages, client.InNamespace(ns), client.MatchingFields{PipelineIndex: spec.Pipeline}); err != nil {
+	if err := s.r.Client.List(ctx, &stages, client.InNamespace(ns), client.MatchingFields{change.PipelineIndex: spec.Pipeline}); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing stages: %w", err))
 	}
 	byName := map[string]*promotionv1alpha1.Stage{}

@@ -15,67 +15,15 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
-
-// The cache indexes the Stage and Promotion controllers share, registered
-// once by SetupIndexes.
-const (
-	// StackIndex indexes Stages by the names of the Stacks they bind.
-	StackIndex = "stage.spec.stacks.name"
-	// UpstreamIndex indexes Stages by the names of their upstream stages.
-	UpstreamIndex = "stage.spec.sources.stages"
-	// PipelineIndex indexes Stages by their pipeline.
-	PipelineIndex = "stage.spec.pipeline"
-	// PromotionStageIndex indexes Promotions by spec.stage. It has the
-	// name of the field so that the same selector serves the cache and the
-	// API server (spec.stage is a selectable field of Promotions).
-	PromotionStageIndex = "spec.stage"
-)
-
-// SetupIndexes registers the indexes above with indexer; call it once,
-// before setting up the Stage and Promotion controllers.
-func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	for name, f := range stageIndexes {
-		err := indexer.IndexField(ctx, &promotionv1alpha1.Stage{}, name, func(obj client.Object) []string {
-			if st, ok := obj.(*promotionv1alpha1.Stage); ok {
-				return f(st)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return indexer.IndexField(ctx, &promotionv1alpha1.Promotion{}, PromotionStageIndex, promotionStage)
-}
-
-// stageIndexes are the values each Stage index holds for a Stage.
-var stageIndexes = map[string]func(*promotionv1alpha1.Stage) []string{
-	StackIndex: func(st *promotionv1alpha1.Stage) []string {
-		names := make([]string, 0, len(st.Spec.Stacks))
-		for _, b := range st.Spec.Stacks {
-			names = append(names, b.Name)
-		}
-		return names
-	},
-	UpstreamIndex: func(st *promotionv1alpha1.Stage) []string { return st.Spec.Sources.Stages },
-	PipelineIndex: func(st *promotionv1alpha1.Stage) []string { return []string{st.Spec.Pipeline} },
-}
-
-// promotionStage is the value of PromotionStageIndex for a Promotion.
-func promotionStage(obj client.Object) []string {
-	if p, ok := obj.(*promotionv1alpha1.Promotion); ok {
-		return []string{p.Spec.Stage}
-	}
-	return nil
-}
 
 // SetupWithManager registers the reconciler and what wakes a Stage: its
 // own spec changes and reconcile requests, its Pipeline, the Stacks it
 // binds, its pipeline's Releases, its Promotions, its upstream Stages, and
 // the Stages that bind a Stack it binds too (the older one may let it go).
-// SetupIndexes must have run.
+// change.SetupIndexes must have run.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("stage").
@@ -85,13 +33,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		))).
 		Watches(&promotionv1alpha1.Stage{}, handler.EnqueueRequestsFromMapFunc(r.neighboursOf)).
 		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-			return r.stagesBy(ctx, obj.GetNamespace(), StackIndex, obj.GetName())
+			return r.stagesBy(ctx, obj.GetNamespace(), change.StackIndex, obj.GetName())
 		})).
 		Watches(&promotionv1alpha1.Pipeline{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-			return r.stagesBy(ctx, obj.GetNamespace(), PipelineIndex, obj.GetName())
+			return r.stagesBy(ctx, obj.GetNamespace(), change.PipelineIndex, obj.GetName())
 		})).
 		Watches(&promotionv1alpha1.Release{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-			return r.stagesBy(ctx, obj.GetNamespace(), PipelineIndex, obj.(*promotionv1alpha1.Release).Spec.Pipeline)
+			return r.stagesBy(ctx, obj.GetNamespace(), change.PipelineIndex, obj.(*promotionv1alpha1.Release).Spec.Pipeline)
 		})).
 		Watches(&promotionv1alpha1.Promotion{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []ctrlreconcile.Request {
 			return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.(*promotionv1alpha1.Promotion).Spec.Stage}}}
@@ -103,9 +51,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // of its Stacks.
 func (r *Reconciler) neighboursOf(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
 	st := obj.(*promotionv1alpha1.Stage)
-	reqs := r.stagesBy(ctx, st.Namespace, UpstreamIndex, st.Name)
+	reqs := r.stagesBy(ctx, st.Namespace, change.UpstreamIndex, st.Name)
 	for _, b := range st.Spec.Stacks {
-		reqs = append(reqs, r.stagesBy(ctx, st.Namespace, StackIndex, b.Name)...)
+		reqs = append(reqs, r.stagesBy(ctx, st.Namespace, change.StackIndex, b.Name)...)
 	}
 	// Its own changes are For's to see.
 	return slices.DeleteFunc(reqs, func(req ctrlreconcile.Request) bool { return req.Name == st.Name })

@@ -23,7 +23,7 @@
 //	outputs Secret) ─► finalizer removed ─► deleted after ttlAfterCompleted
 //
 // A Workspace serves when the Workspace controller says so
-// (workspace.Serving): Ready=True, its stacks set up, and Active=True, its
+// (autov1alpha1.Workspace.Serving): Ready=True, its stacks set up, and Active=True, its
 // agent running, both for its current generation. Ready alone is not
 // enough: an idle workspace stays Ready with its agent stopped, and the
 // Workspace controller starts it again because an Update waits for it.

@@ -101,7 +101,7 @@ func (r *Reconciler) reconcileInterrupted(ctx context.Context, s *session) (srec
 // runs any more), and once ttlAfterCompleted has passed since its end it is
 // deleted, its outputs Secret with it through the owner reference.
 func (r *Reconciler) reconcileCompleted(ctx context.Context, s *session) (sreconcile.Result, error) {
-	if sreconcile.RemoveFinalizer(s.obj, Finalizer) && s.obj.DeletionTimestamp.IsZero() {
+	if sreconcile.RemoveFinalizer(s.obj, autov1alpha1.UpdateFinalizer) && s.obj.DeletionTimestamp.IsZero() {
 		// Expire in the next reconcile, once the finalizer is gone.
 		return sreconcile.ResultRequeue, nil
 	}
@@ -133,6 +133,6 @@ func (r *Reconciler) reconcileCompleted(ctx context.Context, s *session) (srecon
 // here, or an earlier operator process started it and its operation is
 // gone with that process.
 func (r *Reconciler) reconcileDelete(s *session) (sreconcile.Result, error) {
-	sreconcile.RemoveFinalizer(s.obj, Finalizer)
+	sreconcile.RemoveFinalizer(s.obj, autov1alpha1.UpdateFinalizer)
 	return sreconcile.ResultEmpty, nil
 }

@@ -156,7 +156,7 @@ func (f *fixture) setServing(name string, active bool) {
 		Reason: autov1alpha1.WorkspaceReasonSucceeded, Message: "the stacks are set up",
 	})
 	activeCond := metav1.Condition{
-		Type: workspace.ConditionActive, Status: metav1.ConditionFalse, ObservedGeneration: ws.Generation,
+		Type: autov1alpha1.WorkspaceActive, Status: metav1.ConditionFalse, ObservedGeneration: ws.Generation,
 		Reason: workspace.ReasonIdle, Message: "the agent is stopped",
 	}
 	ws.Status.Address = ""

@@ -20,12 +20,6 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 )
 
-// SecretOutputsAnnotation is set on an outputs Secret to the JSON array of
-// its keys whose outputs are secret, sorted, e.g. `["password"]`. The name
-// and format are those of the Pulumi Kubernetes Operator v2, whose Stack
-// controller masks these outputs when it copies them into a Stack's status.
-const SecretOutputsAnnotation = "pulumi.com/secrets"
-
 // outputsSuffix ends the name of an Update's outputs Secret, as in the
 // Pulumi Kubernetes Operator v2.
 const outputsSuffix = "-stack-outputs"
@@ -100,7 +94,7 @@ func (r *Reconciler) outputsSecret(obj *autov1alpha1.Update, o *outcome) (*corev
 	if err != nil {
 		return nil, err
 	}
-	s.Annotations = map[string]string{SecretOutputsAnnotation: string(mask)}
+	s.Annotations = map[string]string{autov1alpha1.SecretOutputsAnnotation: string(mask)}
 	if err := controllerutil.SetControllerReference(obj, s, r.scheme); err != nil {
 		return nil, fmt.Errorf("owning the outputs Secret: %w", err)
 	}
@@ -163,7 +157,7 @@ func (r *Reconciler) createOwnedSecret(ctx context.Context, obj *autov1alpha1.Up
 // holds: its data, type and the mask of secret outputs.
 func sameSecret(existing, want *corev1.Secret) bool {
 	if !ptr.Deref(existing.Immutable, false) || existing.Type != want.Type ||
-		existing.Annotations[SecretOutputsAnnotation] != want.Annotations[SecretOutputsAnnotation] ||
+		existing.Annotations[autov1alpha1.SecretOutputsAnnotation] != want.Annotations[autov1alpha1.SecretOutputsAnnotation] ||
 		len(existing.Data) != len(want.Data) {
 		return false
 	}

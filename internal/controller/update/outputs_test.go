@@ -72,7 +72,7 @@ func TestOutputsSecret(t *testing.T) {
 	if !metav1.IsControlledBy(s, obj) {
 		t.Errorf("owner references %+v", s.OwnerReferences)
 	}
-	if got := s.Annotations[SecretOutputsAnnotation]; got != `["beta_pw","nothing","zeta"]` {
+	if got := s.Annotations[autov1alpha1.SecretOutputsAnnotation]; got != `["beta_pw","nothing","zeta"]` {
 		t.Errorf("annotation = %s", got)
 	}
 	for key, want := range map[string]string{

@@ -127,7 +127,7 @@ func TestRestartInterruptsOperation(t *testing.T) {
 	}
 
 	crashed := f.createUpdate("crashed", "ws", autov1alpha1.UpType, func(u *autov1alpha1.Update) {
-		u.Finalizers = []string{Finalizer}
+		u.Finalizers = []string{autov1alpha1.UpdateFinalizer}
 	})
 	crashed.Status.StartTime = metav1.NewTime(time.Now().Add(-time.Hour))
 	for _, typ := range []string{autov1alpha1.UpdateConditionTypeProgressing, autov1alpha1.UpdateConditionTypeComplete, autov1alpha1.UpdateConditionTypeFailed} {

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
-	"github.com/stackyard/stackyard/internal/controller/workspace"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -120,7 +119,7 @@ func (r *Reconciler) incompleteUpdates(ctx context.Context, ws types.NamespacedN
 
 // workspaceStateChanged passes a Workspace's creation, and the changes of
 // what its waiting Updates wait for: whether it is ready for its
-// generation, and whether it serves (workspace.Serving). The second is the
+// generation, and whether it serves (autov1alpha1.Workspace.Serving). The second is the
 // moment they can run; the first keeps their Pending message true.
 func workspaceStateChanged() predicate.Funcs {
 	return predicate.Funcs{
@@ -147,7 +146,7 @@ func waitState(obj client.Object) waitView {
 	if !ok || ws == nil {
 		return waitView{}
 	}
-	return waitView{ready: readyAtGeneration(ws), serving: workspace.Serving(ws), address: ws.Status.Address}
+	return waitView{ready: readyAtGeneration(ws), serving: ws.Serving(), address: ws.Status.Address}
 }
 
 // waitView is the part of a Workspace an Update waiting for it reacts to.

@@ -48,7 +48,7 @@ func TestStaleCacheDecidesNothing(t *testing.T) {
 	stop := f.startManager(Options{})
 	f.workspace("ws", nil)
 
-	withFinalizer := func(u *autov1alpha1.Update) { u.Finalizers = []string{Finalizer} }
+	withFinalizer := func(u *autov1alpha1.Update) { u.Finalizers = []string{autov1alpha1.UpdateFinalizer} }
 	waiting := f.createUpdate("waiting", "ws", autov1alpha1.UpType, withFinalizer).DeepCopy()
 	u := f.waitComplete("waiting", opTimeout)
 	if u.Status.IsFailed() {

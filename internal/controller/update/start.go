@@ -16,7 +16,6 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/change"
-	"github.com/stackyard/stackyard/internal/controller/workspace"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 )
@@ -24,7 +23,7 @@ import (
 // reconcileFinalizer adds the finalizer and asks for a requeue, so that it
 // is recorded before an operation can start.
 func (r *Reconciler) reconcileFinalizer(s *session) (sreconcile.Result, error) {
-	if sreconcile.AddFinalizer(s.obj, Finalizer) {
+	if sreconcile.AddFinalizer(s.obj, autov1alpha1.UpdateFinalizer) {
 		return sreconcile.ResultRequeue, nil
 	}
 	return sreconcile.ResultEmpty, nil
@@ -83,7 +82,7 @@ func (r *Reconciler) refuseAs(ctx context.Context, s *session, reason, problem s
 // reconcileWorkspace waits until the Update's Workspace serves: Ready=True
 // (its stacks are set up) and Active=True (its agent runs), both for its
 // current generation, and not being deleted, as the Workspace controller
-// defines it (workspace.Serving). An idle agent is started by the Workspace
+// defines it (autov1alpha1.Workspace.Serving). An idle agent is started by the Workspace
 // controller because this Update is not complete. The Workspace is read
 // live, not from the cache, so that a spec change the Stack controller has
 // just made to it is seen before an operation starts on the previous
@@ -157,7 +156,7 @@ func (r *Reconciler) notServing(ws *autov1alpha1.Workspace) string {
 		return fmt.Sprintf("workspace %s is being deleted", ws.Name)
 	case !readyAtGeneration(ws):
 		return WaitingForReadyMessage(ws.Name)
-	case !workspace.Serving(ws), !r.agentRunning(ws):
+	case !ws.Serving(), !r.agentRunning(ws):
 		return fmt.Sprintf("waiting for the agent of workspace %s to start", ws.Name)
 	}
 	return ""

@@ -28,11 +28,6 @@ import (
 	"github.com/stackyard/stackyard/internal/shard"
 )
 
-// Finalizer holds an Update while its operation may be running, so that
-// deleting it cancels the operation before the object goes. It is removed
-// as soon as the Update is complete.
-const Finalizer = "stackyard.dev/update-operation"
-
 // Event reasons, besides the failure reasons of the Failed condition
 // (UpdateFailed, UpdateConflict, Interrupted, Cancelled), which Warning
 // events use as they are.

@@ -86,8 +86,8 @@ func TestLifecycle(t *testing.T) {
 	if !metav1.IsControlledBy(s, u) {
 		t.Errorf("the outputs Secret is not controlled by the Update: %+v", s.OwnerReferences)
 	}
-	if got := s.Annotations[SecretOutputsAnnotation]; got != `["token"]` {
-		t.Errorf("annotation %s = %s, want [\"token\"]", SecretOutputsAnnotation, got)
+	if got := s.Annotations[autov1alpha1.SecretOutputsAnnotation]; got != `["token"]` {
+		t.Errorf("annotation %s = %s, want [\"token\"]", autov1alpha1.SecretOutputsAnnotation, got)
 	}
 	if got := string(s.Data["answer_key"]); got != "42" {
 		t.Errorf("output answer/key = %q, want 42", got)

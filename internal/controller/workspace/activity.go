@@ -116,7 +116,7 @@ func (r *Reconciler) reconcileActivity(ctx context.Context, s *session) (sreconc
 		return sreconcile.ResultEmpty, nil
 	}
 	lastUsed := u.lastUsed
-	if c := apimeta.FindStatusCondition(ws.Status.Conditions, ConditionActive); c != nil && c.Status == metav1.ConditionTrue &&
+	if c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceActive); c != nil && c.Status == metav1.ConditionTrue &&
 		c.LastTransitionTime.After(lastUsed) {
 		lastUsed = c.LastTransitionTime.Time
 	}
@@ -141,7 +141,7 @@ func (r *Reconciler) reconcileActivity(ctx context.Context, s *session) (sreconc
 
 // activeCondition reports whether Active is True (at any generation).
 func activeCondition(ws *autov1alpha1.Workspace) bool {
-	return apimeta.IsStatusConditionTrue(ws.Status.Conditions, ConditionActive)
+	return apimeta.IsStatusConditionTrue(ws.Status.Conditions, autov1alpha1.WorkspaceActive)
 }
 
 // idle stops the agent and records it (Active=False, reason Idle, no
@@ -153,7 +153,7 @@ func (r *Reconciler) idle(ctx context.Context, s *session, why string) error {
 	if err := r.runtime.Idle(ctx, ws); err != nil {
 		return sreconcile.NewGeneric("", fmt.Errorf("idling the agent: %w", err))
 	}
-	if c := apimeta.FindStatusCondition(ws.Status.Conditions, ConditionActive); c == nil || c.Reason != ReasonIdle {
+	if c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceActive); c == nil || c.Reason != ReasonIdle {
 		log.FromContext(ctx).Info("workspace agent idled", "why", why)
 	}
 	setActive(ws, false, ReasonIdle, "the agent is stopped: "+why)

@@ -50,7 +50,7 @@ const connectTimeout = 30 * time.Second
 // a moment.
 func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (sreconcile.Result, error) {
 	ws := s.ws
-	if Serving(ws) {
+	if ws.Serving() {
 		// Its agent was allowed to start; every operation in it is
 		// decided again by the Update controller.
 		return sreconcile.ResultEmpty, nil

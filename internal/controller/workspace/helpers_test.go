@@ -17,7 +17,6 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
-	"github.com/stackyard/stackyard/internal/controller/workspace"
 )
 
 // program is a Pulumi YAML project without resources whose outputs echo
@@ -140,7 +139,7 @@ func waitServing(t *testing.T, ns, name string) *autov1alpha1.Workspace {
 	var ws *autov1alpha1.Workspace
 	eventually(t, 90*time.Second, name+" serving", func() (bool, string) {
 		ws = getWS(t, ns, name)
-		return workspace.Serving(ws) && ws.Status.ObservedGeneration == ws.Generation, describe(ws)
+		return ws.Serving() && ws.Status.ObservedGeneration == ws.Generation, describe(ws)
 	})
 	return ws
 }

@@ -95,9 +95,9 @@ func TestKubernetesRuntime(t *testing.T) {
 		t.Errorf("replicas = %d", *sts.Spec.Replicas)
 	}
 
-	got := waitCondition(t, ns, ws.Name, workspace.ConditionActive, metav1.ConditionFalse, workspace.ReasonStarting)
+	got := waitCondition(t, ns, ws.Name, autov1alpha1.WorkspaceActive, metav1.ConditionFalse, workspace.ReasonStarting)
 	ready := findCondition(got, autov1alpha1.WorkspaceReady)
-	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != autov1alpha1.WorkspaceReasonPending || workspace.Serving(got) {
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != autov1alpha1.WorkspaceReasonPending || got.Serving() {
 		t.Errorf("workspace without a ready pod: %s", describe(got))
 	}
 	// Past IdleAfter (one second here), a Workspace never set up is still

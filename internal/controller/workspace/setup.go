@@ -50,7 +50,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Workspace in line: that reconcile goes ahead of the first
 		// reconciles of a burst's new Workspaces, and so do the runtime's
 		// wakes below.
-		Watches(&autov1alpha1.Update{}, sreconcile.UrgentOnUpdate(handler.EnqueueRequestsFromMapFunc(workspaceOfUpdate), UpdateFinished),
+		Watches(&autov1alpha1.Update{}, sreconcile.UrgentOnUpdate(handler.EnqueueRequestsFromMapFunc(workspaceOfUpdate), updateFinished),
 			builder.WithPredicates(updateMatters())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})
 	for _, obj := range r.opts.Owns {
@@ -62,12 +62,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// UpdateFinished reports whether an update event is an Update's
-// completion: old is not complete and new is.
-func UpdateFinished(old, new client.Object) bool {
-	o, okOld := old.(*autov1alpha1.Update)
-	n, okNew := new.(*autov1alpha1.Update)
-	return okOld && okNew && !o.Status.IsComplete() && n.Status.IsComplete()
+// updateFinished reports whether an update event is an Update's
+// completion (autov1alpha1.UpdateCompleted).
+func updateFinished(old, new client.Object) bool {
+	o, _ := old.(*autov1alpha1.Update)
+	n, _ := new.(*autov1alpha1.Update)
+	return autov1alpha1.UpdateCompleted(o, n)
 }
 
 // NotifyChannel returns a channel for Options.RuntimeEvents and the

@@ -10,10 +10,6 @@ import (
 	"github.com/stackyard/stackyard/internal/reconcile"
 )
 
-// ConditionActive is the condition that says whether a Workspace's agent
-// serves right now (see the package doc).
-const ConditionActive = "Active"
-
 // Reasons of the Active condition.
 const (
 	// ReasonRunning: the agent runs and is set up.
@@ -27,14 +23,6 @@ const (
 // ReasonUpdateInProgress is the Reconciling reason while a new generation
 // waits for a running Update to finish.
 const ReasonUpdateInProgress = "UpdateInProgress"
-
-// Serving reports whether ws's agent can take calls now: Ready and Active
-// are True for ws's current generation and ws is not being deleted. The
-// Update controller waits for it before dialing.
-func Serving(ws *autov1alpha1.Workspace) bool {
-	return ws.DeletionTimestamp.IsZero() &&
-		trueAt(ws, autov1alpha1.WorkspaceReady) && trueAt(ws, ConditionActive)
-}
 
 // trueAt reports whether condition t of ws is True for its current
 // generation.
@@ -96,5 +84,5 @@ func setActive(ws *autov1alpha1.Workspace, active bool, reason, msg string) {
 	if active {
 		status = metav1.ConditionTrue
 	}
-	setCondition(ws, ConditionActive, status, reason, msg)
+	setCondition(ws, autov1alpha1.WorkspaceActive, status, reason, msg)
 }

@@ -21,10 +21,6 @@ import (
 	"github.com/stackyard/stackyard/internal/runtime"
 )
 
-// Finalizer makes the controller release a Workspace's runtime resources
-// (processes, state directory) before the Workspace goes.
-const Finalizer = "stackyard.dev/workspace"
-
 // Defaults of Options.
 const (
 	// DefaultIdleAfter is how long an unused agent keeps running.
@@ -235,7 +231,7 @@ func (r *Reconciler) finish(ctx context.Context, s *session, err error) {
 // reconcileFinalizer adds the finalizer before anything runs, and
 // requeues so that it is stored first.
 func (r *Reconciler) reconcileFinalizer(s *session) (sreconcile.Result, error) {
-	if sreconcile.AddFinalizer(s.ws, Finalizer) {
+	if sreconcile.AddFinalizer(s.ws, autov1alpha1.WorkspaceFinalizer) {
 		return sreconcile.ResultRequeue, nil
 	}
 	return sreconcile.ResultEmpty, nil
@@ -256,13 +252,13 @@ func (r *Reconciler) reconcileStalled(ctx context.Context, s *session) (sreconci
 
 // reconcileDelete releases the runtime's resources, then the finalizer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *session) (sreconcile.Result, error) {
-	if !sreconcile.HasFinalizer(s.ws, Finalizer) {
+	if !sreconcile.HasFinalizer(s.ws, autov1alpha1.WorkspaceFinalizer) {
 		return sreconcile.ResultEmpty, nil
 	}
 	if err := r.runtime.Delete(ctx, s.ws); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
 	}
-	sreconcile.RemoveFinalizer(s.ws, Finalizer)
+	sreconcile.RemoveFinalizer(s.ws, autov1alpha1.WorkspaceFinalizer)
 	log.FromContext(ctx).Info("workspace agent deleted", "runtime", r.runtime.Name())
 	return sreconcile.ResultSuccess, nil
 }

@@ -71,8 +71,8 @@ func TestLocalWorkspace(t *testing.T) {
 
 	// No Update is pending: the agent is idled after IdleAfter; Ready stays.
 	pid := op.rt.PID(ns, ws.Name)
-	ws = waitCondition(t, ns, ws.Name, workspace.ConditionActive, metav1.ConditionFalse, workspace.ReasonIdle)
-	if !ws.Status.IsReady() || ws.Status.Address != "" || workspace.Serving(ws) {
+	ws = waitCondition(t, ns, ws.Name, autov1alpha1.WorkspaceActive, metav1.ConditionFalse, workspace.ReasonIdle)
+	if !ws.Status.IsReady() || ws.Status.Address != "" || ws.Serving() {
 		t.Errorf("idle workspace: %s", describe(ws))
 	}
 	eventually(t, 15*time.Second, "the idled agent to exit", func() (bool, string) { return !alive(pid), fmt.Sprint(pid) })
@@ -100,11 +100,11 @@ func TestLocalWorkspace(t *testing.T) {
 	// started serving, so a fixed wait a second longer catches it, and can
 	// only pass wrongly if the controller were a second late.
 	time.Sleep(idleAfter + time.Second)
-	if ws = getWS(t, ns, ws.Name); !workspace.Serving(ws) {
+	if ws = getWS(t, ns, ws.Name); !ws.Serving() {
 		t.Fatalf("idled with a pending Update: %s", describe(ws))
 	}
 	completeUpdate(t, u)
-	waitCondition(t, ns, ws.Name, workspace.ConditionActive, metav1.ConditionFalse, workspace.ReasonIdle)
+	waitCondition(t, ns, ws.Name, autov1alpha1.WorkspaceActive, metav1.ConditionFalse, workspace.ReasonIdle)
 
 	// Secret values appear nowhere a user or an operator sees.
 	checkNoSecrets(t, op, ns, ws.Name)
@@ -153,7 +153,7 @@ func eventReasons(t *testing.T, ns string) map[string]int {
 // hasFinalizer reports whether ws carries the controller's finalizer.
 func hasFinalizer(ws *autov1alpha1.Workspace) bool {
 	for _, f := range ws.Finalizers {
-		if f == workspace.Finalizer {
+		if f == autov1alpha1.WorkspaceFinalizer {
 			return true
 		}
 	}
@@ -223,7 +223,7 @@ func TestGitWorkspace(t *testing.T) {
 	}
 	eventually(t, 90*time.Second, "the new revision", func() (bool, string) {
 		ws = getWS(t, ns, ws.Name)
-		return workspace.Serving(ws) && ws.Status.ObservedGeneration == ws.Generation &&
+		return ws.Serving() && ws.Status.ObservedGeneration == ws.Generation &&
 			setupRevision(ws) == second, describe(ws)
 	})
 	info, err = agentClient(t, op, ws).Info(ctx(t), &agentpb.InfoRequest{})
@@ -364,18 +364,18 @@ func TestAgentPlaces(t *testing.T) {
 	createUpdate(t, ns, "second-up", second.Name)
 	eventually(t, 30*time.Second, "the second Workspace to queue", func() (bool, string) {
 		ws := getWS(t, ns, second.Name)
-		c := apimeta.FindStatusCondition(ws.Status.Conditions, workspace.ConditionActive)
+		c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceActive)
 		return c != nil && strings.Contains(c.Message, "queued"), describe(ws)
 	})
-	if ws := getWS(t, ns, first.Name); !workspace.Serving(ws) {
+	if ws := getWS(t, ns, first.Name); !ws.Serving() {
 		t.Fatalf("the first gave its place up with an Update pending: %s", describe(ws))
 	}
 
 	// Its Update done, the first idles at once (not after 10 minutes) and
 	// the second starts.
 	completeUpdate(t, up)
-	ws := waitCondition(t, ns, first.Name, workspace.ConditionActive, metav1.ConditionFalse, workspace.ReasonIdle)
-	if c := apimeta.FindStatusCondition(ws.Status.Conditions, workspace.ConditionActive); !strings.Contains(c.Message, "wait for a place") {
+	ws := waitCondition(t, ns, first.Name, autov1alpha1.WorkspaceActive, metav1.ConditionFalse, workspace.ReasonIdle)
+	if c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceActive); !strings.Contains(c.Message, "wait for a place") {
 		t.Errorf("idle message %q: want it to say others wait", c.Message)
 	}
 	waitServing(t, ns, second.Name)

@@ -1,28 +1,42 @@
-package stage
+package change
 
 import (
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
+
+// indexedStage is a Stage of pipeline web with upstream stages and
+// stacks.
+func indexedStage(name string, upstream []string, stacks ...string) promotionv1alpha1.Stage {
+	st := promotionv1alpha1.Stage{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       promotionv1alpha1.StageSpec{Pipeline: "web", Sources: promotionv1alpha1.ReleaseSources{Stages: upstream}},
+	}
+	for _, s := range stacks {
+		st.Spec.Stacks = append(st.Spec.Stacks, promotionv1alpha1.StackBinding{Name: s})
+	}
+	return st
+}
 
 // The indexes decide which Stages a Stack, a Pipeline or an upstream Stage
 // wakes, and which Promotions a Stage lists: a value missing here is a
 // Stage that never hears of its change.
 func TestStageIndexes(t *testing.T) {
-	st := stageOf("prod", 0, []string{"staging", "qa"}, "web-prod", "db-prod")
+	st := indexedStage("prod", []string{"staging", "qa"}, "web-prod", "db-prod")
 	tests := []struct {
 		index string
 		st    promotionv1alpha1.Stage
 		want  []string
 	}{
 		{StackIndex, st, []string{"web-prod", "db-prod"}},
-		{StackIndex, stageOf("empty", 0, nil), []string{}},
+		{StackIndex, indexedStage("empty", nil), []string{}},
 		{UpstreamIndex, st, []string{"staging", "qa"}},
-		{UpstreamIndex, stageOf("first", 0, nil), nil},
+		{UpstreamIndex, indexedStage("first", nil), nil},
 		{PipelineIndex, st, []string{"web"}},
 	}
 	for _, tt := range tests {
