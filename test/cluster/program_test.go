@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -197,8 +198,38 @@ func waitStackState(t *testing.T, c *cluster, ns, name string, timeout time.Dura
 		return check(s), nil
 	})
 	if err != nil {
-		t.Fatalf("Stack %s/%s: waiting for %s: %v\n%s", ns, name, what, err, toYAML(last))
+		t.Fatalf("Stack %s/%s: waiting for %s: %v\n%s\n%s", ns, name, what, err, toYAML(last), describeNamespace(c, ns))
 	}
+}
+
+// describeNamespace says, a line each, where every object of change
+// management and every Workspace and Update of ns stands: what a failed
+// wait for a Stack needs to be understood.
+func describeNamespace(c *cluster, ns string) string {
+	var b strings.Builder
+	for _, gvr := range []schema.GroupVersionResource{
+		promotionGVR("pipelines"), promotionGVR("releases"), promotionGVR("stages"), promotionGVR("promotions"),
+		workspaceGVR, {Group: "auto.pulumi.com", Version: "v1alpha1", Resource: "updates"},
+	} {
+		list, err := c.dyn.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", gvr.Resource, err)
+			continue
+		}
+		for _, u := range list.Items {
+			phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+			msg, _, _ := unstructured.NestedString(u.Object, "status", "message")
+			fmt.Fprintf(&b, "%s %s: phase %q message %q", gvr.Resource, u.GetName(), phase, msg)
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok {
+					fmt.Fprintf(&b, "; %v=%v %v: %v", m["type"], m["status"], m["reason"], m["message"])
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
 }
 
 // runningDeployment checks that the program's Deployment has a pod of the
