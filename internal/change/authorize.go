@@ -288,22 +288,19 @@ func UnplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (r
 	if lu == nil || lu.State != shared.SucceededStackStateMessage || lu.Generation != stack.Generation {
 		return "", "", nil
 	}
-	name, uid, ok := ParsePinRequest(stack.Annotations[shared.ReconcileRequestAnnotation])
-	if !ok {
+	name, p, err := pinnedBy(ctx, r, stack)
+	switch {
+	case err != nil:
+		return "", "", err
+	case name == "":
 		return RefusedUnapproved, fmt.Sprintf("metadata.annotations[%s]: Stack %s would apply again generation %d, which no promotion pinned, "+
 			"with what it reads now, which nobody approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, stack.Name, stack.Generation), nil
-	}
-	p := &promotionv1alpha1.Promotion{}
-	err = r.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: name}, p)
-	switch {
-	case apierrors.IsNotFound(err) || (err == nil && string(p.UID) != uid):
+	case p == nil:
 		return RefusedUnapproved, fmt.Sprintf("metadata.annotations[%s]: promotion %s, which pinned Stack %s, no longer exists, "+
 			"so nothing says what it approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, name, stack.Name), nil
-	case err != nil:
-		return "", "", fmt.Errorf("reading promotion %s: %w", name, err)
 	}
-	j := slices.IndexFunc(p.Status.Previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == stack.Name })
-	if j < 0 || p.Status.Previews[j].Inputs == "" {
+	pv := previewOf(p, stack.Name)
+	if pv == nil || pv.Inputs == "" {
 		return RefusedUnapproved, fmt.Sprintf("status.previews: promotion %s, which pinned Stack %s, recorded no digest of what it previewed: "+
 			"promote a release to deploy it again", name, stack.Name), nil
 	}
@@ -311,7 +308,7 @@ func UnplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (r
 	if err != nil {
 		return "", "", err
 	}
-	if now != p.Status.Previews[j].Inputs {
+	if now != pv.Inputs {
 		return RefusedUnapproved, fmt.Sprintf("spec: what Stack %s reads (its spec, the Secrets and ConfigMaps it names) changed since promotion %s "+
 			"previewed it, so applying it again would deploy what nobody approved: promote a release for a new preview and new approvals", stack.Name, name), nil
 	}
@@ -325,16 +322,13 @@ func UnplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (r
 // into the stage the Stack names, pinning this Stack to its commit with
 // this plan, and while what the Stack reads is what it previewed.
 func (a *authorizer) pin(ctx context.Context, stack *pulumiv1.Stack, stage string) (Verdict, error) {
-	name, uid, ok := ParsePinRequest(stack.Annotations[shared.ReconcileRequestAnnotation])
-	if !ok {
-		return refuse(RefusedPin, "spec.planSecret: the up is held to plan %s, but no promotion pinned Stack %s", a.upd.Spec.PlanSecret, stack.Name), nil
-	}
-	p := &promotionv1alpha1.Promotion{}
-	found, err := a.get(ctx, name, uid, p)
+	name, p, err := pinnedBy(ctx, a.r, stack)
 	switch {
 	case err != nil:
 		return Verdict{}, err
-	case !found:
+	case name == "":
+		return refuse(RefusedPin, "spec.planSecret: the up is held to plan %s, but no promotion pinned Stack %s", a.upd.Spec.PlanSecret, stack.Name), nil
+	case p == nil:
 		return refuse(RefusedPin, "spec.planSecret: promotion %s, which pinned Stack %s, no longer exists", name, stack.Name), nil
 	case p.Status.Phase != promotionv1alpha1.PromotionRunning:
 		return refuse(RefusedPin, "spec.planSecret: promotion %s, which pinned Stack %s, is %s, not Running: a plan runs only within its promotion",
@@ -346,11 +340,10 @@ func (a *authorizer) pin(ctx context.Context, stack *pulumiv1.Stack, stage strin
 	if i < 0 || p.Status.Stacks[i].Commit != stack.Spec.Commit {
 		return refuse(RefusedPin, "spec.commit: promotion %s does not pin Stack %s to commit %s", name, stack.Name, stack.Spec.Commit), nil
 	}
-	j := slices.IndexFunc(p.Status.Previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == stack.Name })
-	if j < 0 || p.Status.Previews[j].Plan != a.upd.Spec.PlanSecret {
+	pv := previewOf(p, stack.Name)
+	if pv == nil || pv.Plan != a.upd.Spec.PlanSecret {
 		return refuse(RefusedPin, "spec.planSecret: plan %s is not the one promotion %s previewed for Stack %s", a.upd.Spec.PlanSecret, name, stack.Name), nil
 	}
-	pv := p.Status.Previews[j]
 	if pv.Inputs != "" && pv.PlanDigest != "" {
 		approved, err := PinDigest(pv.Inputs, pv.PlanDigest)
 		if err != nil {
@@ -450,4 +443,35 @@ func (a *authorizer) preview(ctx context.Context, auth Authority, stage, stackNa
 		return refuse(RefusedNoConsent, "metadata.annotations: %s", msg), nil
 	}
 	return allow(auth, "the preview of Stack %s for stage %s by %s", stackName, stage, by), nil
+}
+
+// pinnedBy reads, live, the promotion that pinned stack, as the Stack's
+// reconcile request names it (by name and UID; only a governor or the
+// operator writes it on a governed Stack). name is "" when the request
+// names no promotion; p is nil when that promotion is gone, or another has
+// its name.
+func pinnedBy(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (name string, p *promotionv1alpha1.Promotion, err error) {
+	name, uid, ok := ParsePinRequest(stack.Annotations[shared.ReconcileRequestAnnotation])
+	if !ok {
+		return "", nil, nil
+	}
+	p = &promotionv1alpha1.Promotion{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: name}, p); {
+	case apierrors.IsNotFound(err):
+		return name, nil, nil
+	case err != nil:
+		return name, nil, fmt.Errorf("reading promotion %s: %w", name, err)
+	case string(p.UID) != uid:
+		return name, nil, nil
+	}
+	return name, p, nil
+}
+
+// previewOf is the preview p recorded of the Stack named stack, or nil.
+func previewOf(p *promotionv1alpha1.Promotion, stack string) *promotionv1alpha1.StackPreview {
+	i := slices.IndexFunc(p.Status.Previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == stack })
+	if i < 0 {
+		return nil
+	}
+	return &p.Status.Previews[i]
 }

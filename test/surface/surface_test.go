@@ -37,22 +37,9 @@ import (
 
 const opTimeout = 2 * time.Minute
 
-// project is the program of every Stack here at version: it writes
-// version to the file its config names.
-func project(version string) string {
-	return fmt.Sprintf(`name: web
-runtime: yaml
-config:
-  path:
-    type: string
-resources:
-  page:
-    type: stackyardtest:index:File
-    properties:
-      path: ${path}
-      content: %q
-`, version)
-}
+// project is the program of every Stack here (testenv.FileProject): it
+// writes version to the file its config names.
+func project(version string) string { return testenv.FileProject(version) }
 
 // pipelineFixture is a live pipeline: dev deploys every release on its
 // own, prod (fed by dev) only with an approval nobody gives. prod's Stack
@@ -454,7 +441,7 @@ func attacksOn(ctx context.Context, t *testing.T, ns string, r resource, keys []
 		if content == nil {
 			t.Fatalf("the operator reads %s, and no attack makes one: add its least object to minimal", r.gr)
 		}
-		obj := &unstructured.Unstructured{Object: runtimeDeepCopy(content)}
+		obj := &unstructured.Unstructured{Object: jsonCopy(content)}
 		obj.SetGroupVersionKind(r.gvk)
 		obj.SetNamespace(ns)
 		obj.SetName(prod.Name)
@@ -484,8 +471,9 @@ var minimal = map[string]map[string]any{
 		"containers": []any{map[string]any{"name": "mallory", "image": "mallory"}}}}}},
 }
 
-// runtimeDeepCopy copies a JSON-shaped value.
-func runtimeDeepCopy(m map[string]any) map[string]any {
+// jsonCopy copies a JSON-shaped value through JSON, so that its numbers
+// become float64, which unstructured objects can deep-copy.
+func jsonCopy(m map[string]any) map[string]any {
 	data, _ := json.Marshal(m)
 	var out map[string]any
 	_ = json.Unmarshal(data, &out)

@@ -27,23 +27,9 @@ import (
 // against a hang, not a measurement.
 const opTimeout = 3 * time.Minute
 
-// project is a Pulumi YAML project that writes version to the file its
-// Stack's config key web:path names, so a test can see which release a
-// Stack runs.
-func project(version string) string {
-	return fmt.Sprintf(`name: web
-runtime: yaml
-config:
-  path:
-    type: string
-resources:
-  page:
-    type: stackyardtest:index:File
-    properties:
-      path: ${path}
-      content: %s
-`, version)
-}
+// project is the project of every Stack here (testenv.FileProject): it
+// writes version to the file its Stack's config key web:path names.
+func project(version string) string { return testenv.FileProject(version) }
 
 // programRepo is a git repository holding the project; commit adds a
 // commit whose project writes version, and returns its SHA.

@@ -22,9 +22,9 @@
 //	runs in a goroutine) ─► Complete, Failed=True|False (endTime, message,
 //	outputs Secret) ─► finalizer removed ─► deleted after ttlAfterCompleted
 //
-// A Workspace serves when the Workspace controller says so
-// (autov1alpha1.Workspace.Serving): Ready=True, its stacks set up, and Active=True, its
-// agent running, both for its current generation. Ready alone is not
+// A Workspace serves when the Workspace controller says so (the
+// Workspace's Serving): Ready=True, its stacks set up, and Active=True,
+// its agent running, both for its current generation. Ready alone is not
 // enough: an idle workspace stays Ready with its agent stopped, and the
 // Workspace controller starts it again because an Update waits for it.
 //

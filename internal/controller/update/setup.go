@@ -119,8 +119,8 @@ func (r *Reconciler) incompleteUpdates(ctx context.Context, ws types.NamespacedN
 
 // workspaceStateChanged passes a Workspace's creation, and the changes of
 // what its waiting Updates wait for: whether it is ready for its
-// generation, and whether it serves (autov1alpha1.Workspace.Serving). The second is the
-// moment they can run; the first keeps their Pending message true.
+// generation, and whether it serves (the Workspace's Serving). The second
+// is the moment they can run; the first keeps their Pending message true.
 func workspaceStateChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return true },

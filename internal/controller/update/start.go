@@ -81,9 +81,9 @@ func (r *Reconciler) refuseAs(ctx context.Context, s *session, reason, problem s
 
 // reconcileWorkspace waits until the Update's Workspace serves: Ready=True
 // (its stacks are set up) and Active=True (its agent runs), both for its
-// current generation, and not being deleted, as the Workspace controller
-// defines it (autov1alpha1.Workspace.Serving). An idle agent is started by the Workspace
-// controller because this Update is not complete. The Workspace is read
+// current generation, and not being deleted (autov1alpha1.Workspace's
+// Serving). An idle agent is started by the Workspace controller because
+// this Update is not complete. The Workspace is read
 // live, not from the cache, so that a spec change the Stack controller has
 // just made to it is seen before an operation starts on the previous
 // program; but only once the cache shows it serving: until then the cache

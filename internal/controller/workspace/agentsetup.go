@@ -39,8 +39,6 @@ const ReasonAgentBusy = "AgentBusy"
 // connectTimeout bounds the wait for a freshly started agent to answer.
 const connectTimeout = 30 * time.Second
 
-// reconcileAgent has the runtime run the agent with the current spec and
-// waits until it serves.
 // reconcileAuthorize asks the operator's choke point whether the agent of
 // a Workspace that does not serve yet may start: it starts with the
 // Workspace's environment, which for a Workspace made from a Stack holds
@@ -77,6 +75,8 @@ const AgentRefusal = "agent"
 // yet asks again.
 const authorizeWait = 2 * time.Second
 
+// reconcileAgent has the runtime run the agent with the current spec and
+// waits until it serves.
 func (r *Reconciler) reconcileAgent(ctx context.Context, s *session) (sreconcile.Result, error) {
 	ws := s.ws
 	st, err := r.runtime.Ensure(ctx, ws)
