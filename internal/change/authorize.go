@@ -244,6 +244,17 @@ func (a *authorizer) stack(ctx context.Context) (Verdict, error) {
 	if found, err := a.get(ctx, a.maker.Name, a.maker.UID, stack); !found || err != nil {
 		return a.gone(), err
 	}
+	switch rec := stack.Status.Workspace; {
+	case rec == nil:
+		// A Stack from before stackyard recorded Workspaces, or one that
+		// has just made this one: the Stack's reconcile records it, or
+		// deletes it when it cannot prove it made it.
+		return Verdict{Wait: true, Reason: RefusedUnrecorded, Message: fmt.Sprintf(
+			"waiting for Stack %s to record workspace %s as its own (status.workspace)", stack.Name, a.ws.Name)}, nil
+	case rec.Name != a.ws.Name || rec.UID != a.ws.UID:
+		return unrecorded(a.ws, a.now, "status.workspace: Stack %s recorded workspace %s with UID %s as its own, not this one (UID %s)",
+			stack.Name, rec.Name, rec.UID, a.ws.UID), nil
+	}
 	if a.upd == nil {
 		return allow(AuthorityStack, "the Workspace of Stack %s, made from its spec", stack.Name), nil
 	}
@@ -253,6 +264,9 @@ func (a *authorizer) stack(ctx context.Context) (Verdict, error) {
 			running = cur.Name
 		}
 		return unrecorded(a.upd, a.now, "status.currentUpdate: Stack %s records %s as its current update, not this one", stack.Name, running), nil
+	} else if cur.UID != "" && cur.UID != a.upd.UID {
+		return refuse(RefusedUnrecorded, "status.currentUpdate.uid: Stack %s recorded the update it made under this name with UID %s; "+
+			"this one (UID %s) was made in its place by someone else", stack.Name, cur.UID, a.upd.UID), nil
 	}
 	stage := AuthorizedStage(stack.Annotations)
 	if stage == "" {

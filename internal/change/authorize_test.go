@@ -66,13 +66,15 @@ func newWorld(t *testing.T) (*world, client.Client) {
 			promotionv1alpha1.AuthorizedStageAnnotation: "prod",
 			shared.ReconcileRequestAnnotation:           PinRequest("promote", "uid-promote"),
 		}},
-		Spec:   shared.StackSpec{Stack: "prod", GitSource: &shared.GitSource{ProjectRepo: "https://git.example/x.git", Commit: commit}},
-		Status: pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "prod-up"}},
+		Spec: shared.StackSpec{Stack: "prod", GitSource: &shared.GitSource{ProjectRepo: "https://git.example/x.git", Commit: commit}},
+		Status: pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "prod-up"},
+			Workspace: &shared.ObjectRecord{Name: "prod", UID: "uid-ws-prod"}},
 	}
 	w.dev = &pulumiv1.Stack{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev", UID: "uid-dev"},
 		Spec:       shared.StackSpec{Stack: "dev"},
-		Status:     pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "dev-up"}},
+		Status: pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "dev-up", UID: "uid-dev-up"},
+			Workspace: &shared.ObjectRecord{Name: "dev", UID: "uid-ws-dev"}},
 	}
 	w.plan = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promote-prod.plan"},
 		Data: map[string][]byte{autov1alpha1.PlanKey: []byte("the plan")}}
@@ -121,7 +123,7 @@ func newWorld(t *testing.T) (*world, client.Client) {
 }
 
 func workspaceOf(name string, owners []metav1.OwnerReference) *autov1alpha1.Workspace {
-	return &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners}}
+	return &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-ws-" + name), OwnerReferences: owners}}
 }
 
 func updateOf(name, ws string, typ autov1alpha1.UpdateType, plan string, owners []metav1.OwnerReference, age time.Duration) *autov1alpha1.Update {
@@ -153,13 +155,18 @@ func TestAuthorize(t *testing.T) {
 		want   Authority // "" when refused
 		wait   bool
 		reason string
+		uid    types.UID // the Update's metadata.uid
 	}{
 		{name: "a user's Update in a user's Workspace", upd: updateOf("mine", "mine", autov1alpha1.UpType, "", nil, time.Hour),
 			ws: workspaceOf("mine", nil), want: AuthorityOwnWorkspace},
 		{name: "a user's Update in a Workspace controlled by a foreign kind", upd: updateOf("mine", "mine", autov1alpha1.UpType, "", nil, time.Hour),
 			ws: workspaceOf("mine", controllerRef(foreignKind, "prod", "uid-prod")), want: AuthorityOwnWorkspace},
 		{name: "an ungoverned Stack's own, recorded", upd: updateOf("dev-up", "dev", autov1alpha1.UpType, "", byDev, 0),
-			ws: workspaceOf("dev", byDev), want: AuthorityStack},
+			ws: workspaceOf("dev", byDev), want: AuthorityStack, uid: "uid-dev-up"},
+		{name: "an ungoverned Stack's own, replaced under its name", upd: updateOf("dev-up", "dev", autov1alpha1.DestroyType, "", byDev, 0),
+			ws: workspaceOf("dev", byDev), reason: RefusedUnrecorded, uid: "uid-planted"},
+		{name: "a Stack's own, recorded before records held a UID", upd: updateOf("prod-up", "prod", autov1alpha1.PreviewType, "", byProd, 0),
+			ws: prodWS, want: AuthorityStack, uid: "uid-any"},
 		{name: "a user's Update in an ungoverned Stack's Workspace", upd: updateOf("by-hand", "dev", autov1alpha1.RefreshType, "", nil, 0),
 			ws: workspaceOf("dev", byDev), reason: RefusedForeignUpdate},
 		{name: "planted: a foreign kind's controller named prod with prod's UID", upd: updateOf("planted", "prod", autov1alpha1.DestroyType, "", controllerRef(foreignKind, "prod", "uid-prod"), 0),
@@ -264,6 +271,7 @@ func TestAuthorize(t *testing.T) {
 			if tt.change != nil {
 				tt.change(w, c)
 			}
+			tt.upd.UID = tt.uid
 			v, err := Authorize(ctx, c, tt.upd, tt.ws, authorizeNow)
 			if err != nil {
 				t.Fatal(err)
@@ -323,6 +331,60 @@ func TestAuthorizeWorkspace(t *testing.T) {
 			}
 			if v.Allowed != (tt.want != "") || v.By != tt.want || v.Wait != tt.wait || v.Reason != tt.reason {
 				t.Fatalf("AuthorizeWorkspace = %+v; want by %q, wait %v, reason %q", v, tt.want, tt.wait, tt.reason)
+			}
+		})
+	}
+}
+
+// TestAuthorizeStackWorkspace runs nothing in a Workspace that claims a
+// Stack until the Stack records it (status.workspace) by name and UID: one
+// made in place of the recorded one is refused once the Stack has had
+// time to record it.
+func TestAuthorizeStackWorkspace(t *testing.T) {
+	ctx := context.Background()
+	byProd := controllerRef(stackKind, "prod", "uid-prod")
+	replaced := func(age time.Duration) *autov1alpha1.Workspace {
+		ws := workspaceOf("prod", byProd)
+		ws.UID, ws.CreationTimestamp = "uid-planted", metav1.NewTime(authorizeNow.Add(-age))
+		return ws
+	}
+	for _, tt := range []struct {
+		name     string
+		ws       *autov1alpha1.Workspace
+		unrecord bool // the Stack has no status.workspace
+		upd      bool // ask Authorize (an up) rather than AuthorizeWorkspace
+		wait     bool
+		reason   string
+	}{
+		{name: "recorded", ws: workspaceOf("prod", byProd)},
+		{name: "recorded, an up in it", ws: workspaceOf("prod", byProd), upd: true},
+		{name: "no record yet", ws: workspaceOf("prod", byProd), unrecord: true, wait: true, reason: RefusedUnrecorded},
+		{name: "no record yet, an up in it", ws: workspaceOf("prod", byProd), unrecord: true, upd: true, wait: true, reason: RefusedUnrecorded},
+		{name: "made in place of the recorded one, just now", ws: replaced(time.Second), wait: true, reason: RefusedUnrecorded},
+		{name: "made in place of the recorded one", ws: replaced(RecordGrace), reason: RefusedUnrecorded},
+		{name: "made in place of the recorded one, an up in it", ws: replaced(RecordGrace), upd: true, reason: RefusedUnrecorded},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, c := newWorld(t)
+			if tt.unrecord {
+				w.prod.Status.Workspace = nil
+				must(c.Status().Update(ctx, w.prod))
+			}
+			var v Verdict
+			var err error
+			if tt.upd {
+				v, err = Authorize(ctx, c, updateOf("prod-up", "prod", autov1alpha1.PreviewType, "", byProd, 0), tt.ws, authorizeNow)
+			} else {
+				v, err = AuthorizeWorkspace(ctx, c, tt.ws, authorizeNow)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Allowed != (tt.reason == "") || v.Wait != tt.wait || v.Reason != tt.reason {
+				t.Fatalf("verdict %+v; want wait %v, reason %q", v, tt.wait, tt.reason)
+			}
+			if !v.Allowed && !strings.Contains(v.Message, "status.workspace") {
+				t.Errorf("the verdict %q does not name status.workspace", v.Message)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package shared
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 )
@@ -90,9 +91,27 @@ type CurrentStackUpdate struct {
 	// +optional
 	Name string `json:"name,omitempty"`
 
+	// UID is the metadata.uid of the Update the operator created, as the
+	// API server returned it. An Update under Name with another UID was
+	// made by someone else, in its place, and never runs as the Stack's.
+	// Empty in records written before stackyard recorded it.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+
 	// Commit is the source revision being deployed.
 	// +optional
 	Commit string `json:"commit,omitempty"`
+}
+
+// ObjectRecord names an object the operator created, with the UID the API
+// server returned when it did: an object of that name with another UID is
+// someone else's, made in its place.
+type ObjectRecord struct {
+	// Name is the object's metadata.name.
+	Name string `json:"name"`
+
+	// UID is the object's metadata.uid.
+	UID types.UID `json:"uid"`
 }
 
 // ProjectInfo is the Pulumi project name and runtime a Stack's program

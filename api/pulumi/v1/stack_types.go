@@ -47,6 +47,14 @@ type StackStatus struct {
 	// +optional
 	CurrentUpdate *shared.CurrentStackUpdate `json:"currentUpdate,omitempty"`
 
+	// Workspace records the Workspace the operator made for the Stack: its
+	// name and the UID the API server gave it. The operator starts the
+	// Stack's agent and runs its operations only in that Workspace; one
+	// under its name with another UID, or one the Stack has no record of,
+	// is not the Stack's, whatever it claims.
+	// +optional
+	Workspace *shared.ObjectRecord `json:"workspace,omitempty"`
+
 	// Outputs are the stack outputs after the last successful update. Outputs
 	// that Pulumi marks secret are not shown in clear.
 	// +optional

@@ -404,6 +404,11 @@ func (in *StackStatus) DeepCopyInto(out *StackStatus) {
 		*out = new(shared.CurrentStackUpdate)
 		**out = **in
 	}
+	if in.Workspace != nil {
+		in, out := &in.Workspace, &out.Workspace
+		*out = new(shared.ObjectRecord)
+		**out = **in
+	}
 	if in.Outputs != nil {
 		in, out := &in.Outputs, &out.Outputs
 		*out = make(shared.StackOutputs, len(*in))

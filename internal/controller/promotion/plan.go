@@ -34,15 +34,6 @@ import (
 // saved no plan is a failure of the preview, returned as failure.
 func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackName string, round int32, patch []byte) (name, digest, failure string, err error) {
 	name = change.PlanSecretName(s.p.Name, stackName, round)
-	copied, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", name, &corev1.Secret{})
-	switch {
-	case err != nil:
-		return "", "", "", err
-	case copied != nil && !metav1.IsControlledBy(copied, s.p):
-		return "", "", fmt.Sprintf("Secret %s, where the plan of the preview of Stack %s goes, exists and does not belong to the promotion", name, stackName), nil
-	case copied != nil:
-		return name, change.PlanDigest(copied), "", nil
-	}
 	if upd.Status.Plan == "" {
 		return "", "", fmt.Sprintf("the preview of Stack %s (Update %s) saved no plan: %s", stackName, upd.Name, upd.Status.Message), nil
 	}
@@ -75,7 +66,22 @@ func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackN
 	if len(patch) > 0 {
 		plan.Data[promotionv1alpha1.SourcePatchKey] = patch
 	}
-	return name, change.PlanDigest(plan), "", s.createOwned(ctx, plan)
+	digest = change.PlanDigest(plan)
+	// Its name can be worked out, and anyone who may create Secrets may
+	// make one under it first, claiming the promotion as its controller:
+	// an existing one is the copy an earlier reconcile made only when it
+	// holds exactly what the copy holds (what the approvals are bound to).
+	copied, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", name, &corev1.Secret{})
+	switch {
+	case err != nil:
+		return "", "", "", err
+	case copied == nil:
+		return name, digest, "", s.createOwned(ctx, plan)
+	case !metav1.IsControlledBy(copied, s.p) || !ptr.Deref(copied.Immutable, false) || change.PlanDigest(copied) != digest:
+		return "", "", fmt.Sprintf("Secret %s, where the plan of the preview of Stack %s goes, exists and is not the copy the promotion made "+
+			"(its controller, immutability or content differ): delete it and promote again", name, stackName), nil
+	}
+	return name, digest, "", nil
 }
 
 // planInputs are the plan digest's inputs that the previews add: for each

@@ -259,3 +259,42 @@ func stalledFor(t *testing.T, ns, name, reason string, words ...string) {
 		}
 	})
 }
+
+// TestPlantedPlanCopy: the Secret a promotion copies a preview's plan
+// into has a name anyone can work out, and anyone who may create Secrets
+// may make it first, claiming the promotion as its controller. Its plan
+// and diff (what the approvers would be shown and the approvals bound
+// to) are not taken for the copy: the promotion fails, saying so, and
+// nothing is deployed.
+func TestPlantedPlanCopy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	repo := newProgramRepo(t)
+	c1 := repo.Commit("main", map[string]string{"Pulumi.yaml": project("v1")})
+	c2 := repo.Commit("main", map[string]string{"Pulumi.yaml": project("v2")})
+	s, file := gitStack(t, ns, "web", repo.URL, c1)
+	create(t, s)
+	deployed(t, ns, "web", c1)
+	create(t, pipeline(ns, repo.URL))
+	create(t, release(ns, "r2", c2, time.Now()))
+	create(t, stage(ns, "prod", []string{"web"}, func(spec *promotionv1alpha1.StageSpec) {
+		spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1}
+	}))
+	p := askFor(ns, "to-prod", "prod", "r2", false)
+	create(t, p)
+	yes := true
+	planted := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: change.PlanSecretName("to-prod", "web", 1), OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: promotionv1alpha1.GroupVersion.String(), Kind: "Promotion", Name: p.Name, UID: p.UID, Controller: &yes}}},
+		Immutable: &yes,
+		Data:      map[string][]byte{autov1alpha1.PlanKey: []byte(`{"resources":{}}`), autov1alpha1.DiffKey: []byte("nothing changes")},
+	}
+	g.Expect(env.Client.Create(ctx, planted)).To(Succeed())
+
+	done := waitFinished(t, ns, "to-prod", 2*opTimeout)
+	g.Expect(done.Status.Phase).To(Equal(promotionv1alpha1.PromotionFailed), describe(done))
+	g.Expect(done.Status.Message).To(ContainSubstring("Secret " + planted.Name + ", where the plan of the preview of Stack web goes, " +
+		"exists and is not the copy the promotion made"))
+	g.Expect(readFile(g, file)).To(Equal("v1"))
+}

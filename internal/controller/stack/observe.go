@@ -47,6 +47,15 @@ func (s *session) observeUpdate(ctx context.Context) (sreconcile.Result, error) 
 		s.stack.Status.CurrentUpdate = nil
 		return sreconcile.ResultEmpty, nil
 	}
+	if cur.UID != "" && upd.UID != cur.UID {
+		// The Update the Stack made was deleted and another made under its
+		// name: what that one says is no record of the Stack's (and the
+		// choke point refuses to run it).
+		s.warn("UpdateReplaced", fmt.Sprintf("update %s was deleted before it finished and another made in its place (UID %s, not %s); starting over",
+			cur.Name, upd.UID, cur.UID))
+		s.stack.Status.CurrentUpdate = nil
+		return sreconcile.ResultEmpty, nil
+	}
 	done, failedUpd, reason := updateDone(&upd)
 	if !done && !s.r.Shard.Owns(&upd) {
 		if updatePending(&upd) && s.workspaceHere(ctx) {

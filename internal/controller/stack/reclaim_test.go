@@ -7,10 +7,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -46,6 +48,54 @@ func TestWorkspaceReclaimDelete(t *testing.T) {
 		g.Expect(s.Status.LastUpdate.Generation).To(Equal(s.Generation))
 	})
 	g.Eventually(workspaceGone, opTimeout, 250*time.Millisecond).Should(Succeed())
+}
+
+// TestUnrecordedWorkspaceRemade: a Workspace that names a Stack as its
+// controller but is not the one the Stack recorded (status.workspace) is
+// not taken for the Stack's while the admission policies that keep that
+// claim the operator's are not in force (this suite installs none). Here
+// the record is gone, as after a reconcile killed between making the
+// Workspace and recording it, or for a Stack from before stackyard
+// recorded Workspaces: the Stack deletes the Workspace, saying why, makes
+// its own, records it and deploys.
+func TestUnrecordedWorkspaceRemade(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, target := programStack(t, "unproven", nil)
+	ns := s.Namespace
+	first := waitStack(t, ns, "unproven", opTimeout, ready)
+	var ws autov1alpha1.Workspace
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unproven"}, &ws)).To(Succeed())
+	g.Expect(first.Status.Workspace).To(Equal(&shared.ObjectRecord{Name: ws.Name, UID: ws.UID}))
+
+	g.Eventually(func() error {
+		st := getStack(g, ns, "unproven")
+		st.Status.Workspace = nil
+		return env.Client.Status().Update(ctx, st)
+	}, opTimeout, 100*time.Millisecond).Should(Succeed())
+	patchStack(g, ns, "unproven", func(s *pulumiv1.Stack) { s.Spec.Refresh = true })
+
+	st := waitStack(t, ns, "unproven", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		ready(g, s)
+		g.Expect(s.Status.LastUpdate.Generation).To(Equal(s.Generation))
+	})
+	g.Expect(readFile(g, target)).To(Equal("from a Program"))
+	var remade autov1alpha1.Workspace
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unproven"}, &remade)).To(Succeed())
+	g.Expect(remade.UID).NotTo(Equal(ws.UID), "the unrecorded Workspace was taken for the Stack's")
+	g.Expect(st.Status.Workspace).To(Equal(&shared.ObjectRecord{Name: remade.Name, UID: remade.UID}))
+	g.Eventually(func(g Gomega) {
+		var events eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "Stack" && e.Reason == "WorkspaceUnproven" {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ContainElement(HavePrefix("workspace unproven names this Stack as its controller, but status.workspace has no record of it, " +
+			"and the admission policies that hold the gates are not in force")))
+	}, opTimeout, 250*time.Millisecond).Should(Succeed())
 }
 
 // TestGovernedWorkspace: the Workspace of a Stack that a stage governs
@@ -85,12 +135,14 @@ func TestGovernedWorkspace(t *testing.T) {
 	g.Expect(readFile(g, target)).To(Equal("governed"), "the resource must still be there")
 }
 
-// TestUpdateNameTaken: an Update someone else made under the name of a
-// Stack's next Update (its name can be worked out from the Stack), with a
-// forged Complete status, is not taken for the Stack's own. The Stack
-// stalls saying whose the Update is, deploys nothing and records nothing;
-// once the Update is deleted, the Stack deploys.
-func TestUpdateNameTaken(t *testing.T) {
+// TestPlantedUpdateNotTaken: a Stack's Updates are named by the API
+// server when the Stack makes them, so nobody can make one first under the
+// name of its next one. An Update someone else made claiming the Stack as
+// its controller (no admission policy here stops the claim) is not the
+// Stack's: the Stack never records it, and the choke point does not run
+// it, while the Stack deploys through an Update of its own, whose name
+// and UID it records.
+func TestPlantedUpdateNotTaken(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	s, target := newFileStack(t, "squatted", webProgram)
@@ -99,44 +151,33 @@ func TestUpdateNameTaken(t *testing.T) {
 	s.Spec.GitSource = &shared.GitSource{ProjectRepo: repo.URL, Commit: sha}
 	s.Spec.Config = config("squatted")
 	ns := s.Namespace
-	first := s.DeepCopy()
-	first.Generation = 1
-	name := stackctl.BuildUpdate(first, sha, autov1alpha1.UpType, "").Name
-
-	squat := &autov1alpha1.Update{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "elsewhere", StackName: "dev", Type: autov1alpha1.UpType},
-	}
-	g.Expect(env.Client.Create(ctx, squat)).To(Succeed())
-	// The Update controller marks it pending (its Workspace does not
-	// exist) at about the same time: the forgery is written over that.
-	g.Eventually(func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(squat), squat); err != nil {
-			return err
-		}
-		squat.Status.Message = "forged"
-		squat.Status.Conditions = []metav1.Condition{{Type: autov1alpha1.UpdateConditionTypeComplete, Status: metav1.ConditionTrue,
-			Reason: "Updated", Message: "forged", LastTransitionTime: metav1.Now()}}
-		return env.Client.Status().Update(ctx, squat)
-	}, opTimeout, 100*time.Millisecond).Should(Succeed())
-
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
-	waitStack(t, ns, "squatted", opTimeout, func(g Gomega, st *pulumiv1.Stack) {
-		c := findCondition(st, "Stalled")
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(pulumiv1.StalledNameTakenReason))
-		g.Expect(c.Message).To(Equal("update " + name + " exists and was not made by this Stack (it has no controller): " +
-			"the Stack does not take another's update for its own; delete it to go on"))
-	})
-	st := getStack(g, ns, "squatted")
-	g.Expect(st.Status.LastUpdate).To(BeNil(), "the forged Update was recorded: %s", describe(st))
-	g.Expect(st.Status.CurrentUpdate).To(BeNil())
-	g.Expect(target).NotTo(BeAnExistingFile(), "nothing may have been deployed")
 
-	g.Expect(env.Client.Delete(ctx, squat)).To(Succeed())
-	st = waitStack(t, ns, "squatted", opTimeout, ready)
-	g.Expect(st.Status.LastUpdate.Name).To(Equal(name))
+	planted := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "squatted-planted", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: pulumiv1.GroupVersion.String(), Kind: "Stack", Name: s.Name, UID: s.UID, Controller: ptr.To(true)}}},
+		Spec: autov1alpha1.UpdateSpec{WorkspaceName: stackctl.WorkspaceName(s), StackName: s.Spec.Stack, Type: autov1alpha1.DestroyType},
+	}
+	g.Expect(env.Client.Create(ctx, planted)).To(Succeed())
+
+	st := waitStack(t, ns, "squatted", opTimeout, ready)
 	g.Expect(readFile(g, target)).To(Equal("squatted"))
+	g.Expect(st.Status.LastUpdate.Name).To(HavePrefix(stackctl.UpdateNamePrefix(s)))
+	g.Expect(st.Status.LastUpdate.Name).NotTo(Equal(planted.Name), "the Stack recorded an Update it did not make")
+	var own autov1alpha1.Update
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.Status.LastUpdate.Name}, &own)).To(Succeed())
+	g.Expect(own.Status.StartTime.IsZero()).To(BeFalse())
+
+	// The planted Update waits for a record that never comes (and is
+	// refused once change.RecordGrace has passed), without running.
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(planted), planted)).To(Succeed())
+		c := apimeta.FindStatusCondition(planted.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("waiting for its maker to record it: status.currentUpdate"))
+	}, opTimeout, 250*time.Millisecond).Should(Succeed())
+	g.Expect(planted.Status.StartTime.IsZero()).To(BeTrue(), "the planted Update must never have started")
+	g.Expect(readFile(g, target)).To(Equal("squatted"), "the planted destroy ran")
 }
 
 // TestWorkspaceNameTaken: a Workspace someone else made under the name of

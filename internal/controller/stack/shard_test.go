@@ -213,7 +213,7 @@ func TestShardHandoverTakesLateUpdates(t *testing.T) {
 	g.Expect(controllerutil.SetControllerReference(owner, late, env.Scheme)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, late)).To(Succeed())
 	owner.Status.CurrentUpdate = &shared.CurrentStackUpdate{Generation: owner.Generation, ReconcileRequest: "now",
-		Name: late.Name, Commit: owner.Status.LastUpdate.LastSuccessfulCommit}
+		Name: late.Name, UID: late.UID, Commit: owner.Status.LastUpdate.LastSuccessfulCommit}
 	g.Expect(env.Client.Status().Update(ctx, owner)).To(Succeed())
 	var ws autov1alpha1.Workspace
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "late"}, &ws)).To(Succeed())

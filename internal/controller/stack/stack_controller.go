@@ -15,6 +15,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/shard"
 )
@@ -68,6 +69,15 @@ type Reconciler struct {
 	// other shards' Stacks (the default shard's holds every Stack): they are
 	// left alone.
 	Shard shard.Shard
+	// Admission answers whether the admission policies are in force
+	// (config/policy). While they are, only the operator can make a
+	// Workspace that names a Stack as its controller, so a Workspace the
+	// Stack has no record of that makes that claim is one the operator made
+	// (before stackyard recorded its Workspaces, or in a reconcile killed
+	// before its record), and the Stack records it. While they are not, or
+	// when Admission is nil, the claim proves nothing and such a Workspace
+	// is deleted and made again.
+	Admission *change.AdmissionGuard
 
 	// freshPolls remembers, per Stack UID, the reconcile request whose
 	// fresh poll of the branch is done, so that a Stack that keeps waiting

@@ -124,22 +124,8 @@ func TestBuildUpdate(t *testing.T) {
 			g.Expect(u.Spec.Type).To(Equal(tt.typ))
 			g.Expect(u.Spec.WorkspaceName).To(Equal(WorkspaceName(s)))
 			tt.check(g, u)
-			g.Expect(BuildUpdate(s, "abc", tt.typ, string(tt.trigger)).Name).To(Equal(u.Name), "the name must be stable")
+			g.Expect(u.Name).To(BeEmpty(), "the API server names it")
+			g.Expect(u.GenerateName).To(Equal("web-"))
 		})
 	}
-}
-
-// TestBuildUpdateNames checks that an Update's name changes exactly when it
-// is for something else: another revision, attempt or type.
-func TestBuildUpdateNames(t *testing.T) {
-	g := NewWithT(t)
-	s := testStack(nil)
-	base := BuildUpdate(s, "abc", autov1alpha1.UpType, string(TriggerFirstUpdate)).Name
-	g.Expect(BuildUpdate(s, "def", autov1alpha1.UpType, string(TriggerRevision)).Name).NotTo(Equal(base))
-	g.Expect(BuildUpdate(s, "abc", autov1alpha1.PreviewType, string(TriggerFirstUpdate)).Name).NotTo(Equal(base))
-	s.Status.LastUpdate = &shared.StackUpdateState{Name: "web-1", State: shared.FailedStackStateMessage, Failures: 1}
-	retry := BuildUpdate(s, "abc", autov1alpha1.UpType, string(TriggerRetry)).Name
-	g.Expect(retry).NotTo(Equal(base))
-	s.Status.LastUpdate.Failures = 2
-	g.Expect(BuildUpdate(s, "abc", autov1alpha1.UpType, string(TriggerRetry)).Name).NotTo(Equal(retry))
 }

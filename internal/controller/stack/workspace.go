@@ -4,17 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -65,7 +71,10 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 		return err
 	}
 	if current != nil {
-		if err := s.ownOrTaken("workspace", current); err != nil {
+		if err := s.ownWorkspace(ctx, current); err != nil {
+			return err
+		}
+		if err := s.applyOwnership(ctx, current); err != nil {
 			return err
 		}
 	}
@@ -90,6 +99,11 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	}
 	ws.ManagedFields = nil
 	digest := workspaceDigest(ws)
+	if current == nil {
+		if created, err := s.createWorkspace(ctx, ws, digest); created || err != nil {
+			return err
+		}
+	}
 	if mode == applyIfChanged {
 		if s.r.applied.unchanged(current, digest) {
 			// Remember the Stack as it is now (its own status writes move
@@ -163,6 +177,115 @@ func (s *session) foreignWorkspace(ctx context.Context) error {
 	return s.ownOrTaken("workspace", &ws)
 }
 
+// createWorkspace creates ws, the Stack's Workspace, which the cache does
+// not hold, and records it in status.workspace with the UID the API server
+// gave it: the one record that tells the Workspace the Stack made from one
+// made before it under its name. created is false when one exists already
+// (the cache had not seen it yet): if ownWorkspace finds it is the Stack's,
+// the caller applies it.
+func (s *session) createWorkspace(ctx context.Context, ws *autov1alpha1.Workspace, digest string) (created bool, err error) {
+	obj := ws.DeepCopy()
+	err = s.r.Client.Create(ctx, obj, client.FieldOwner(FieldManager))
+	switch {
+	case err == nil:
+		s.recordWorkspace(obj)
+		s.r.applied.record(obj, digest, s.stack.ResourceVersion, sourceKey(s.src))
+		if err := s.applyOwnership(ctx, obj); err != nil {
+			// The next apply hands the fields over (applyOwnership).
+			log.FromContext(ctx).V(1).Info("handing the created Workspace's fields to the apply", "error", err.Error())
+		}
+		return true, nil
+	case apierrors.IsAlreadyExists(err):
+		var live autov1alpha1.Workspace
+		if err := s.r.apiReader().Get(ctx, client.ObjectKeyFromObject(ws), &live); err != nil {
+			return false, failed(pulumiv1.WorkspaceApplyFailedReason, "reading the Workspace", err)
+		}
+		return false, s.ownWorkspace(ctx, &live)
+	case isNamespaceTerminating(err):
+		return false, namespaceTerminating(err)
+	case apierrors.IsInvalid(err):
+		return false, sreconcile.NewStallingRequeue(pulumiv1.WorkspaceApplyFailedReason,
+			fmt.Errorf("the Workspace built from the Stack's spec%s was rejected: %w", templateHint(s.stack), err), s.r.stallAfter())
+	default:
+		return false, failed(pulumiv1.WorkspaceApplyFailedReason, "creating the Workspace", err)
+	}
+}
+
+// applyOwnership hands the fields that the Stack's create of ws set to its
+// server-side apply: a create is recorded as an update by FieldManager,
+// and a field the apply no longer sets would otherwise stay, still owned
+// by that update. Nothing is written when there is nothing to hand over.
+func (s *session) applyOwnership(ctx context.Context, ws *autov1alpha1.Workspace) error {
+	if !slices.ContainsFunc(ws.ManagedFields, func(f metav1.ManagedFieldsEntry) bool {
+		return f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationUpdate && f.Subresource == ""
+	}) {
+		return nil
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(ws, sets.New(FieldManager), FieldManager)
+	if err != nil || patch == nil {
+		return err
+	}
+	if err := s.r.Client.Patch(ctx, ws, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return failed(pulumiv1.WorkspaceApplyFailedReason, "handing the Workspace's fields to the apply", err)
+	}
+	return nil
+}
+
+// ownWorkspace decides whether ws, found under the name of the Stack's
+// Workspace, is the one the Stack made: it is when status.workspace
+// records its UID. One that names the Stack as its controller but is not
+// recorded is recorded while the admission policies are in force (only
+// the operator may make that claim: it made the Workspace before
+// stackyard recorded Workspaces, or a reconcile was killed between making
+// it and recording it), and deleted otherwise, to be made again: its claim
+// proves nothing, and it would run with the Stack's credentials. One that
+// does not name the Stack is someone else's, which the Stack neither takes
+// nor deletes (nameTaken).
+func (s *session) ownWorkspace(ctx context.Context, ws *autov1alpha1.Workspace) error {
+	if rec := s.stack.Status.Workspace; rec != nil && rec.UID == ws.UID {
+		return nil
+	}
+	if err := s.ownOrTaken("workspace", ws); err != nil {
+		return err
+	}
+	why, err := s.claimUnproven(ctx)
+	switch {
+	case err != nil:
+		return failed(pulumiv1.WorkspaceApplyFailedReason, "reading the admission policies", err)
+	case why == "":
+		s.recordWorkspace(ws)
+		return nil
+	}
+	s.warn("WorkspaceUnproven", fmt.Sprintf("workspace %s names this Stack as its controller, but status.workspace has no record of it, "+
+		"and %s: deleting it, to make the Stack's anew", ws.Name, why))
+	s.r.applied.forget(ws.Namespace, ws.Name)
+	if err := s.r.Client.Delete(ctx, ws, client.Preconditions{UID: &ws.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return failed(pulumiv1.WorkspaceDeleteFailedReason, "deleting an unrecorded Workspace", err)
+	}
+	s.deletedWorkspace = true
+	return sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
+		fmt.Errorf("waiting for workspace %s, which this Stack has no record of making, to be deleted", ws.Name), time.Second)
+}
+
+// claimUnproven says why a Workspace's claim to be the Stack's proves
+// nothing: the admission policies that keep that claim the operator's are
+// not in force. It is "" when they are.
+func (s *session) claimUnproven(ctx context.Context) (string, error) {
+	if s.r.Admission == nil {
+		return "this operator does not check the admission policies", nil
+	}
+	err := s.r.Admission.Check(ctx)
+	if errors.Is(err, change.ErrAdmissionPolicies) {
+		return err.Error(), nil
+	}
+	return "", err
+}
+
+// recordWorkspace records ws as the Workspace the Stack made.
+func (s *session) recordWorkspace(ws *autov1alpha1.Workspace) {
+	s.stack.Status.Workspace = &shared.ObjectRecord{Name: ws.Name, UID: ws.UID}
+}
+
 // ownOrTaken is nil when the Stack controls obj (a kind of it), and the
 // stall of nameTaken otherwise.
 func (s *session) ownOrTaken(kind string, obj metav1.Object) error {
@@ -172,15 +295,14 @@ func (s *session) ownOrTaken(kind string, obj metav1.Object) error {
 	return nameTaken(kind, obj)
 }
 
-// nameTaken is the stall of a Stack whose Workspace or next Update (kind)
-// has a name that obj, which the Stack did not make, holds. Both names can
-// be worked out from the Stack, and anyone allowed to create Workspaces or
-// Updates may make one of that name. Taken for the Stack's own, a Workspace
-// would keep the fields its maker set (an image, a pod template) and run
-// them with the Stack's credentials, and an Update's forged Complete
-// condition would be recorded as a deployment that never ran; so the Stack
-// waits until obj is deleted (config/policy/operator-owned.yaml refuses
-// the operator the claim as well).
+// nameTaken is the stall of a Stack whose Workspace (kind) has a name that
+// obj, which the Stack did not make, holds. The name is the Stack's own
+// (as upstream), and anyone allowed to create Workspaces may make one of
+// that name. Taken for the Stack's own, a Workspace would keep the fields
+// its maker set (an image, a pod template) and run them with the Stack's
+// credentials; so the Stack waits until obj is deleted
+// (config/policy/operator-owned.yaml refuses the operator the claim as
+// well). Updates are not named in advance (BuildUpdate).
 func nameTaken(kind string, obj metav1.Object) error {
 	return sreconcile.NewStallingRequeue(pulumiv1.StalledNameTakenReason,
 		fmt.Errorf("%s %s exists and was not made by this Stack (%s): the Stack does not take another's %s for its own; delete it to go on",

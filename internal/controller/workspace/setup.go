@@ -6,8 +6,10 @@ import (
 	"maps"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -30,9 +33,10 @@ import (
 // runtime's owned objects and the runtime's events.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.reader = mgr.GetAPIReader()
-	for _, kind := range []string{"Workspace", "Update"} {
-		if !r.scheme.Recognizes(autov1alpha1.GroupVersion.WithKind(kind)) {
-			return fmt.Errorf("the scheme does not know %s %s: add api/auto/v1alpha1 to it", autov1alpha1.GroupVersion, kind)
+	for _, gvk := range []schema.GroupVersionKind{autov1alpha1.GroupVersion.WithKind("Workspace"), autov1alpha1.GroupVersion.WithKind("Update"),
+		pulumiv1.GroupVersion.WithKind("Stack")} {
+		if !r.scheme.Recognizes(gvk) {
+			return fmt.Errorf("the scheme does not know %s: add its API package to it", gvk)
 		}
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autov1alpha1.Update{}, UpdateIndex, func(obj client.Object) []string {
@@ -52,6 +56,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// wakes below.
 		Watches(&autov1alpha1.Update{}, sreconcile.UrgentOnUpdate(handler.EnqueueRequestsFromMapFunc(workspaceOfUpdate), updateFinished),
 			builder.WithPredicates(updateMatters())).
+		// A Stack's Workspace waits for the Stack to record it
+		// (change.AuthorizeWorkspace): the record wakes it.
+		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(recordedWorkspace), builder.WithPredicates(workspaceRecorded())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})
 	for _, obj := range r.opts.Owns {
 		b = b.Owns(obj)
@@ -60,6 +67,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.Channel(r.opts.RuntimeEvents, sreconcile.Urgent[client.Object](&handler.EnqueueRequestForObject{})))
 	}
 	return b.Complete(r)
+}
+
+// recordedWorkspace is the Workspace a Stack's status.workspace records.
+func recordedWorkspace(_ context.Context, obj client.Object) []reconcile.Request {
+	st, ok := obj.(*pulumiv1.Stack)
+	if !ok || st.Status.Workspace == nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: st.Namespace, Name: st.Status.Workspace.Name}}}
+}
+
+// workspaceRecorded passes the Stack updates that change the Workspace
+// its status records.
+func workspaceRecorded() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, _ := e.ObjectOld.(*pulumiv1.Stack)
+			n, _ := e.ObjectNew.(*pulumiv1.Stack)
+			return o != nil && n != nil && n.Status.Workspace != nil && !equality.Semantic.DeepEqual(o.Status.Workspace, n.Status.Workspace)
+		},
+	}
 }
 
 // updateFinished reports whether an update event is an Update's
