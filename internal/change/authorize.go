@@ -264,7 +264,10 @@ func (a *authorizer) stack(ctx context.Context) (Verdict, error) {
 			running = cur.Name
 		}
 		return unrecorded(a.upd, a.now, "status.currentUpdate: Stack %s records %s as its current update, not this one", stack.Name, running), nil
-	} else if cur.UID != "" && cur.UID != a.upd.UID {
+	} else if cur.UID == "" {
+		return unrecorded(a.upd, a.now, "status.currentUpdate.uid: Stack %s recorded %s without its UID, which proves nothing: "+
+			"the Stack drops it and makes another", stack.Name, cur.Name), nil
+	} else if cur.UID != a.upd.UID {
 		return refuse(RefusedUnrecorded, "status.currentUpdate.uid: Stack %s recorded the update it made under this name with UID %s; "+
 			"this one (UID %s) was made in its place by someone else", stack.Name, cur.UID, a.upd.UID), nil
 	}

@@ -67,7 +67,7 @@ func newWorld(t *testing.T) (*world, client.Client) {
 			shared.ReconcileRequestAnnotation:           PinRequest("promote", "uid-promote"),
 		}},
 		Spec: shared.StackSpec{Stack: "prod", GitSource: &shared.GitSource{ProjectRepo: "https://git.example/x.git", Commit: commit}},
-		Status: pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "prod-up"},
+		Status: pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "prod-up", UID: "uid-prod-up"},
 			Workspace: &shared.ObjectRecord{Name: "prod", UID: "uid-ws-prod"}},
 	}
 	w.dev = &pulumiv1.Stack{
@@ -128,7 +128,7 @@ func workspaceOf(name string, owners []metav1.OwnerReference) *autov1alpha1.Work
 
 func updateOf(name, ws string, typ autov1alpha1.UpdateType, plan string, owners []metav1.OwnerReference, age time.Duration) *autov1alpha1.Update {
 	return &autov1alpha1.Update{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners, CreationTimestamp: metav1.NewTime(authorizeNow.Add(-age))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), OwnerReferences: owners, CreationTimestamp: metav1.NewTime(authorizeNow.Add(-age))},
 		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: ws, StackName: "prod", Type: typ, PlanSecret: plan},
 	}
 }
@@ -166,7 +166,9 @@ func TestAuthorize(t *testing.T) {
 		{name: "an ungoverned Stack's own, replaced under its name", upd: updateOf("dev-up", "dev", autov1alpha1.DestroyType, "", byDev, 0),
 			ws: workspaceOf("dev", byDev), reason: RefusedUnrecorded, uid: "uid-planted"},
 		{name: "a Stack's own, recorded before records held a UID", upd: updateOf("prod-up", "prod", autov1alpha1.PreviewType, "", byProd, 0),
-			ws: prodWS, want: AuthorityStack, uid: "uid-any"},
+			change: legacyRecord, ws: prodWS, wait: true, reason: RefusedUnrecorded},
+		{name: "a Stack's own, recorded before records held a UID, never recorded again", upd: updateOf("prod-up", "prod", autov1alpha1.PreviewType, "", byProd, RecordGrace),
+			change: legacyRecord, ws: prodWS, reason: RefusedUnrecorded},
 		{name: "a user's Update in an ungoverned Stack's Workspace", upd: updateOf("by-hand", "dev", autov1alpha1.RefreshType, "", nil, 0),
 			ws: workspaceOf("dev", byDev), reason: RefusedForeignUpdate},
 		{name: "planted: a foreign kind's controller named prod with prod's UID", upd: updateOf("planted", "prod", autov1alpha1.DestroyType, "", controllerRef(foreignKind, "prod", "uid-prod"), 0),
@@ -271,7 +273,9 @@ func TestAuthorize(t *testing.T) {
 			if tt.change != nil {
 				tt.change(w, c)
 			}
-			tt.upd.UID = tt.uid
+			if tt.uid != "" {
+				tt.upd.UID = tt.uid
+			}
 			v, err := Authorize(ctx, c, tt.upd, tt.ws, authorizeNow)
 			if err != nil {
 				t.Fatal(err)
@@ -287,6 +291,13 @@ func TestAuthorize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// legacyRecord makes prod's record of its current Update one written
+// before stackyard recorded UIDs.
+func legacyRecord(w *world, c client.Client) {
+	w.prod.Status.CurrentUpdate.UID = ""
+	must(c.Status().Update(context.Background(), w.prod))
 }
 
 // TestAuthorizeWorkspace decides whether a Workspace's agent, which

@@ -163,6 +163,7 @@ func decidePlan(p *promotionv1alpha1.Promotion) {
 	p.Status.Phase = promotionv1alpha1.PromotionPending
 	p.Status.PlanDigest = "sha256:" + strings.Repeat("c", 64)
 	p.Status.Message = "waiting for approvals: 0 of 1"
+	p.Status.Reason = promotionv1alpha1.PromotionReasonAwaitingApproval
 	p.Status.Previews = []promotionv1alpha1.StackPreview{{
 		Name: "site-qa", Summary: &promotionv1alpha1.ChangeSummary{Update: 1},
 		Changes: []promotionv1alpha1.ResourceChange{{URN: "urn:pulumi:qa::web::test:index:File::page", Op: "update", Properties: []string{"content"}}},

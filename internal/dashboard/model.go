@@ -271,21 +271,16 @@ func promotionSummary(p *promotionv1alpha1.Promotion, st *promotionv1alpha1.Stag
 	}
 	// Each requirement counts the same approvals: the most any of them
 	// asks for is the least the promotion needs.
-	required := false
 	if st != nil && st.Spec.Approval != nil {
-		pv.Required, required = st.Spec.Approval.Required, true
+		pv.Required = st.Spec.Approval.Required
 	}
 	for _, r := range policy.Approvals(p.Status.Policies) {
-		pv.Required, required = max(pv.Required, r.Required), true
+		pv.Required = max(pv.Required, r.Required)
 		pv.Rules = append(pv.Rules, ruleRequirement(r))
 	}
-	// As the Promotion controller decides: an automatic rollback into a
-	// stage that lets rollbacks skip approvals skips the rules' too.
-	automatic := p.Spec.Rollback && p.Spec.RequestedBy == promotionv1alpha1.RequestedByAutoPromotion
-	if st != nil && st.Spec.Approval != nil && st.Spec.Approval.SkipForRollback && automatic {
-		required = false
-	}
-	pv.AwaitsApproval = required && p.Status.Phase == promotionv1alpha1.PromotionPending && p.Status.PlanDigest != ""
+	// Whether it waits for approvals is the Promotion controller's to
+	// decide (a rollback may skip them): its status.reason says.
+	pv.AwaitsApproval = p.AwaitsApproval()
 	return pv
 }
 

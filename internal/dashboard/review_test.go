@@ -105,6 +105,7 @@ func recordReview(ctx context.Context, p *promotionv1alpha1.Promotion) error {
 	st.Commit = shaNew
 	st.PlanDigest = "sha256:" + strings.Repeat("d", 64)
 	st.Message = "waiting for approval"
+	st.Reason = promotionv1alpha1.PromotionReasonAwaitingApproval
 	st.Policies = []promotionv1alpha1.PolicyResult{
 		{Name: "no-replace", Fired: true, Action: promotionv1alpha1.PolicyRequireApproval, Message: "a resource is replaced",
 			Required: 2, From: []promotionv1alpha1.Approver{{Group: "dba"}}},

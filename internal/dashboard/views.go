@@ -99,8 +99,7 @@ func buildUpdate(u *autov1alpha1.Update) updateView {
 		v.State = "Failed"
 	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeComplete):
 		v.State = "Succeeded"
-	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing) &&
-		apimeta.FindStatusCondition(u.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing).Reason != autov1alpha1.UpdateReasonPending:
+	case apimeta.IsStatusConditionTrue(u.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing) && !u.Status.NotStarted():
 		v.State = "Running"
 	default:
 		v.State = "Pending"

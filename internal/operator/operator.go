@@ -37,7 +37,6 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	pulumiv1alpha1 "github.com/stackyard/stackyard/api/pulumi/v1alpha1"
 	"github.com/stackyard/stackyard/internal/artifact"
-	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/cloudapi"
 	alertctl "github.com/stackyard/stackyard/internal/controller/alert"
 	"github.com/stackyard/stackyard/internal/controller/program"
@@ -63,10 +62,6 @@ import (
 // controllers' and runtimes' needs are declared beside them.
 //
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-//
-// The admission guard reads the policies and their bindings by name.
-//
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get
 
 // Runtime names.
 const (
@@ -306,20 +301,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	// One poller answers every Stack and Pipeline: many of them on one
 	// repository make one query per interval.
 	poller := source.NewPoller()
-	// One guard for every controller that asks whether the admission
-	// policies are in force: it reads them at most every few seconds,
-	// live (they are cluster-scoped and few).
-	admission := &change.AdmissionGuard{Reader: mgr.GetAPIReader()}
 	stackReconciler := &stack.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("stack-controller"), Poller: poller,
-		MinResync: opts.MinResync, StallAfter: opts.StallAfter, Shard: opts.Shard, Admission: admission,
+		MinResync: opts.MinResync, StallAfter: opts.StallAfter, Shard: opts.Shard,
 	}
 	if err := stackReconciler.SetupWithManager(ctx, mgr, stack.Options{MaxConcurrentReconciles: opts.StackConcurrency}); err != nil {
 		return nil, fmt.Errorf("stack controller: %w", err)
 	}
 	if opts.Shard.IsDefault() {
-		if err := setupPromotion(ctx, mgr, opts, poller, admission); err != nil {
+		if err := setupPromotion(ctx, mgr, opts, poller); err != nil {
 			return nil, err
 		}
 	}

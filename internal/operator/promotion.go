@@ -16,11 +16,14 @@ import (
 	"github.com/stackyard/stackyard/internal/source"
 )
 
+// The admission guard reads the policies and their bindings by name.
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get
+
 // setupPromotion adds the change-management controllers
 // (promotion.stackyard.dev: Pipelines, Stages, Promotions) to mgr. The
-// Pipeline controller shares poller with the Stack controller, and the
-// Stage and Promotion controllers share its admission guard.
-func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poller *source.Poller, admission *change.AdmissionGuard) error {
+// Pipeline controller shares poller with the Stack controller.
+func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poller *source.Poller) error {
 	if err := pipeline.New(mgr, poller, pipeline.Options{
 		MinInterval: opts.MinResync, StallAfter: opts.StallAfter,
 	}).SetupWithManager(mgr); err != nil {
@@ -31,6 +34,9 @@ func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poll
 	if err := change.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("stage indexes: %w", err)
 	}
+	// One guard for both: it reads the admission policies at most every
+	// few seconds, live (they are cluster-scoped and few).
+	admission := &change.AdmissionGuard{Reader: mgr.GetAPIReader()}
 	if err := (&stage.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("stage-controller"), StallAfter: opts.StallAfter,
 		Admission: admission,

@@ -26,7 +26,6 @@ var leftover = map[string]string{
 	"promotion -> pipeline": "GitAuth, the pipeline's git credentials, for the promotion's code review",
 	"promotion -> stack":    "SourceAt, BuildWorkspace, BuildUpdate, StackNameLabel, NotCounted: the builders of a preview",
 	"pullrequest -> stack":  "SourceAt, BuildWorkspace, BuildUpdate, StackNameLabel: the builders of a preview",
-	"stack -> update":       "WaitingForReadyMessage, a message compared where a reason should be",
 }
 
 // imports are the module packages the non-test Go files of dir import.

@@ -59,6 +59,10 @@ const (
 	// UpdateReasonPending says the operation has not started, e.g. because
 	// the workspace is not ready.
 	UpdateReasonPending = "Pending"
+	// UpdateReasonWaitingForWorkspace says the operation has not started
+	// because its workspace is not Ready for its current generation. The
+	// workspace's own conditions say why.
+	UpdateReasonWaitingForWorkspace = "WaitingForWorkspace"
 	// UpdateReasonInProgress says the operation is running.
 	UpdateReasonInProgress = "InProgress"
 	// UpdateReasonSucceeded says the operation finished without error.
@@ -75,6 +79,14 @@ const (
 	// cancelled the operation.
 	UpdateReasonCancelled = "Cancelled"
 )
+
+// NotStarted reports whether the Update's operation has not started: it
+// has no Progressing condition yet, or that condition's reason is Pending
+// or WaitingForWorkspace. A complete Update has started, or ended without.
+func (s *UpdateStatus) NotStarted() bool {
+	c := apimeta.FindStatusCondition(s.Conditions, UpdateConditionTypeProgressing)
+	return c == nil || c.Reason == UpdateReasonPending || c.Reason == UpdateReasonWaitingForWorkspace
+}
 
 // IsReady reports whether the workspace's Ready condition is True.
 func (s *WorkspaceStatus) IsReady() bool {

@@ -33,6 +33,18 @@ func (p PromotionPhase) IsFinished() bool {
 	return p == PromotionSucceeded || p == PromotionFailed || p == PromotionAborted
 }
 
+// PromotionReasonAwaitingApproval is status.reason of a Pending promotion
+// whose previews and policies are done and that waits for people to
+// approve it: the one fact alerts, the dashboard, the CLI and the APIs
+// read for "awaiting approval".
+const PromotionReasonAwaitingApproval = "AwaitingApproval"
+
+// AwaitsApproval reports whether the promotion is Pending and waits for
+// approvals (status.reason AwaitingApproval).
+func (p *Promotion) AwaitsApproval() bool {
+	return p.Status.Phase == PromotionPending && p.Status.Reason == PromotionReasonAwaitingApproval
+}
+
 // RequestedByAutoPromotion is spec.requestedBy of a promotion the
 // operator started by itself.
 const RequestedByAutoPromotion = "stackyard:auto-promotion"
@@ -101,6 +113,14 @@ type PromotionStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
+
+	// Reason is, while the promotion is Pending or Running and waits, why
+	// it waits, as one word: the typed half of message. AwaitingApproval
+	// says that its previews and policies are done and people must approve
+	// it (message says how many, and from whom). Empty when it does not
+	// wait, and once it has finished.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 
 	// Commit is the release's commit.
 	// +optional

@@ -151,7 +151,7 @@ func TestAwaitingApproval(t *testing.T) {
 	newAlert(t, ns, "hook", "hook", notificationv1alpha1.EventPromotionAwaitingApproval, notificationv1alpha1.EventPromotionSucceeded)
 
 	p := promote(t, ns, "web-r1-prod", promotionv1alpha1.PromotionStatus{
-		Phase: promotionv1alpha1.PromotionPending, Message: "waiting for approval: 0 of 1 (from group qa)", Commit: sha,
+		Phase: promotionv1alpha1.PromotionPending, Reason: promotionv1alpha1.PromotionReasonAwaitingApproval, Message: "waiting for approval: 0 of 1 (from group qa)", Commit: sha,
 	})
 	g.Eventually(slack.requests, timeout, poll).Should(HaveLen(1))
 	g.Eventually(webhook.requests, timeout, poll).Should(HaveLen(1))

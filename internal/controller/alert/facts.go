@@ -17,10 +17,6 @@ import (
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
-// AwaitingApprovalPrefix begins the status.message of a Pending promotion
-// that waits for approvals.
-const AwaitingApprovalPrefix = "waiting for approval"
-
 // namespaceObjects are the objects of one namespace events are made of.
 type namespaceObjects struct {
 	promotions []promotionv1alpha1.Promotion
@@ -129,7 +125,7 @@ func promotionFacts(p *promotionv1alpha1.Promotion, stages map[string]*promotion
 	}
 	switch p.Status.Phase {
 	case promotionv1alpha1.PromotionPending:
-		if strings.HasPrefix(p.Status.Message, AwaitingApprovalPrefix) {
+		if p.AwaitsApproval() {
 			add(notificationv1alpha1.EventPromotionAwaitingApproval, "AwaitingApproval", p.CreationTimestamp.Time)
 		}
 	case promotionv1alpha1.PromotionSucceeded:

@@ -39,7 +39,7 @@ func TestGiteaCommitStatuses(t *testing.T) {
 	now := metav1.Now()
 	for stage, st := range map[string]promotionv1alpha1.PromotionStatus{
 		"staging": {Phase: promotionv1alpha1.PromotionSucceeded, Message: "1 stack updated", Commit: commit, StartTime: &now, EndTime: &now},
-		"prod":    {Phase: promotionv1alpha1.PromotionPending, Message: "waiting for approval: 0 of 1", Commit: commit},
+		"prod":    {Phase: promotionv1alpha1.PromotionPending, Reason: promotionv1alpha1.PromotionReasonAwaitingApproval, Message: "waiting for approval: 0 of 1", Commit: commit},
 	} {
 		pr := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Name: "web-r1-" + stage, Namespace: ns},
 			Spec: promotionv1alpha1.PromotionSpec{Stage: stage, Release: "web-r1"}}

@@ -25,10 +25,6 @@ import (
 //
 // +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=approvals,verbs=get;list;watch
 
-// ReasonAwaitingApproval is the reason of the wait of a promotion whose
-// stage requires approvals it does not have yet.
-const ReasonAwaitingApproval = "AwaitingApproval"
-
 // ApprovalPromotionField is the selectable field of an Approval that
 // names its Promotion.
 const ApprovalPromotionField = "spec.promotion"
@@ -93,7 +89,7 @@ func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, err
 			// reconcileAdmission, so it looks at them again.
 			wait = min(wait, change.HoldRecheck)
 		}
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonAwaitingApproval, errors.New(t.message()), wait)
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonAwaitingApproval, errors.New(t.message()), wait)
 	}
 	return sreconcile.ResultEmpty, nil
 }

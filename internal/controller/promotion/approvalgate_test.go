@@ -3,6 +3,7 @@ package promotion_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,5 +182,7 @@ func waitMessage(t *testing.T, p *promotionv1alpha1.Promotion, message string) {
 	waitFor(t, p, time.Minute, func(g Gomega, p *promotionv1alpha1.Promotion) {
 		g.Expect(p.Status.Phase).To(Equal(promotionv1alpha1.PromotionPending))
 		g.Expect(p.Status.Message).To(Equal(message))
+		// The fact alerts, the dashboard and the APIs read is typed.
+		g.Expect(p.AwaitsApproval()).To(Equal(strings.Contains(message, "waiting for approval")), "status.reason %q", p.Status.Reason)
 	})
 }

@@ -72,11 +72,20 @@ func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackN
 	// an existing one is the copy an earlier reconcile made only when it
 	// holds exactly what the copy holds (what the approvals are bound to).
 	copied, err := get(ctx, s.r.Client, s.p.Namespace, "Secret", name, &corev1.Secret{})
+	if err == nil && copied == nil {
+		// Read back what the create left: one made between the read and
+		// the create is checked like any other.
+		if err := s.createOwned(ctx, plan.DeepCopy()); err != nil {
+			return "", "", "", err
+		}
+		copied, err = get(ctx, s.r.Client, s.p.Namespace, "Secret", name, &corev1.Secret{})
+		if err == nil && copied == nil {
+			return "", "", "", fmt.Errorf("the copy of the plan, Secret %s, is gone right after it was made", name)
+		}
+	}
 	switch {
 	case err != nil:
 		return "", "", "", err
-	case copied == nil:
-		return name, digest, "", s.createOwned(ctx, plan)
 	case !metav1.IsControlledBy(copied, s.p) || !ptr.Deref(copied.Immutable, false) || change.PlanDigest(copied) != digest:
 		return "", "", fmt.Sprintf("Secret %s, where the plan of the preview of Stack %s goes, exists and is not the copy the promotion made "+
 			"(its controller, immutability or content differ): delete it and promote again", name, stackName), nil

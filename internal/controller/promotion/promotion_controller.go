@@ -153,12 +153,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return
 }
 
-// finish records a failure or a wait in status.message while the
-// promotion is not finished (a finished one never changes), patches the
-// Promotion once and maps the outcome to controller-runtime's result.
+// finish records a failure or a wait in status.message, and its reason
+// in status.reason, while the promotion is not finished (a finished one
+// never changes), patches the Promotion once and maps the outcome to
+// controller-runtime's result.
 func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res sreconcile.Result, err error) (ctrl.Result, error) {
 	if err != nil && !s.p.Status.Phase.IsFinished() {
 		s.p.Status.Message = sreconcile.Truncate(err.Error(), maxMessage)
+		s.p.Status.Reason = sreconcile.Reason(err)
+	} else {
+		s.p.Status.Reason = ""
 	}
 	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{})
 	if perr := patcher.Patch(ctx, s.p); perr != nil {

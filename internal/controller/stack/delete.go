@@ -78,11 +78,6 @@ func (s *session) destroy(ctx context.Context) error {
 		return err
 	}
 	upd := BuildUpdate(stack, s.src.Revision, autov1alpha1.DestroyType, triggerFinalize)
-	if last := stack.Status.LastUpdate; last != nil && last.Type == autov1alpha1.DestroyType && last.Name == upd.Name {
-		// Same inputs as the destroy that just failed: make the retry a new
-		// Update.
-		upd.Name = fmt.Sprintf("%s-r%d", upd.Name, last.Failures)
-	}
 	if err := s.startUpdate(ctx, upd); err != nil {
 		return err
 	}

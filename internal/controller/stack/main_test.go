@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,23 +134,60 @@ func benchmarksOnly() bool {
 // (another package's, under make test's -p 4) may take the port the stop
 // released, and did.
 func startOperator() error {
-	addr, err := freeAddr()
-	if err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		stop, exited, err := launch(stateDir, addr, shard.Shard{})
+		if err != nil {
+			return err
+		}
+		// The port was free when freeAddr looked, but another process may
+		// bind it before the manager does, and the manager then stops at
+		// once: it has started only once its metrics answer.
+		err = serving(addr, exited)
+		if err == nil {
+			metricsAddr, stopOperator = addr, stop
+			return nil
+		}
+		stop()
+		if attempt == 5 {
+			return err
+		}
 	}
-	metricsAddr = addr
-	stop, err := launchOperator(stateDir, metricsAddr, shard.Shard{})
-	if err != nil {
-		return err
+}
+
+// serving waits until the metrics at addr answer, and fails when exited
+// is closed first (the operator stopped) or after a minute.
+func serving(addr string, exited <-chan struct{}) error {
+	deadline := time.After(time.Minute)
+	for {
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			_ = resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("the operator stopped before its metrics on %s answered", addr)
+		case <-deadline:
+			return fmt.Errorf("the operator's metrics on %s did not answer within a minute", addr)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	stopOperator = stop
-	return nil
 }
 
 // launchOperator assembles and starts an operator with the local runtime,
 // its state in state and its metrics on metrics ("0": none), reconciling
 // the shard sh, and returns what stops it.
 func launchOperator(state, metrics string, sh shard.Shard) (func(), error) {
+	stop, _, err := launch(state, metrics, sh)
+	return stop, err
+}
+
+// launch is launchOperator, and also returns a channel closed when the
+// operator has stopped, whatever stopped it.
+func launch(state, metrics string, sh shard.Shard) (func(), <-chan struct{}, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(ctx, operatorConfig, operator.Options{
 		Runtime:     operator.RuntimeLocal,
@@ -169,7 +207,7 @@ func launchOperator(state, metrics string, sh shard.Shard) (func(), error) {
 	})
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
 	done := make(chan struct{})
 	go func() {
@@ -181,7 +219,7 @@ func launchOperator(state, metrics string, sh shard.Shard) (func(), error) {
 	return func() {
 		cancel()
 		<-done
-	}, nil
+	}, done, nil
 }
 
 // freeAddr returns a loopback address with a port free now, for a server

@@ -17,7 +17,6 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/update"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -57,6 +56,14 @@ func (s *session) observeUpdate(ctx context.Context) (sreconcile.Result, error) 
 		return sreconcile.ResultEmpty, nil
 	}
 	done, failedUpd, reason := updateDone(&upd)
+	if !done && updatePending(&upd) {
+		if drop, err := s.unproven(ctx, cur); drop || err != nil {
+			// reconcileCleanup deletes it; the chain makes the
+			// Workspace and the Update anew.
+			s.abandoned = &upd
+			return sreconcile.ResultEmpty, err
+		}
+	}
 	if !done && !s.r.Shard.Owns(&upd) {
 		if updatePending(&upd) && s.workspaceHere(ctx) {
 			return sreconcile.ResultEmpty, s.takeOver(ctx, &upd)
@@ -86,6 +93,34 @@ func (s *session) observeUpdate(ctx context.Context) (sreconcile.Result, error) 
 	return sreconcile.ResultEmpty, nil
 }
 
+// unproven decides, for the current Update, which has not started, what
+// the choke point needs to run it and only the Stack can give: a record
+// of the Update with its UID, and of the Workspace it runs in. A record
+// from before stackyard recorded UIDs proves nothing, so the Update is
+// dropped (drop), and made again. A Workspace the Stack has no record of
+// is decided on now (ownWorkspace), since the steps that would decide it
+// do not run while the Update waits: one the Stack deletes takes the
+// Update with it (drop); one that is someone else's stalls the Stack
+// (err).
+func (s *session) unproven(ctx context.Context, cur *shared.CurrentStackUpdate) (drop bool, err error) {
+	if cur.UID == "" {
+		s.warn("UpdateUnproven", fmt.Sprintf("update %s was recorded without its UID, which proves nothing: it is dropped, before it started, and made again", cur.Name))
+		return true, nil
+	}
+	var ws autov1alpha1.Workspace
+	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil || !ws.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	if rec := s.stack.Status.Workspace; rec != nil && rec.UID == ws.UID {
+		return false, nil
+	}
+	deleted, err := s.ownWorkspace(ctx, &ws)
+	if deleted {
+		return true, nil
+	}
+	return false, err
+}
+
 // running is the wait while the Stack's Update runs: upstream's message,
 // or what keeps a pending Update from starting. While the Workspace is not
 // Ready that is what the Workspace says (queued for an agent, a failure
@@ -106,7 +141,7 @@ func (s *session) running(ctx context.Context, upd *autov1alpha1.Update) error {
 		switch {
 		case why != "":
 			msg += ": " + why
-		case ready && c != nil && c.Message != "" && c.Message != update.WaitingForReadyMessage(upd.Spec.WorkspaceName):
+		case ready && c != nil && c.Message != "" && c.Reason != autov1alpha1.UpdateReasonWaitingForWorkspace:
 			msg += ": " + c.Message
 		}
 	}
@@ -272,8 +307,7 @@ func (s *session) workspaceStall(ctx context.Context) error {
 
 // updatePending reports whether an Update has not started its operation.
 func updatePending(upd *autov1alpha1.Update) bool {
-	c := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing)
-	return c == nil || c.Reason == autov1alpha1.UpdateReasonPending
+	return upd.Status.NotStarted()
 }
 
 // workspaceReady reports whether the Stack's Workspace says it can serve

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -50,23 +51,29 @@ func TestWorkspaceReclaimDelete(t *testing.T) {
 	g.Eventually(workspaceGone, opTimeout, 250*time.Millisecond).Should(Succeed())
 }
 
+// deployedAndRecorded deploys a Stack called name from a Program and
+// returns its namespace, the Stack, its Workspace, which it records in
+// status.workspace, and the file its program writes.
+func deployedAndRecorded(t *testing.T, name string) (ns string, st *pulumiv1.Stack, ws autov1alpha1.Workspace, target string) {
+	t.Helper()
+	g := NewWithT(t)
+	s, target := programStack(t, name, nil)
+	st = waitStack(t, s.Namespace, name, opTimeout, ready)
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: s.Namespace, Name: name}, &ws)).To(Succeed())
+	g.Expect(st.Status.Workspace).To(Equal(&shared.ObjectRecord{Name: ws.Name, UID: ws.UID}))
+	return s.Namespace, st, ws, target
+}
+
 // TestUnrecordedWorkspaceRemade: a Workspace that names a Stack as its
 // controller but is not the one the Stack recorded (status.workspace) is
-// not taken for the Stack's while the admission policies that keep that
-// claim the operator's are not in force (this suite installs none). Here
-// the record is gone, as after a reconcile killed between making the
-// Workspace and recording it, or for a Stack from before stackyard
-// recorded Workspaces: the Stack deletes the Workspace, saying why, makes
-// its own, records it and deploys.
+// not taken for the Stack's, whatever admission policies are in force
+// now. Here the record is gone, as after a reconcile killed between making
+// the Workspace and recording it: the Stack deletes the Workspace, saying
+// why, makes its own, records it and deploys.
 func TestUnrecordedWorkspaceRemade(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s, target := programStack(t, "unproven", nil)
-	ns := s.Namespace
-	first := waitStack(t, ns, "unproven", opTimeout, ready)
-	var ws autov1alpha1.Workspace
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unproven"}, &ws)).To(Succeed())
-	g.Expect(first.Status.Workspace).To(Equal(&shared.ObjectRecord{Name: ws.Name, UID: ws.UID}))
+	ns, _, ws, target := deployedAndRecorded(t, "unproven")
 
 	g.Eventually(func() error {
 		st := getStack(g, ns, "unproven")
@@ -93,9 +100,44 @@ func TestUnrecordedWorkspaceRemade(t *testing.T) {
 				notes = append(notes, e.Note)
 			}
 		}
-		g.Expect(notes).To(ContainElement(HavePrefix("workspace unproven names this Stack as its controller, but status.workspace has no record of it, " +
-			"and the admission policies that hold the gates are not in force")))
+		g.Expect(notes).To(ContainElement(HavePrefix("workspace unproven names this Stack as its controller, but status.workspace has no record of it (UID " +
+			string(ws.UID) + ")")))
 	}, opTimeout, 250*time.Millisecond).Should(Succeed())
+}
+
+// TestUpgradeFromUnrecorded: a Stack as a stackyard from before records
+// left it, with an Update waiting to start: its status records neither
+// the Workspace nor the Update's UID. The new operator deletes the
+// Workspace it cannot prove it made and drops the waiting Update, makes
+// both anew, records them and deploys; nothing waits for good.
+func TestUpgradeFromUnrecorded(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, first, ws, target := deployedAndRecorded(t, "legacy")
+
+	start := operatorStopped(t)
+	patchStack(g, ns, "legacy", func(s *pulumiv1.Stack) { s.Spec.Refresh = true })
+	st := getStack(g, ns, "legacy")
+	pending := stackctl.BuildUpdate(st, first.Status.LastUpdate.LastSuccessfulCommit, autov1alpha1.UpType, "")
+	g.Expect(controllerutil.SetControllerReference(st, pending, env.Scheme)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, pending)).To(Succeed())
+	st.Status.Workspace = nil
+	st.Status.CurrentUpdate = &shared.CurrentStackUpdate{Generation: st.Generation, Name: pending.Name, Commit: first.Status.LastUpdate.LastSuccessfulCommit}
+	g.Expect(env.Client.Status().Update(ctx, st)).To(Succeed())
+	start()
+
+	st = waitStack(t, ns, "legacy", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		ready(g, s)
+		g.Expect(s.Status.LastUpdate.Generation).To(Equal(s.Generation))
+	})
+	g.Expect(readFile(g, target)).To(Equal("from a Program"))
+	g.Expect(st.Status.LastUpdate.Name).NotTo(Equal(pending.Name), "the unproven Update was run")
+	var remade autov1alpha1.Workspace
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, &remade)).To(Succeed())
+	g.Expect(remade.UID).NotTo(Equal(ws.UID))
+	g.Expect(st.Status.Workspace).To(Equal(&shared.ObjectRecord{Name: remade.Name, UID: remade.UID}))
+	err := env.Client.Get(ctx, client.ObjectKeyFromObject(pending), &autov1alpha1.Update{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the unproven Update is still there: %v", err)
 }
 
 // TestGovernedWorkspace: the Workspace of a Stack that a stage governs

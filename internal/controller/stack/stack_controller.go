@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +16,6 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/shard"
 )
@@ -69,16 +69,13 @@ type Reconciler struct {
 	// other shards' Stacks (the default shard's holds every Stack): they are
 	// left alone.
 	Shard shard.Shard
-	// Admission answers whether the admission policies are in force
-	// (config/policy). While they are, only the operator can make a
-	// Workspace that names a Stack as its controller, so a Workspace the
-	// Stack has no record of that makes that claim is one the operator made
-	// (before stackyard recorded its Workspaces, or in a reconcile killed
-	// before its record), and the Stack records it. While they are not, or
-	// when Admission is nil, the claim proves nothing and such a Workspace
-	// is deleted and made again.
-	Admission *change.AdmissionGuard
 
+	// recordsDropped is set once the API server has dropped a Stack's
+	// status.workspace from a status patch: its Stack CRD is older than
+	// this operator, no record of a Workspace is kept, and deleting every
+	// Workspace the Stack has no record of would delete it again on every
+	// reconcile (ownWorkspace stalls instead).
+	recordsDropped atomic.Bool
 	// freshPolls remembers, per Stack UID, the reconcile request whose
 	// fresh poll of the branch is done, so that a Stack that keeps waiting
 	// (on prerequisites, on its Workspace) after a request does not query

@@ -43,8 +43,14 @@ func (s *session) finish(ctx context.Context, res sreconcile.Result, err error) 
 	}
 	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{Interval: s.decision.RequeueAfter,
 		Pacer: &s.r.pace, Object: client.ObjectKeyFromObject(s.stack)})
+	recorded := s.stack.Status.Workspace != nil
 	if perr := s.patcher.Patch(ctx, s.stack); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if recorded && !s.patcher.Gone() {
+		// The API server drops the record when its Stack schema is older
+		// than this operator, and keeps it once the schema is upgraded.
+		s.r.recordsDropped.Store(s.stack.Status.Workspace == nil)
 	}
 	return result, err
 }

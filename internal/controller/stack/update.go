@@ -78,6 +78,10 @@ func (s *session) startUpdate(ctx context.Context, upd *autov1alpha1.Update) err
 	default:
 		return failed(pulumiv1.UpdateCreateFailedReason, "creating update "+upd.GenerateName, err)
 	}
+	// Recorded only if nobody wrote the Stack since this reconcile read
+	// it (another reconcile that started its own, from a copy without this
+	// record): the Update a conflict leaves unrecorded never runs.
+	s.patcher.Locked()
 	s.stack.Status.CurrentUpdate = &shared.CurrentStackUpdate{
 		Generation:       s.stack.Generation,
 		ReconcileRequest: reconcileRequest(s.stack),

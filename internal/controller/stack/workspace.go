@@ -20,7 +20,6 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -71,7 +70,7 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 		return err
 	}
 	if current != nil {
-		if err := s.ownWorkspace(ctx, current); err != nil {
+		if _, err := s.ownWorkspace(ctx, current); err != nil {
 			return err
 		}
 		if err := s.applyOwnership(ctx, current); err != nil {
@@ -120,6 +119,12 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 	err = s.r.Client.Patch(ctx, ws, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
 	switch {
 	case err == nil:
+		if rec := s.stack.Status.Workspace; rec == nil || rec.UID != ws.UID {
+			// The recorded Workspace was deleted since it was read, and
+			// the apply made another, or landed on one made in its place.
+			_, err := s.ownWorkspace(ctx, ws)
+			return err
+		}
 		s.r.applied.record(ws, digest, s.stack.ResourceVersion, sourceKey(s.src))
 		return nil
 	case isNamespaceTerminating(err):
@@ -200,7 +205,8 @@ func (s *session) createWorkspace(ctx context.Context, ws *autov1alpha1.Workspac
 		if err := s.r.apiReader().Get(ctx, client.ObjectKeyFromObject(ws), &live); err != nil {
 			return false, failed(pulumiv1.WorkspaceApplyFailedReason, "reading the Workspace", err)
 		}
-		return false, s.ownWorkspace(ctx, &live)
+		_, err := s.ownWorkspace(ctx, &live)
+		return false, err
 	case isNamespaceTerminating(err):
 		return false, namespaceTerminating(err)
 	case apierrors.IsInvalid(err):
@@ -225,7 +231,13 @@ func (s *session) applyOwnership(ctx context.Context, ws *autov1alpha1.Workspace
 	if err != nil || patch == nil {
 		return err
 	}
-	if err := s.r.Client.Patch(ctx, ws, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	err = s.r.Client.Patch(ctx, ws, client.RawPatch(types.JSONPatchType, patch))
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		// Written since (the Workspace controller writes a new one at
+		// once): the next reconcile, which that write wakes, hands over.
+		return nil
+	case err != nil:
 		return failed(pulumiv1.WorkspaceApplyFailedReason, "handing the Workspace's fields to the apply", err)
 	}
 	return nil
@@ -234,51 +246,35 @@ func (s *session) applyOwnership(ctx context.Context, ws *autov1alpha1.Workspace
 // ownWorkspace decides whether ws, found under the name of the Stack's
 // Workspace, is the one the Stack made: it is when status.workspace
 // records its UID. One that names the Stack as its controller but is not
-// recorded is recorded while the admission policies are in force (only
-// the operator may make that claim: it made the Workspace before
-// stackyard recorded Workspaces, or a reconcile was killed between making
-// it and recording it), and deleted otherwise, to be made again: its claim
-// proves nothing, and it would run with the Stack's credentials. One that
+// recorded (a Stack from before stackyard recorded Workspaces, a reconcile
+// killed between making it and recording it, or a Workspace made in its
+// place) is deleted, to be made anew: its claim proves nothing (the
+// admission policy that keeps it the operator's may not have been in force
+// when it was made), and it would run with the Stack's credentials.
+// deleted reports that, with the wait for the deletion as err. One that
 // does not name the Stack is someone else's, which the Stack neither takes
 // nor deletes (nameTaken).
-func (s *session) ownWorkspace(ctx context.Context, ws *autov1alpha1.Workspace) error {
+func (s *session) ownWorkspace(ctx context.Context, ws *autov1alpha1.Workspace) (deleted bool, err error) {
 	if rec := s.stack.Status.Workspace; rec != nil && rec.UID == ws.UID {
-		return nil
+		return false, nil
 	}
 	if err := s.ownOrTaken("workspace", ws); err != nil {
-		return err
+		return false, err
 	}
-	why, err := s.claimUnproven(ctx)
-	switch {
-	case err != nil:
-		return failed(pulumiv1.WorkspaceApplyFailedReason, "reading the admission policies", err)
-	case why == "":
-		s.recordWorkspace(ws)
-		return nil
+	if s.r.recordsDropped.Load() {
+		return false, sreconcile.NewStallingRequeue(pulumiv1.StalledSpecInvalidReason, errors.New("status.workspace: the API server "+
+			"does not keep this field, so no Workspace can be recorded: the Stack CRD is older than the operator; apply the CRDs of its release"),
+			nameTakenRecheck)
 	}
-	s.warn("WorkspaceUnproven", fmt.Sprintf("workspace %s names this Stack as its controller, but status.workspace has no record of it, "+
-		"and %s: deleting it, to make the Stack's anew", ws.Name, why))
+	s.warn("WorkspaceUnproven", fmt.Sprintf("workspace %s names this Stack as its controller, but status.workspace has no record of it "+
+		"(UID %s): deleting it, to make the Stack's anew", ws.Name, ws.UID))
 	s.r.applied.forget(ws.Namespace, ws.Name)
 	if err := s.r.Client.Delete(ctx, ws, client.Preconditions{UID: &ws.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-		return failed(pulumiv1.WorkspaceDeleteFailedReason, "deleting an unrecorded Workspace", err)
+		return false, failed(pulumiv1.WorkspaceDeleteFailedReason, "deleting an unrecorded Workspace", err)
 	}
 	s.deletedWorkspace = true
-	return sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
+	return true, sreconcile.NewWaiting(pulumiv1.ReconcilingProcessingReason,
 		fmt.Errorf("waiting for workspace %s, which this Stack has no record of making, to be deleted", ws.Name), time.Second)
-}
-
-// claimUnproven says why a Workspace's claim to be the Stack's proves
-// nothing: the admission policies that keep that claim the operator's are
-// not in force. It is "" when they are.
-func (s *session) claimUnproven(ctx context.Context) (string, error) {
-	if s.r.Admission == nil {
-		return "this operator does not check the admission policies", nil
-	}
-	err := s.r.Admission.Check(ctx)
-	if errors.Is(err, change.ErrAdmissionPolicies) {
-		return err.Error(), nil
-	}
-	return "", err
 }
 
 // recordWorkspace records ws as the Workspace the Stack made.
@@ -309,8 +305,8 @@ func nameTaken(kind string, obj metav1.Object) error {
 			kind, obj.GetName(), controlledBy(obj), kind), nameTakenRecheck)
 }
 
-// nameTakenRecheck is how often a Stack whose Workspace's or next
-// Update's name is taken looks again: the object that took it is not the
+// nameTakenRecheck is how often a Stack whose Workspace's name is taken
+// looks again: the object that took it is not the
 // Stack's, so its deletion does not wake the Stack.
 const nameTakenRecheck = 15 * time.Second
 

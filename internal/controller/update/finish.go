@@ -75,7 +75,7 @@ func (r *Reconciler) announceOutcome(ctx context.Context, obj *autov1alpha1.Upda
 // completed as failed with reason Interrupted, for its owner to retry.
 func (r *Reconciler) reconcileInterrupted(ctx context.Context, s *session) (sreconcile.Result, error) {
 	c := apimeta.FindStatusCondition(s.obj.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason == autov1alpha1.UpdateReasonPending {
+	if c == nil || c.Status != metav1.ConditionTrue || s.obj.Status.NotStarted() {
 		return sreconcile.ResultEmpty, nil
 	}
 	now := metav1.NewTime(r.now())

@@ -95,8 +95,8 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 	key := types.NamespacedName{Namespace: s.obj.Namespace, Name: name}
 	cached := &autov1alpha1.Workspace{}
 	if err := r.client.Get(ctx, key, cached); err == nil {
-		if msg := r.notServing(cached); msg != "" {
-			return r.pendingServing(s, msg)
+		if reason, msg := r.notServing(cached); msg != "" {
+			return r.pendingServing(s, reason, msg)
 		}
 	}
 	ws := &autov1alpha1.Workspace{}
@@ -111,8 +111,8 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 		// The Workspace's agent is another shard's to run and to serve.
 		return r.pending(s, r.opts.Shard.Elsewhere("spec.workspaceName", "workspace", ws).Error())
 	}
-	if msg := r.notServing(ws); msg != "" {
-		return r.pendingServing(s, msg)
+	if reason, msg := r.notServing(ws); msg != "" {
+		return r.pendingServing(s, reason, msg)
 	}
 	s.ws = ws
 	return sreconcile.ResultEmpty, nil
@@ -148,26 +148,21 @@ func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (srecon
 // asks again: the record is written within moments of the Update.
 const authorizeWait = 2 * time.Second
 
-// notServing says what an Update waits for while ws does not serve it;
-// empty when it does.
-func (r *Reconciler) notServing(ws *autov1alpha1.Workspace) string {
+// notServing says what an Update waits for while ws does not serve it,
+// with the reason of its Progressing condition; msg is empty when it
+// does. While ws is not Ready the reason is WaitingForWorkspace: a Stack
+// that sees its Workspace Ready knows from it that the Update's message
+// is behind, and that the Update is about to start.
+func (r *Reconciler) notServing(ws *autov1alpha1.Workspace) (reason, msg string) {
 	switch {
 	case !ws.DeletionTimestamp.IsZero():
-		return fmt.Sprintf("workspace %s is being deleted", ws.Name)
+		return autov1alpha1.UpdateReasonPending, fmt.Sprintf("workspace %s is being deleted", ws.Name)
 	case !readyAtGeneration(ws):
-		return WaitingForReadyMessage(ws.Name)
+		return autov1alpha1.UpdateReasonWaitingForWorkspace, fmt.Sprintf("waiting for workspace %s to be ready", ws.Name)
 	case !ws.Serving(), !r.agentRunning(ws):
-		return fmt.Sprintf("waiting for the agent of workspace %s to start", ws.Name)
+		return autov1alpha1.UpdateReasonPending, fmt.Sprintf("waiting for the agent of workspace %s to start", ws.Name)
 	}
-	return ""
-}
-
-// WaitingForReadyMessage is the Pending message of an Update whose
-// Workspace, named workspace, is not Ready. A Stack that sees the Workspace
-// Ready knows the message is behind it, and that the Update is about to
-// start.
-func WaitingForReadyMessage(workspace string) string {
-	return fmt.Sprintf("waiting for workspace %s to be ready", workspace)
+	return "", ""
 }
 
 // agentRunning asks runtimes whose agents die with the operator whether the
@@ -189,23 +184,29 @@ func readyAtGeneration(ws *autov1alpha1.Workspace) bool {
 // and stops the reconcile until the wait interval has passed or a watch
 // wakes it.
 func (r *Reconciler) pending(s *session, msg string) (sreconcile.Result, error) {
-	s.obj.Status.MarkProgressing(autov1alpha1.UpdateReasonPending, msg)
+	return r.pendingAs(s, autov1alpha1.UpdateReasonPending, msg)
+}
+
+// pendingAs is pending with reason, one of the reasons of an Update that
+// has not started (UpdateStatus.NotStarted).
+func (r *Reconciler) pendingAs(s *session, reason, msg string) (sreconcile.Result, error) {
+	s.obj.Status.MarkProgressing(reason, msg)
 	stampConditions(&s.obj.Status, s.obj.Generation)
 	return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(msg), r.opts.WaitInterval)
 }
 
-// pendingServing is pending for an Update whose Workspace does not serve
-// yet (msg, from notServing), except that an Update of a Stack that has no
+// pendingServing is pendingAs for an Update whose Workspace does not serve
+// yet (reason and msg, from notServing), except that an Update of a Stack that has no
 // Progressing condition yet is left as it is: a missing condition reads as
 // pending to its Stack, the Workspace controller and the dashboard, and the
 // Stack reports the wait for its Workspace itself, with the Workspace's
 // reason when it fails. In a burst every update waits so, and the write
 // this spares was one in every twenty of an update's API requests.
-func (r *Reconciler) pendingServing(s *session, msg string) (sreconcile.Result, error) {
+func (r *Reconciler) pendingServing(s *session, reason, msg string) (sreconcile.Result, error) {
 	if ownedByStack(s.obj) && apimeta.FindStatusCondition(s.obj.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing) == nil {
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(msg), r.opts.WaitInterval)
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(reason, errors.New(msg), r.opts.WaitInterval)
 	}
-	return r.pending(s, msg)
+	return r.pendingAs(s, reason, msg)
 }
 
 // reconcileStart claims the workspace for this Update, records that the

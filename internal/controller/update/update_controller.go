@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -367,6 +366,5 @@ func failedBeforeStart(obj *autov1alpha1.Update, err error) bool {
 	if err == nil || errors.As(err, new(*sreconcile.Waiting)) || errors.As(err, new(*sreconcile.Ignore)) || !obj.DeletionTimestamp.IsZero() {
 		return false
 	}
-	c := apimeta.FindStatusCondition(obj.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing)
-	return !obj.Status.IsComplete() && (c == nil || c.Reason == autov1alpha1.UpdateReasonPending)
+	return !obj.Status.IsComplete() && obj.Status.NotStarted()
 }
