@@ -400,7 +400,28 @@ func (a *authorizer) promotionPreview(ctx context.Context) (Verdict, error) {
 	if a.upd != nil && pv.Update != a.upd.Name {
 		return unrecorded(a.upd, a.now, "status.previews: promotion %s runs the preview of Stack %s as Update %s, not this one", p.Name, pv.Name, pv.Update), nil
 	}
+	if v := a.previewRecorded(pv.Recorded, "status.previews.recorded", "promotion "+p.Name); v != nil {
+		return *v, nil
+	}
 	return a.preview(ctx, AuthorityPromotionPreview, p.Spec.Stage, pv.Name, "promotion "+p.Name)
+}
+
+// previewRecorded is nil when rec, what a preview's maker (by) recorded
+// at field, holds the UIDs of the Workspace and the Update decided on; the
+// wait for the record, or once RecordGrace has passed the refusal,
+// otherwise: an object made under a preview's name by anyone but its
+// maker has another UID.
+func (a *authorizer) previewRecorded(rec *promotionv1alpha1.PreviewRecord, field, by string) *Verdict {
+	var v Verdict
+	switch {
+	case rec == nil || rec.Workspace != a.ws.UID:
+		v = unrecorded(a.ws, a.now, "%s.workspace: %s has no record of workspace %s (UID %s)", field, by, a.ws.Name, a.ws.UID)
+	case a.upd != nil && rec.Update != a.upd.UID:
+		v = unrecorded(a.upd, a.now, "%s.update: %s has no record of this Update (UID %s)", field, by, a.upd.UID)
+	default:
+		return nil
+	}
+	return &v
 }
 
 // pullRequestPreview decides on a preview in a Pipeline's Workspace: the
@@ -421,6 +442,9 @@ func (a *authorizer) pullRequestPreview(ctx context.Context) (Verdict, error) {
 				if a.upd != nil && sp.Update != a.upd.Name {
 					return unrecorded(a.upd, a.now, "status.pullRequests: pipeline %s runs the preview of pull request #%d against Stack %s as Update %s, not this one",
 						pl.Name, e.Number, sp.Stack, sp.Update), nil
+				}
+				if v := a.previewRecorded(sp.Recorded, "status.pullRequests.recorded", "pipeline "+pl.Name); v != nil {
+					return *v, nil
 				}
 				if pl.Spec.PullRequests == nil || !slices.Contains(pl.Spec.PullRequests.Stages, sp.Stage) {
 					return refuse(RefusedNoConsent, "spec.pullRequests.stages: pipeline %s no longer previews pull requests for stage %s", pl.Name, sp.Stage), nil

@@ -83,17 +83,20 @@ func newWorld(t *testing.T) (*world, client.Client) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promote", UID: "uid-promote"},
 		Spec:       promotionv1alpha1.PromotionSpec{Stage: "prod", Release: "r1"},
 		Status: promotionv1alpha1.PromotionStatus{
-			Phase:    promotionv1alpha1.PromotionRunning,
-			Stacks:   []promotionv1alpha1.PromotedStack{{Name: "prod", Commit: commit}},
-			Previews: []promotionv1alpha1.StackPreview{{Name: "prod", Update: PreviewName("promote", "prod", 1), Round: 1, Plan: w.plan.Name}},
+			Phase:  promotionv1alpha1.PromotionRunning,
+			Stacks: []promotionv1alpha1.PromotedStack{{Name: "prod", Commit: commit}},
+			Previews: []promotionv1alpha1.StackPreview{{Name: "prod", Update: PreviewName("promote", "prod", 1), Round: 1, Plan: w.plan.Name,
+				Recorded: previewRecord(PreviewName("promote", "prod", 1))}},
 		},
 	}
 	w.peek = &promotionv1alpha1.Promotion{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peek", UID: "uid-peek"},
 		Spec:       promotionv1alpha1.PromotionSpec{Stage: "peek", Release: "r2"},
 		Status: promotionv1alpha1.PromotionStatus{
-			Phase:    promotionv1alpha1.PromotionPending,
-			Previews: []promotionv1alpha1.StackPreview{{Name: "prod", Update: PreviewName("peek", "prod", 1), Round: 1}, {Name: "dev", Update: PreviewName("peek", "dev", 1), Round: 1}},
+			Phase: promotionv1alpha1.PromotionPending,
+			Previews: []promotionv1alpha1.StackPreview{
+				{Name: "prod", Update: PreviewName("peek", "prod", 1), Round: 1, Recorded: previewRecord(PreviewName("peek", "prod", 1))},
+				{Name: "dev", Update: PreviewName("peek", "dev", 1), Round: 1, Recorded: previewRecord(PreviewName("peek", "dev", 1))}},
 		},
 	}
 	w.stage = &promotionv1alpha1.Stage{
@@ -105,7 +108,8 @@ func newWorld(t *testing.T) (*world, client.Client) {
 		Spec:       promotionv1alpha1.PipelineSpec{PullRequests: &promotionv1alpha1.PullRequestPreviews{Stages: []string{"prod"}}},
 		Status: promotionv1alpha1.PipelineStatus{PullRequests: &promotionv1alpha1.PullRequestPreviewsStatus{PullRequests: []promotionv1alpha1.PullRequestStatus{{
 			Number: 7, Head: strings.Repeat("e", 40),
-			Stacks: []promotionv1alpha1.PullRequestStackPreview{{Stage: "prod", Stack: "prod", Update: PullRequestPreviewName("pipe", 7, "prod", strings.Repeat("e", 40))}},
+			Stacks: []promotionv1alpha1.PullRequestStackPreview{{Stage: "prod", Stack: "prod", Update: PullRequestPreviewName("pipe", 7, "prod", strings.Repeat("e", 40)),
+				Recorded: previewRecord(PullRequestPreviewName("pipe", 7, "prod", strings.Repeat("e", 40)))}},
 		}}}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.prod, w.dev, w.plan, w.cm, w.promote, w.peek, w.stage, w.pipe).
@@ -120,6 +124,20 @@ func newWorld(t *testing.T) (*world, client.Client) {
 		t.Fatal(err)
 	}
 	return w, c
+}
+
+// planted is ws made, a while ago, by someone other than its maker: under
+// its name, claiming its maker, with a UID nobody recorded.
+func planted(ws *autov1alpha1.Workspace) *autov1alpha1.Workspace {
+	ws.UID, ws.CreationTimestamp = "uid-planted", metav1.NewTime(authorizeNow.Add(-RecordGrace))
+	return ws
+}
+
+// previewRecord is what a preview's maker records of the Workspace and
+// the first Update it made under name, with the UIDs workspaceOf and
+// updateOf give them.
+func previewRecord(name string) *promotionv1alpha1.PreviewRecord {
+	return &promotionv1alpha1.PreviewRecord{Workspace: types.UID("uid-ws-" + name), Update: types.UID("uid-" + name)}
 }
 
 func workspaceOf(name string, owners []metav1.OwnerReference) *autov1alpha1.Workspace {
@@ -265,6 +283,11 @@ func TestAuthorize(t *testing.T) {
 				must(c.Update(context.Background(), w.prod))
 			},
 			upd: updateOf(prWS, prWS, autov1alpha1.PreviewType, "", byPipe, 0), ws: workspaceOf(prWS, byPipe), reason: RefusedNoConsent},
+		{name: "a promotion's preview in a Workspace made in place of the recorded one",
+			upd: updateOf(PreviewName("promote", "prod", 1), PreviewName("promote", "prod", 1), autov1alpha1.PreviewType, "", byPromote, RecordGrace),
+			ws:  planted(workspaceOf(PreviewName("promote", "prod", 1), byPromote)), reason: RefusedUnrecorded},
+		{name: "a pull request's preview Update made in place of the recorded one", upd: updateOf(prWS, prWS, autov1alpha1.PreviewType, "", byPipe, RecordGrace),
+			ws: workspaceOf(prWS, byPipe), uid: "uid-planted", reason: RefusedUnrecorded},
 		{name: "a Pipeline's Update it did not record", upd: updateOf("pipe-other", prWS, autov1alpha1.PreviewType, "", byPipe, RecordGrace),
 			ws: workspaceOf(prWS, byPipe), reason: RefusedUnrecorded},
 	} {

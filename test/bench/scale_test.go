@@ -22,6 +22,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/shard"
+	"github.com/stackyard/stackyard/internal/stackrun"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -280,7 +281,7 @@ func seedStack(ctx context.Context, c client.Client, ms *pulumiv1.Stack, mw *aut
 	// controller's, as a Workspace it made before a restart is.
 	w := &autov1alpha1.Workspace{TypeMeta: metav1.TypeMeta{APIVersion: autov1alpha1.GroupVersion.String(), Kind: "Workspace"}, ObjectMeta: metav1.ObjectMeta{
 		Namespace: namespace, Name: name, Finalizers: mw.Finalizers,
-		Labels: map[string]string{stack.StackNameLabel: name}, Annotations: mw.Annotations,
+		Labels: map[string]string{stackrun.StackNameLabel: name}, Annotations: mw.Annotations,
 		OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: pulumiv1.GroupVersion.String(), Kind: "Stack", Name: name, UID: s.UID,
 			Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true),
@@ -443,7 +444,7 @@ func measureShards(t *testing.T, h *harness, bin string, n, k int, window time.D
 		t.Fatal(err)
 	}
 	for _, u := range updates.Items {
-		if u.Labels[stack.StackNameLabel] != "model" {
+		if u.Labels[stackrun.StackNameLabel] != "model" {
 			res.Updates++
 		}
 	}

@@ -85,6 +85,35 @@ type GitSubscription struct {
 	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
 }
 
+// Keys of the Secret a Pipeline's spec.git.secretRef names.
+const (
+	// GitSecretKeyUsername is the HTTP basic user name (with GitSecretKeyPassword,
+	// or with GitSecretKeyAccessToken for hosts that want a particular one).
+	GitSecretKeyUsername = "username"
+	// GitSecretKeyPassword is the HTTP basic password, or, with
+	// GitSecretKeySSHPrivateKey, the key's passphrase.
+	GitSecretKeyPassword = "password"
+	// GitSecretKeyAccessToken is an access token, sent as the HTTP basic
+	// password.
+	GitSecretKeyAccessToken = "accessToken"
+	// GitSecretKeySSHPrivateKey is an SSH private key, for ssh:// and
+	// user@host:path URLs.
+	GitSecretKeySSHPrivateKey = "sshPrivateKey"
+	// GitSecretKeyKnownHosts is known_hosts content that the SSH server's
+	// host key is checked against.
+	GitSecretKeyKnownHosts = "knownHosts"
+)
+
+// Reasons of a Pipeline's conditions, and of the waits of a promotion
+// that reads the pipeline's repository, about spec.git.secretRef.
+const (
+	// PipelineReasonReferenceNotFound: the Secret spec.git.secretRef
+	// names, or its keys, do not exist.
+	PipelineReasonReferenceNotFound = "ReferenceNotFound"
+	// PipelineReasonSecretReadFailed: the Secret could not be read.
+	PipelineReasonSecretReadFailed = "SecretReadFailed"
+)
+
 // PipelineSpec is what a Pipeline watches and how much it keeps.
 type PipelineSpec struct {
 	// Git is the repository the releases come from.

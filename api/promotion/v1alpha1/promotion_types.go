@@ -206,6 +206,12 @@ type StackPreview struct {
 	// promotion and kept with it as the record of the preview.
 	// +optional
 	Update string `json:"update,omitempty"`
+	// Recorded are the UIDs of the preview's Workspace and Update, as the
+	// API server gave them to the promotion when it made them: an object
+	// under their names with another UID is not the preview's, and runs
+	// nothing.
+	// +optional
+	Recorded *PreviewRecord `json:"recorded,omitempty"`
 	// Summary counts the changes; unset until the preview succeeded.
 	// +optional
 	Summary *ChangeSummary `json:"summary,omitempty"`

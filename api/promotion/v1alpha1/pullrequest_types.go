@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Forge is the API a Pipeline reads pull requests from and writes their
@@ -144,12 +145,29 @@ type PullRequestStackPreview struct {
 	// Update is the preview Update.
 	// +optional
 	Update string `json:"update,omitempty"`
+	// Recorded are the UIDs of the preview's Workspace and Update, as the
+	// API server gave them to the Pipeline when it made them: an object
+	// under their names with another UID is not the preview's, and runs
+	// nothing.
+	// +optional
+	Recorded *PreviewRecord `json:"recorded,omitempty"`
 	// Summary counts the changes, once the preview succeeded.
 	// +optional
 	Summary *ChangeSummary `json:"summary,omitempty"`
 	// Failure says why the preview failed, or could not run.
 	// +optional
 	Failure string `json:"failure,omitempty"`
+}
+
+// PreviewRecord holds the UIDs of the Workspace and the Update a preview
+// made, as the API server returned them.
+type PreviewRecord struct {
+	// Workspace is the preview Workspace's metadata.uid.
+	// +optional
+	Workspace types.UID `json:"workspace,omitempty"`
+	// Update is the current attempt's Update's metadata.uid.
+	// +optional
+	Update types.UID `json:"update,omitempty"`
 }
 
 // PullRequestPreviewsStatus is what the Pipeline knows of its pull

@@ -3,6 +3,7 @@ package v1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 )
 
@@ -126,4 +127,14 @@ type StackList struct {
 
 func init() {
 	SchemeBuilder.Register(&Stack{}, &StackList{})
+}
+
+// FailureNotCounted reports whether an update of the Stack that failed for
+// reason (its Failed condition's) is left out of the failures in a row
+// that stall the Stack, and run again: an interruption, and an update
+// conflict while spec.retryOnUpdateConflict asks to retry those (without
+// it a conflict stalls at once). A promotion waits through such a failure.
+func (s *Stack) FailureNotCounted(reason string) bool {
+	return reason == autov1alpha1.UpdateReasonInterrupted ||
+		(reason == autov1alpha1.UpdateReasonConflict && s.Spec.RetryOnUpdateConflict)
 }

@@ -47,9 +47,9 @@ const (
 	SourceUnavailableReason = "SourceUnavailable"
 	// ReferenceNotFoundReason: the Secret spec.git.secretRef names, or its
 	// keys, do not exist.
-	ReferenceNotFoundReason = "ReferenceNotFound"
+	ReferenceNotFoundReason = promotionv1alpha1.PipelineReasonReferenceNotFound
 	// SecretReadFailedReason: the Secret could not be read.
-	SecretReadFailedReason = "SecretReadFailed"
+	SecretReadFailedReason = promotionv1alpha1.PipelineReasonSecretReadFailed
 	// ReleaseListFailedReason: the Pipeline's Releases, or the Promotions
 	// that protect them, could not be listed.
 	ReleaseListFailedReason = "ReleaseListFailed"

@@ -5,32 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/source"
-)
-
-// Keys of the Secret spec.git.secretRef names.
-const (
-	// SecretKeyUsername is the HTTP basic user name (with SecretKeyPassword,
-	// or with SecretKeyAccessToken for hosts that want a particular one).
-	SecretKeyUsername = "username"
-	// SecretKeyPassword is the HTTP basic password, or, with
-	// SecretKeySSHPrivateKey, the key's passphrase.
-	SecretKeyPassword = "password"
-	// SecretKeyAccessToken is an access token, sent as the HTTP basic
-	// password.
-	SecretKeyAccessToken = "accessToken"
-	// SecretKeySSHPrivateKey is an SSH private key, for ssh:// and
-	// user@host:path URLs.
-	SecretKeySSHPrivateKey = "sshPrivateKey"
-	// SecretKeyKnownHosts is known_hosts content that the SSH server's
-	// host key is checked against.
-	SecretKeyKnownHosts = "knownHosts"
 )
 
 // reconcileSource reads the credentials and lists the repository's refs
@@ -71,51 +49,7 @@ func pollMaxAge(interval time.Duration) time.Duration {
 // stalls once it has been missing longer than the stall bound; its values
 // never reach a message.
 func (r *Reconciler) gitAuth(ctx context.Context, p *promotionv1alpha1.Pipeline) (*source.GitAuth, error) {
-	return GitAuth(ctx, r.secrets, p)
-}
-
-// GitAuth reads the credentials of Pipeline p from the Secret
-// spec.git.secretRef names, with secrets, nil without one: the pipeline's
-// own, and the promotion's when it reads the code between two releases.
-// Errors name the field; the Secret's values never reach a message.
-func GitAuth(ctx context.Context, secrets client.Reader, p *promotionv1alpha1.Pipeline) (*source.GitAuth, error) {
-	ref := p.Spec.Git.SecretRef
-	if ref == nil || ref.Name == "" {
-		return nil, nil
-	}
-	var secret corev1.Secret
-	if err := secrets.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, sreconcile.NewMissing(ReferenceNotFoundReason,
-				fmt.Errorf("spec.git.secretRef: Secret %q not found", ref.Name))
-		}
-		return nil, sreconcile.NewGeneric(SecretReadFailedReason,
-			fmt.Errorf("spec.git.secretRef: reading Secret %q: %w", ref.Name, err))
-	}
-	return authFromSecret(ref.Name, secret.Data)
-}
-
-// authFromSecret picks the credentials out of a Secret's data: an SSH key
-// first (password is then its passphrase), then an access token, then a
-// user name and password.
-func authFromSecret(name string, data map[string][]byte) (*source.GitAuth, error) {
-	value := func(key string) string { return string(data[key]) }
-	has := func(key string) bool { return len(data[key]) > 0 }
-	switch {
-	case has(SecretKeySSHPrivateKey):
-		return &source.GitAuth{
-			SSHPrivateKey: value(SecretKeySSHPrivateKey),
-			SSHPassphrase: value(SecretKeyPassword),
-			KnownHosts:    value(SecretKeyKnownHosts),
-		}, nil
-	case has(SecretKeyAccessToken):
-		return &source.GitAuth{Token: value(SecretKeyAccessToken), Username: value(SecretKeyUsername)}, nil
-	case has(SecretKeyPassword):
-		return &source.GitAuth{Username: value(SecretKeyUsername), Password: value(SecretKeyPassword)}, nil
-	}
-	return nil, sreconcile.NewMissing(ReferenceNotFoundReason,
-		fmt.Errorf("spec.git.secretRef: Secret %q has none of the keys %s, %s, or %s and %s",
-			name, SecretKeySSHPrivateKey, SecretKeyAccessToken, SecretKeyUsername, SecretKeyPassword))
+	return change.PipelineGitAuth(ctx, r.secrets, p)
 }
 
 // pipelineField names the Pipeline field behind a field internal/source
@@ -125,13 +59,13 @@ func pipelineField(f source.Field) string {
 	case source.FieldBranch:
 		return "spec.git.branch"
 	case source.FieldUsername:
-		return "spec.git.secretRef[" + SecretKeyUsername + "]"
+		return "spec.git.secretRef[" + promotionv1alpha1.GitSecretKeyUsername + "]"
 	case source.FieldSSHPrivateKey:
-		return "spec.git.secretRef[" + SecretKeySSHPrivateKey + "]"
+		return "spec.git.secretRef[" + promotionv1alpha1.GitSecretKeySSHPrivateKey + "]"
 	case source.FieldSSHPassphrase:
-		return "spec.git.secretRef[" + SecretKeyPassword + "]"
+		return "spec.git.secretRef[" + promotionv1alpha1.GitSecretKeyPassword + "]"
 	case source.FieldKnownHosts:
-		return "spec.git.secretRef[" + SecretKeyKnownHosts + "]"
+		return "spec.git.secretRef[" + promotionv1alpha1.GitSecretKeyKnownHosts + "]"
 	case source.FieldAuth, source.FieldGitHubApp, source.FieldGitHubAppInstallationID,
 		source.FieldGitHubAppPrivateKey, source.FieldGitHubAPIURL:
 		return "spec.git.secretRef"

@@ -18,7 +18,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
-	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // TestAttacksLeaveProdAlone runs the threat model's attacks on a live
@@ -118,7 +118,7 @@ func TestAttacksLeaveProdAlone(t *testing.T) {
 	planted := &autov1alpha1.Update{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "planted", OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: "example.com/v1", Kind: "Stack", Name: live.Name, UID: live.UID, Controller: ptr.To(true)}}},
-		Spec: autov1alpha1.UpdateSpec{WorkspaceName: stackctl.WorkspaceName(live), StackName: live.Spec.Stack, Type: autov1alpha1.DestroyType},
+		Spec: autov1alpha1.UpdateSpec{WorkspaceName: stackrun.WorkspaceName(live), StackName: live.Spec.Stack, Type: autov1alpha1.DestroyType},
 	}
 	g.Expect(mallory.Create(ctx, planted)).To(Succeed(), "anyone may create an Update of their own")
 	waitFor(t, planted, opTimeout, func(g Gomega, u *autov1alpha1.Update) {

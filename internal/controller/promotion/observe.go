@@ -11,7 +11,6 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -58,7 +57,7 @@ func Observe(stack *pulumiv1.Stack, commit, request string) (StackState, string)
 		return StackFailed, "stalled: " + c.Message
 	}
 	if lu := st.LastUpdate; lu != nil && lu.State == shared.FailedStackStateMessage && lu.LastAttemptedCommit == commit && ranFor(lu) {
-		if reason := historyReason(stack, lu.Name); stackctl.NotCounted(stack, reason) {
+		if reason := historyReason(stack, lu.Name); stack.FailureNotCounted(reason) {
 			// The operator stopped under it, or it met a conflict the
 			// Stack retries: not the release's failure.
 			return StackDeploying, fmt.Sprintf("update %s ended %s; the Stack runs it again", lu.Name, reason)

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -19,9 +16,8 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
-	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
-	"github.com/stackyard/stackyard/internal/shard"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // What previews need of the API: the Workspaces and Updates a promotion
@@ -196,10 +192,11 @@ func mergePreview(previews []promotionv1alpha1.StackPreview, pv promotionv1alpha
 	return append(previews, pv)
 }
 
-// runPreview makes sure the preview of stack runs, and records its outcome
-// in pv once it has ended: the summary and changes of a success, or, as
-// failure, why it failed. An interrupted or conflicting preview is
-// started again, up to maxPreviewAttempts times.
+// runPreview makes sure the preview of stack runs (stackrun.Preview), and
+// records its outcome in pv once it has ended: the summary and changes of
+// a success, or, as failure, why it failed. An interrupted or conflicting
+// preview is started again, up to maxPreviewAttempts times. pv records
+// the UIDs of what the preview made, which the choke point reads.
 func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *promotionv1alpha1.StackPreview) (failure string, err error) {
 	if pv.Update == "" {
 		// A new round: what the Stack reads is recorded before its
@@ -209,45 +206,34 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		if pv.Inputs, err = change.StackDigest(ctx, s.r.APIReader, stack); err != nil {
 			return "", err
 		}
-		pv.Update = change.PreviewName(s.p.Name, stack.Name, pv.Round)
+		pv.Update, pv.Recorded = change.PreviewName(s.p.Name, stack.Name, pv.Round), nil
 	}
-	name := change.PreviewName(s.p.Name, stack.Name, pv.Round)
-	ws, err := s.ensurePreviewWorkspace(ctx, stack, name)
-	if err != nil {
-		return failureOf(err)
+	preview := &stackrun.Preview{
+		Client: s.r.Client, APIReader: s.r.APIReader, Maker: s.p, Kind: "promotion",
+		Stack: stack, Commit: s.release.Spec.Commit.SHA,
+		Name: change.PreviewName(s.p.Name, stack.Name, pv.Round), Update: pv.Update,
+		Labels:      map[string]string{PromotionLabel: s.p.Name, StackLabel: stack.Name},
+		Trigger:     TriggerPromotion,
+		Message:     fmt.Sprintf("preview of release %s (%s) for promotion %s", s.p.Spec.Release, short(s.release.Spec.Commit.SHA), s.p.Name),
+		MaxAttempts: maxPreviewAttempts,
 	}
-	upd, err := s.ensurePreviewUpdate(ctx, stack, name, pv.Update)
-	if err != nil {
-		return failureOf(err)
+	if pv.Recorded != nil {
+		preview.Recorded = *pv.Recorded
 	}
-	// One made by someone else before the promotion got to it would show
-	// the approvers its outcome as the release's.
-	if ws != nil && !metav1.IsControlledBy(ws, s.p) {
-		return foreignPreview("Workspace", ws.Name, stack.Name), nil
-	}
-	if upd != nil && !metav1.IsControlledBy(upd, s.p) {
-		return foreignPreview("Update", upd.Name, stack.Name), nil
-	}
-	if upd == nil || !upd.Status.IsComplete() {
-		// A Workspace that cannot be set up (the commit cannot be
-		// fetched, `pulumi install` fails) would keep the Update
-		// pending for ever.
-		if c := ws.StalledNow(); c != nil {
-			pv.Message = sreconcile.Truncate(c.Reason+": "+c.Message, maxMessage)
-			return fmt.Sprintf("the preview of Stack %s cannot run: its Workspace %s is stalled: %s", stack.Name, ws.Name, c.Message), nil
+	st, err := preview.Run(ctx)
+	pv.Update, pv.Recorded = preview.Update, &st.Recorded
+	switch {
+	case err != nil:
+		return "", err
+	case st.Failure != "":
+		if st.Detail != "" {
+			pv.Message = st.Detail
 		}
+		return st.Failure, nil
+	case !st.Succeeded():
 		return "", nil
 	}
-	if f := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed); f != nil && f.Status == metav1.ConditionTrue {
-		attempt := previewAttempt(name, pv.Update)
-		if (f.Reason == autov1alpha1.UpdateReasonInterrupted || f.Reason == autov1alpha1.UpdateReasonConflict) && attempt < maxPreviewAttempts {
-			pv.Update = name + "-" + strconv.Itoa(attempt+1)
-			_, err := s.ensurePreviewUpdate(ctx, stack, name, pv.Update)
-			return "", err
-		}
-		pv.Message = sreconcile.Truncate(fmt.Sprintf("%s: %s", f.Reason, upd.Status.Message), maxMessage)
-		return fmt.Sprintf("the preview of Stack %s failed (Update %s): %s", stack.Name, upd.Name, upd.Status.Message), nil
-	}
+	upd := st.Update
 	src, patch := s.compareSource(ctx, stack)
 	plan, digest, failure, err := s.copyPlan(ctx, upd, stack.Name, pv.Round, patch)
 	if failure != "" || err != nil {
@@ -257,83 +243,6 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 	pv.Summary, pv.Changes = change.Summarize(upd, maxPreviewChanges)
 	pv.Message = change.DescribeSummary(pv.Summary)
 	return "", nil
-}
-
-// foreignPreview is the failure of a preview whose Workspace or Update
-// (kind, name) exists and is not the promotion's.
-func foreignPreview(kind, name, stackName string) string {
-	return fmt.Sprintf("%s %s, where the preview of Stack %s runs, exists and does not belong to the promotion", kind, name, stackName)
-}
-
-// failureOf turns a Stalling error (the Stack's spec cannot make a
-// Workspace: only a person can fix it) into a failure of the preview, and
-// returns any other error for a retry.
-func failureOf(err error) (string, error) {
-	var stalling *sreconcile.Stalling
-	if errors.As(err, &stalling) {
-		return err.Error(), nil
-	}
-	return "", err
-}
-
-// ensurePreviewWorkspace creates the preview Workspace of stack, unless it
-// exists, and returns it as the cache has it (nil until the cache has
-// seen it).
-func (s *session) ensurePreviewWorkspace(ctx context.Context, stack *pulumiv1.Stack, name string) (*autov1alpha1.Workspace, error) {
-	ws, err := get(ctx, s.r.Client, s.p.Namespace, "Workspace", name, &autov1alpha1.Workspace{})
-	if ws != nil || err != nil {
-		return ws, err
-	}
-	src, err := stackctl.SourceAt(ctx, s.r.Client, stack, s.release.Spec.Commit.SHA)
-	if err != nil {
-		return nil, fmt.Errorf("Stack %s: %w", stack.Name, err)
-	}
-	ws, err = stackctl.BuildWorkspace(stack, src)
-	if err != nil {
-		return nil, fmt.Errorf("Stack %s: %w", stack.Name, err)
-	}
-	ws.Name, ws.Labels = name, s.previewLabels(stack.Name, ws.Labels)
-	return nil, s.createOwned(ctx, ws)
-}
-
-// ensurePreviewUpdate creates the preview Update updName in the Workspace
-// wsName, built as the Stack controller builds the Stack's own Updates
-// (its refresh, targets and updateTemplate), unless it exists, and returns
-// it as the cache has it (nil until the cache has seen it).
-func (s *session) ensurePreviewUpdate(ctx context.Context, stack *pulumiv1.Stack, wsName, updName string) (*autov1alpha1.Update, error) {
-	upd, err := get(ctx, s.r.Client, s.p.Namespace, "Update", updName, &autov1alpha1.Update{})
-	if upd != nil || err != nil {
-		return upd, err
-	}
-	upd = stackctl.BuildUpdate(stack, s.release.Spec.Commit.SHA, autov1alpha1.PreviewType, TriggerPromotion)
-	upd.Name, upd.Spec.WorkspaceName, upd.Labels = updName, wsName, s.previewLabels(stack.Name, upd.Labels)
-	// An Update runs only in its Workspace's shard, which is the Stack's
-	// as it was when the Workspace was made: a retry follows the Workspace.
-	ws, err := get(ctx, s.r.Client, s.p.Namespace, "Workspace", wsName, &autov1alpha1.Workspace{})
-	if err != nil {
-		return nil, err
-	}
-	if ws != nil {
-		shard.Stamp(ws, upd)
-	}
-	upd.Spec.SavePlan = ptr.To(true)
-	if upd.Spec.Message == nil {
-		upd.Spec.Message = ptr.To(fmt.Sprintf("preview of release %s (%s) for promotion %s", s.p.Spec.Release, short(s.release.Spec.Commit.SHA), s.p.Name))
-	}
-	return nil, s.createOwned(ctx, upd)
-}
-
-// previewLabels are labels without the Stack's own pulumi.com/stack-name,
-// with the promotion's.
-func (s *session) previewLabels(stackName string, labels map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range labels {
-		if k != stackctl.StackNameLabel {
-			out[k] = v
-		}
-	}
-	out[PromotionLabel], out[StackLabel] = s.p.Name, stackName
-	return out
 }
 
 // createOwned creates obj, controlled by the promotion; one that exists
@@ -423,15 +332,6 @@ func (s *session) deletePreviews(ctx context.Context, updates bool) error {
 		}
 	}
 	return nil
-}
-
-// previewAttempt is the attempt the preview Update updName is, of the
-// Updates named after name: name itself is the first, name-N the Nth.
-func previewAttempt(name, updName string) int {
-	if n, err := strconv.Atoi(strings.TrimPrefix(updName, name+"-")); err == nil && strings.HasPrefix(updName, name+"-") {
-		return n
-	}
-	return 1
 }
 
 // DescribePreviews renders the previews of a promotion, Stack by Stack:

@@ -8,7 +8,7 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/pipeline"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/source"
 )
@@ -59,7 +59,7 @@ func (s *session) compareSource(ctx context.Context, stack *pulumiv1.Stack) (*pr
 		rec.Message = fmt.Sprintf("the Stack's spec.projectRepo is not the repository of Pipeline %s, whose credentials the comparison uses", p.Name)
 		return rec, nil
 	}
-	auth, err := pipeline.GitAuth(ctx, s.r.Client, p)
+	auth, err := change.PipelineGitAuth(ctx, s.r.Client, p)
 	if err != nil {
 		rec.Message = sreconcile.Truncate(err.Error(), maxMessage)
 		return rec, nil

@@ -2,7 +2,6 @@ package pullrequest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,18 +11,15 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
-	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/forge"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
-	"github.com/stackyard/stackyard/internal/shard"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // Labels on the Workspaces and Updates that preview a pull request, beside
@@ -192,154 +188,36 @@ func recorded(stacks []promotionv1alpha1.PullRequestStackPreview, stage, stack s
 	return promotionv1alpha1.PullRequestStackPreview{Stage: stage, Stack: stack}
 }
 
-// runPreview makes sure the preview of e's head against stack runs, and
-// records its outcome in sp once it ended.
+// runPreview makes sure the preview of e's head against stack runs
+// (stackrun.Preview), and records its outcome in sp once it ended, with
+// the UIDs of what it made, which the choke point reads. An interrupted or
+// conflicting preview is started again, up to maxAttempts times.
 func (s *session) runPreview(ctx context.Context, e *promotionv1alpha1.PullRequestStatus, stack *pulumiv1.Stack, sp *promotionv1alpha1.PullRequestStackPreview) error {
 	name := change.PullRequestPreviewName(s.p.Name, e.Number, stack.Name, e.Head)
 	if sp.Update == "" {
-		sp.Update = name
+		sp.Update, sp.Recorded = name, nil
 	}
-	var ws *autov1alpha1.Workspace
-	upd := &autov1alpha1.Update{}
-	found, err := s.get(ctx, sp.Update, upd)
-	if err != nil {
-		return err
+	preview := &stackrun.Preview{
+		Client: s.r.Client, APIReader: s.r.APIReader, Maker: s.p, Kind: "Pipeline",
+		Stack: stack, Commit: e.Head, Name: name, Update: sp.Update,
+		Labels: map[string]string{promotionv1alpha1.PipelineLabel: s.p.Name, PullRequestLabel: numberLabel(e.Number),
+			HeadLabel: e.Head, StackLabel: stack.Name},
+		Trigger:     TriggerPullRequest,
+		Message:     fmt.Sprintf("preview of pull request #%d (%s) for pipeline %s", e.Number, short(e.Head), s.p.Name),
+		MaxAttempts: maxAttempts,
 	}
-	if !found || !upd.Status.IsComplete() {
-		// Once the Update has ended its Workspace is deleted: a reconcile
-		// that reads an older status must not make it again.
-		if ws, err = s.ensureWorkspace(ctx, e, stack, name); err != nil {
-			return failed(sp, err)
-		}
-		if upd, err = s.ensureUpdate(ctx, e, stack, name, sp.Update); err != nil {
-			return failed(sp, err)
-		}
+	if sp.Recorded != nil {
+		preview.Recorded = *sp.Recorded
 	}
-	// One made by someone else before the Pipeline got to it would post
-	// its outcome as the pull request's.
+	st, err := preview.Run(ctx)
+	sp.Update, sp.Recorded = preview.Update, &st.Recorded
 	switch {
-	case ws != nil && !metav1.IsControlledBy(ws, s.p):
-		sp.Failure = fmt.Sprintf("Workspace %s exists and does not belong to the Pipeline", ws.Name)
-		return nil
-	case upd != nil && !metav1.IsControlledBy(upd, s.p):
-		sp.Failure = fmt.Sprintf("Update %s exists and does not belong to the Pipeline", upd.Name)
-		return nil
-	}
-	if upd == nil || !upd.Status.IsComplete() {
-		if c := ws.StalledNow(); c != nil {
-			sp.Failure = sreconcile.Truncate(fmt.Sprintf("the preview cannot run: Workspace %s is stalled: %s", ws.Name, c.Message), maxFailure)
-		}
-		return nil
-	}
-	if f := apimeta.FindStatusCondition(upd.Status.Conditions, autov1alpha1.UpdateConditionTypeFailed); f != nil && f.Status == metav1.ConditionTrue {
-		attempt := 1
-		if n, err := strconv.Atoi(strings.TrimPrefix(sp.Update, name+"-")); err == nil {
-			attempt = n
-		}
-		if (f.Reason == autov1alpha1.UpdateReasonInterrupted || f.Reason == autov1alpha1.UpdateReasonConflict) && attempt < maxAttempts {
-			sp.Update = name + "-" + strconv.Itoa(attempt+1)
-			return nil
-		}
-		sp.Failure = sreconcile.Truncate(fmt.Sprintf("the preview failed (Update %s): %s", upd.Name, upd.Status.Message), maxFailure)
-		return nil
-	}
-	sp.Summary, _ = change.Summarize(upd, 0)
-	return nil
-}
-
-// failed records a Stalling error (the Stack's spec cannot make a
-// Workspace) as the preview's failure, and returns any other for a retry.
-func failed(sp *promotionv1alpha1.PullRequestStackPreview, err error) error {
-	var stalling *sreconcile.Stalling
-	if errors.As(err, &stalling) {
-		sp.Failure = sreconcile.Truncate(err.Error(), maxFailure)
-		return nil
-	}
-	return err
-}
-
-// ensureWorkspace creates the Workspace that runs stack's program at e's
-// head, built by the Stack controller's own builder from the Stack's spec,
-// unless it exists; it returns it as the cache has it (nil until then).
-func (s *session) ensureWorkspace(ctx context.Context, e *promotionv1alpha1.PullRequestStatus, stack *pulumiv1.Stack, name string) (*autov1alpha1.Workspace, error) {
-	ws := &autov1alpha1.Workspace{}
-	if found, err := s.get(ctx, name, ws); found || err != nil {
-		return ws, err
-	}
-	src, err := stackctl.SourceAt(ctx, s.r.Client, stack, e.Head)
-	if err != nil {
-		return nil, fmt.Errorf("Stack %s: %w", stack.Name, err)
-	}
-	ws, err = stackctl.BuildWorkspace(stack, src)
-	if err != nil {
-		return nil, fmt.Errorf("Stack %s: %w", stack.Name, err)
-	}
-	ws.Name, ws.Labels = name, s.labels(e, stack.Name, ws.Labels)
-	return nil, s.create(ctx, ws)
-}
-
-// ensureUpdate creates the preview Update updName in the Workspace wsName,
-// built as the Stack controller builds the Stack's own, unless it exists;
-// it returns it as the cache has it (nil until then).
-func (s *session) ensureUpdate(ctx context.Context, e *promotionv1alpha1.PullRequestStatus, stack *pulumiv1.Stack, wsName, updName string) (*autov1alpha1.Update, error) {
-	upd := &autov1alpha1.Update{}
-	if found, err := s.get(ctx, updName, upd); found || err != nil {
-		return upd, err
-	}
-	upd = stackctl.BuildUpdate(stack, e.Head, autov1alpha1.PreviewType, TriggerPullRequest)
-	upd.Name, upd.Spec.WorkspaceName, upd.Labels = updName, wsName, s.labels(e, stack.Name, upd.Labels)
-	// An Update runs only in its Workspace's shard, which is the Stack's
-	// as it was when the Workspace was made: a retry follows the Workspace.
-	ws := &autov1alpha1.Workspace{}
-	if found, err := s.get(ctx, wsName, ws); err != nil {
-		return nil, err
-	} else if found {
-		shard.Stamp(ws, upd)
-	}
-	upd.Spec.Message = ptr.To(fmt.Sprintf("preview of pull request #%d (%s) for pipeline %s", e.Number, short(e.Head), s.p.Name))
-	// The value diff is saved beside the plan; the plan is never applied.
-	upd.Spec.SavePlan = ptr.To(true)
-	return nil, s.create(ctx, upd)
-}
-
-// get reads obj of the Pipeline's namespace named name from the cache;
-// found is false when it does not exist (yet).
-func (s *session) get(ctx context.Context, name string, obj client.Object) (bool, error) {
-	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: name}, obj)
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
 	case err != nil:
-		return false, sreconcile.NewGeneric("", fmt.Errorf("reading %s %s: %w", kindOf(obj), name, err))
-	}
-	return true, nil
-}
-
-// labels are the preview's labels: the Stack's, without its
-// pulumi.com/stack-name, and the pull request's.
-func (s *session) labels(e *promotionv1alpha1.PullRequestStatus, stackName string, labels map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range labels {
-		if k != stackctl.StackNameLabel {
-			out[k] = v
-		}
-	}
-	out[promotionv1alpha1.PipelineLabel], out[PullRequestLabel], out[HeadLabel], out[StackLabel] = s.p.Name, numberLabel(e.Number), e.Head, stackName
-	return out
-}
-
-// create creates obj, controlled by the Pipeline; one that exists already
-// is what an earlier reconcile made.
-func (s *session) create(ctx context.Context, obj client.Object) error {
-	if err := controllerutil.SetControllerReference(s.p, obj, s.r.Client.Scheme()); err != nil {
 		return err
-	}
-	obj.SetResourceVersion("")
-	if err := s.r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-		if apierrors.IsInvalid(err) {
-			return sreconcile.NewStalling("", fmt.Errorf("the preview's %s %s was rejected: %w", kindOf(obj), obj.GetName(), err))
-		}
-		return sreconcile.NewGeneric("", fmt.Errorf("creating the preview's %s %s: %w", kindOf(obj), obj.GetName(), err))
+	case st.Failure != "":
+		sp.Failure = sreconcile.Truncate(st.Failure, maxFailure)
+	case st.Succeeded():
+		sp.Summary, _ = change.Summarize(st.Update, 0)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // appliedWorkspaces remembers, per Workspace, what this operator's last
@@ -72,7 +73,7 @@ func (a *appliedWorkspaces) record(ws *autov1alpha1.Workspace, digest, stackVers
 // Program's artifact URL can change while its revision does not, and the
 // Stack does not change with it); "" (never settled) if it cannot be
 // encoded.
-func sourceKey(src Source) string {
+func sourceKey(src stackrun.Source) string {
 	b, err := json.Marshal(src)
 	if err != nil {
 		return ""

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 func TestAppliedWorkspacesUnchanged(t *testing.T) {
@@ -64,7 +65,7 @@ func TestAppliedWorkspacesUnchanged(t *testing.T) {
 }
 
 func TestWorkspaceDigest(t *testing.T) {
-	a, err := BuildWorkspace(testStack(nil), Source{Git: &autov1alpha1.GitSource{URL: "https://example.invalid/r.git", Ref: "abc"}})
+	a, err := stackrun.BuildWorkspace(testStack(nil), stackrun.Source{Git: &autov1alpha1.GitSource{URL: "https://example.invalid/r.git", Ref: "abc"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestCovers(t *testing.T) {
 	desired := func() *autov1alpha1.Workspace {
 		return &autov1alpha1.Workspace{
 			TypeMeta: metav1.TypeMeta{APIVersion: autov1alpha1.GroupVersion.String(), Kind: "Workspace"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", Labels: map[string]string{StackNameLabel: "web"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", Labels: map[string]string{stackrun.StackNameLabel: "web"},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "pulumi.com/v1", Kind: "Stack", Name: "web", UID: "u1"}}},
 			Spec: autov1alpha1.WorkspaceSpec{
 				ServiceAccountName: "runner",
@@ -121,7 +122,7 @@ func TestCovers(t *testing.T) {
 		{"a label added by someone", cached(func(ws *autov1alpha1.Workspace) { ws.Labels["team"] = "x" }), true},
 		{"a value changed", cached(func(ws *autov1alpha1.Workspace) { ws.Spec.ServiceAccountName = "other" }), false},
 		{"a field removed", cached(func(ws *autov1alpha1.Workspace) { ws.Spec.ServiceAccountName = "" }), false},
-		{"a label removed", cached(func(ws *autov1alpha1.Workspace) { delete(ws.Labels, StackNameLabel) }), false},
+		{"a label removed", cached(func(ws *autov1alpha1.Workspace) { delete(ws.Labels, stackrun.StackNameLabel) }), false},
 		{"a list element changed", cached(func(ws *autov1alpha1.Workspace) { ws.Spec.Env[0].Value = "2" }), false},
 		{"a list element added", cached(func(ws *autov1alpha1.Workspace) {
 			ws.Spec.Env = append(ws.Spec.Env, corev1.EnvVar{Name: "B", Value: "2"})
@@ -141,8 +142,8 @@ func TestCovers(t *testing.T) {
 // revision (a Program's artifact served at a new URL) is another source to
 // settled.
 func TestSourceKey(t *testing.T) {
-	at := func(url string) Source {
-		return Source{Flux: &autov1alpha1.FluxSource{URL: url, Digest: "sha256:1"}, Revision: "sha256:1"}
+	at := func(url string) stackrun.Source {
+		return stackrun.Source{Flux: &autov1alpha1.FluxSource{URL: url, Digest: "sha256:1"}, Revision: "sha256:1"}
 	}
 	if sourceKey(at("http://a/x.tgz")) == sourceKey(at("http://b/x.tgz")) {
 		t.Error("a new artifact URL at the same revision has the same key")

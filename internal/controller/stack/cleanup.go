@@ -13,6 +13,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // reconcileCleanup deletes what the Stack no longer needs, once nothing of
@@ -55,7 +56,7 @@ func reclaimable(stack *pulumiv1.Stack) bool {
 // the Stack is read again past the cache first, and a newer status wins.
 func (s *session) reclaim(ctx context.Context) error {
 	var ws autov1alpha1.Workspace
-	key := client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}
+	key := client.ObjectKey{Namespace: s.stack.Namespace, Name: stackrun.WorkspaceName(s.stack)}
 	if err := s.r.Client.Get(ctx, key, &ws); apierrors.IsNotFound(err) || !ws.DeletionTimestamp.IsZero() {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // triggerFinalize is the trigger recorded for the destroy run on deletion.
@@ -77,7 +78,7 @@ func (s *session) destroy(ctx context.Context) error {
 	if err := s.applyWorkspace(ctx, applyAlways); err != nil {
 		return err
 	}
-	upd := BuildUpdate(stack, s.src.Revision, autov1alpha1.DestroyType, triggerFinalize)
+	upd := stackrun.BuildUpdate(stack, stackrun.UpdateFor{Revision: s.src.Revision, Type: autov1alpha1.DestroyType, Trigger: triggerFinalize})
 	if err := s.startUpdate(ctx, upd); err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func (s *session) destroySource(ctx context.Context) error {
 	if pi == nil {
 		return fmt.Errorf("the source is unavailable and no project info was recorded to destroy without it: %w", err)
 	}
-	s.src = Source{Revision: "project:" + pi.Name, Project: &autov1alpha1.ProjectInfo{Name: pi.Name, Runtime: pi.Runtime}}
+	s.src = stackrun.Source{Revision: "project:" + pi.Name, Project: &autov1alpha1.ProjectInfo{Name: pi.Name, Runtime: pi.Runtime}}
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // Drift detection (spec.driftDetection): a Stack that is up to date gets,
@@ -60,18 +61,9 @@ func driftToRemediate(stack *pulumiv1.Stack) bool {
 		(last == nil || check.Time.After(last.LastResyncTime.Time))
 }
 
-// driftPending reports whether remediation is on and drift a check found
-// has not been undone yet (DriftDetected is still True): the remediation
-// failed and is retried, or another change came first. Every update then
-// refreshes, or it would not see the drift it has to undo.
-func driftPending(stack *pulumiv1.Stack) bool {
-	dd := stack.Spec.DriftDetection
-	return dd != nil && dd.Remediate && apimeta.IsStatusConditionTrue(stack.Status.Conditions, pulumiv1.DriftDetectedCondition)
-}
-
 // isDriftCheck reports whether an Update is a drift check.
 func isDriftCheck(upd *autov1alpha1.Update) bool {
-	return upd.Annotations[TriggerAnnotation] == triggerDriftCheck
+	return upd.Annotations[stackrun.TriggerAnnotation] == triggerDriftCheck
 }
 
 // reconcileDrift starts a drift check when the Stack is up to date and
@@ -101,7 +93,7 @@ func (s *session) reconcileDrift(ctx context.Context) (sreconcile.Result, error)
 			return sreconcile.ResultEmpty, err
 		}
 	}
-	upd := BuildUpdate(stack, s.src.Revision, autov1alpha1.PreviewType, triggerDriftCheck)
+	upd := stackrun.BuildUpdate(stack, stackrun.UpdateFor{Revision: s.src.Revision, Type: autov1alpha1.PreviewType, Trigger: triggerDriftCheck})
 	upd.Spec.Refresh = ptr.To(true)
 	upd.Spec.Target, upd.Spec.TargetDependents = nil, nil
 	return sreconcile.ResultEmpty, s.startUpdate(ctx, upd)

@@ -14,6 +14,7 @@ import (
 	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/shard"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // handoverPoll is how often a Stack that moved between shards looks again
@@ -50,7 +51,7 @@ func (s *session) elsewhere(upd *autov1alpha1.Update) error {
 // its cache, which holds only the shard's Workspaces.
 func (s *session) workspaceHere(ctx context.Context) bool {
 	var ws autov1alpha1.Workspace
-	return s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws) == nil && s.r.Shard.Owns(&ws)
+	return s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: stackrun.WorkspaceName(s.stack)}, &ws) == nil && s.r.Shard.Owns(&ws)
 }
 
 // mayRunForeign reports whether upd, an Update the Stack did not make,
@@ -62,7 +63,7 @@ func (s *session) workspaceHere(ctx context.Context) bool {
 // ungoverned Stack's, it counts once it says it started, as whoever could
 // keep it so could edit the Stack as well.
 func (s *session) mayRunForeign(upd *autov1alpha1.Update) bool {
-	return change.AuthorizedStage(s.stack.Annotations) == "" && upd.Spec.WorkspaceName == WorkspaceName(s.stack) && !updatePending(upd)
+	return change.AuthorizedStage(s.stack.Annotations) == "" && upd.Spec.WorkspaceName == stackrun.WorkspaceName(s.stack) && !updatePending(upd)
 }
 
 // takeOver moves into this shard a pending Update of the Stack's that the
@@ -93,7 +94,7 @@ func (s *session) checkHandover(ctx context.Context, cached *autov1alpha1.Worksp
 		return nil
 	}
 	var ws autov1alpha1.Workspace
-	err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws)
+	err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: stackrun.WorkspaceName(s.stack)}, &ws)
 	if apierrors.IsNotFound(err) || (err == nil && s.r.Shard.Owns(&ws)) {
 		return nil
 	}
@@ -101,7 +102,7 @@ func (s *session) checkHandover(ctx context.Context, cached *autov1alpha1.Worksp
 		return failed(pulumiv1.WorkspaceApplyFailedReason, "reading the Workspace", err)
 	}
 	var updates autov1alpha1.UpdateList
-	if err := s.r.apiReader().List(ctx, &updates, client.InNamespace(s.stack.Namespace), client.MatchingLabels{StackNameLabel: s.stack.Name}); err != nil {
+	if err := s.r.apiReader().List(ctx, &updates, client.InNamespace(s.stack.Namespace), client.MatchingLabels{stackrun.StackNameLabel: s.stack.Name}); err != nil {
 		return failed(pulumiv1.WorkspaceApplyFailedReason, "listing the Stack's Updates", err)
 	}
 	for i := range updates.Items {

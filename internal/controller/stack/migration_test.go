@@ -27,6 +27,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/stackrun"
 	"github.com/stackyard/stackyard/test/argocd"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
@@ -218,7 +219,7 @@ func deployedByPKO(t *testing.T, name string, src pkoSource) *pkoStack {
 	}
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 	stackOwner := metav1.OwnerReference{APIVersion: pulumiv1.GroupVersion.String(), Kind: "Stack", Name: s.Name, UID: s.UID}
-	labels := map[string]string{pkoComponentLabel: "stack", stack.StackNameLabel: name}
+	labels := map[string]string{pkoComponentLabel: "stack", stackrun.StackNameLabel: name}
 
 	// PKO's Workspace: server-side applied by its field manager, owned by
 	// the Stack, pinned to the revision; its status as PKO's workspace

@@ -18,6 +18,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // secretOutputValue replaces a secret output's value in the Stack's status,
@@ -108,7 +109,7 @@ func (s *session) unproven(ctx context.Context, cur *shared.CurrentStackUpdate) 
 		return true, nil
 	}
 	var ws autov1alpha1.Workspace
-	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil || !ws.DeletionTimestamp.IsZero() {
+	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: stackrun.WorkspaceName(s.stack)}, &ws); err != nil || !ws.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
 	if rec := s.stack.Status.Workspace; rec != nil && rec.UID == ws.UID {
@@ -172,7 +173,7 @@ func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, fa
 		if prev != nil && prev.State == shared.FailedStackStateMessage && sameAttempt(prev, last) {
 			last.Failures = prev.Failures + 1
 		}
-		if NotCounted(s.stack, reason) {
+		if s.stack.FailureNotCounted(reason) {
 			// An interruption (operator restart, lost agent), or a
 			// conflict the spec says to retry, is not the program's fault:
 			// it adds nothing to the failures in a row, also when it is
@@ -200,16 +201,6 @@ func (s *session) recordUpdate(ctx context.Context, upd *autov1alpha1.Update, fa
 	return nil
 }
 
-// NotCounted reports whether an update that failed for reason is left out
-// of the failures in a row that stall the Stack, and run again: an
-// interruption, and an update conflict while spec.retryOnUpdateConflict
-// asks to retry those (without it a conflict stalls at once, see
-// conflictStalled). A promotion waits through such a failure.
-func NotCounted(stack *pulumiv1.Stack, reason string) bool {
-	return reason == autov1alpha1.UpdateReasonInterrupted ||
-		(reason == autov1alpha1.UpdateReasonConflict && stack.Spec.RetryOnUpdateConflict)
-}
-
 // sameAttempt reports whether two updates ran for the same generation,
 // request and revision, i.e. whether a failure repeats an earlier one.
 func sameAttempt(a, b *shared.StackUpdateState) bool {
@@ -227,7 +218,7 @@ func (s *session) appendHistory(upd *autov1alpha1.Update, last *shared.StackUpda
 		Generation:       last.Generation,
 		ReconcileRequest: last.ReconcileRequest,
 		Commit:           last.LastAttemptedCommit,
-		Trigger:          upd.Annotations[TriggerAnnotation],
+		Trigger:          upd.Annotations[stackrun.TriggerAnnotation],
 		StartTime:        upd.Status.StartTime,
 		EndTime:          upd.Status.EndTime,
 		Changes:          upd.Status.Changes,
@@ -288,7 +279,7 @@ func (s *session) readOutputs(ctx context.Context, upd *autov1alpha1.Update) err
 // PulumiVersionUnsupported when it is too new.
 func (s *session) workspaceStall(ctx context.Context) error {
 	var ws autov1alpha1.Workspace
-	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil {
+	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: stackrun.WorkspaceName(s.stack)}, &ws); err != nil {
 		return nil
 	}
 	c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceStalled)
@@ -315,7 +306,7 @@ func updatePending(upd *autov1alpha1.Update) bool {
 // failing at for its current generation ("" when it says nothing).
 func workspaceReady(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) (bool, string) {
 	var ws autov1alpha1.Workspace
-	if err := c.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: WorkspaceName(stack)}, &ws); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: stackrun.WorkspaceName(stack)}, &ws); err != nil {
 		return false, ""
 	}
 	if sreconcile.IsReady(ws.Status.Conditions) && ws.Status.ObservedGeneration == ws.Generation {

@@ -9,6 +9,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // The pin gate reads the promotion that pinned a Stack, and what the Stack
@@ -31,7 +32,7 @@ import (
 // (Unapproved).
 func (s *session) checkPin(ctx context.Context, revision string, typ autov1alpha1.UpdateType) error {
 	stack := s.stack
-	plan := PlanFor(stack, revision)
+	plan := stackrun.PlanFor(stack, revision)
 	if typ != autov1alpha1.UpType {
 		return nil
 	}

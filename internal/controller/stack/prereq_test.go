@@ -15,6 +15,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // fileProgram is a Pulumi YAML project that writes content to target after
@@ -133,7 +134,7 @@ func waitingFor(g Gomega, s *pulumiv1.Stack, message string) {
 func updatesOf(g Gomega, ns, name string) []string {
 	var list autov1alpha1.UpdateList
 	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns),
-		client.MatchingLabels{stack.StackNameLabel: name})).To(Succeed())
+		client.MatchingLabels{stackrun.StackNameLabel: name})).To(Succeed())
 	var names []string
 	for _, u := range list.Items {
 		names = append(names, u.Name)

@@ -21,7 +21,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
-	stackctl "github.com/stackyard/stackyard/internal/controller/stack"
+	"github.com/stackyard/stackyard/internal/stackrun"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
 
@@ -118,7 +118,7 @@ func TestUpgradeFromUnrecorded(t *testing.T) {
 	start := operatorStopped(t)
 	patchStack(g, ns, "legacy", func(s *pulumiv1.Stack) { s.Spec.Refresh = true })
 	st := getStack(g, ns, "legacy")
-	pending := stackctl.BuildUpdate(st, first.Status.LastUpdate.LastSuccessfulCommit, autov1alpha1.UpType, "")
+	pending := stackrun.BuildUpdate(st, stackrun.UpdateFor{Revision: first.Status.LastUpdate.LastSuccessfulCommit, Type: autov1alpha1.UpType, Trigger: ""})
 	g.Expect(controllerutil.SetControllerReference(st, pending, env.Scheme)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, pending)).To(Succeed())
 	st.Status.Workspace = nil
@@ -162,7 +162,7 @@ func TestGovernedWorkspace(t *testing.T) {
 
 	destroy := &autov1alpha1.Update{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "by-hand"},
-		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: stackctl.WorkspaceName(s), StackName: "dev", Type: autov1alpha1.DestroyType},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: stackrun.WorkspaceName(s), StackName: "dev", Type: autov1alpha1.DestroyType},
 	}
 	g.Expect(env.Client.Create(ctx, destroy)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -198,13 +198,13 @@ func TestPlantedUpdateNotTaken(t *testing.T) {
 	planted := &autov1alpha1.Update{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "squatted-planted", OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: pulumiv1.GroupVersion.String(), Kind: "Stack", Name: s.Name, UID: s.UID, Controller: ptr.To(true)}}},
-		Spec: autov1alpha1.UpdateSpec{WorkspaceName: stackctl.WorkspaceName(s), StackName: s.Spec.Stack, Type: autov1alpha1.DestroyType},
+		Spec: autov1alpha1.UpdateSpec{WorkspaceName: stackrun.WorkspaceName(s), StackName: s.Spec.Stack, Type: autov1alpha1.DestroyType},
 	}
 	g.Expect(env.Client.Create(ctx, planted)).To(Succeed())
 
 	st := waitStack(t, ns, "squatted", opTimeout, ready)
 	g.Expect(readFile(g, target)).To(Equal("squatted"))
-	g.Expect(st.Status.LastUpdate.Name).To(HavePrefix(stackctl.UpdateNamePrefix(s)))
+	g.Expect(st.Status.LastUpdate.Name).To(HavePrefix(stackrun.UpdateNamePrefix(s)))
 	g.Expect(st.Status.LastUpdate.Name).NotTo(Equal(planted.Name), "the Stack recorded an Update it did not make")
 	var own autov1alpha1.Update
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.Status.LastUpdate.Name}, &own)).To(Succeed())
@@ -234,7 +234,7 @@ func TestWorkspaceNameTaken(t *testing.T) {
 	s.Spec.Config = config("taken")
 	ns := s.Namespace
 	planted := &autov1alpha1.Workspace{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stackctl.WorkspaceName(s)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stackrun.WorkspaceName(s)},
 		Spec:       autov1alpha1.WorkspaceSpec{Env: []corev1.EnvVar{{Name: "PLANTED", Value: "by someone else"}}},
 	}
 	g.Expect(env.Client.Create(ctx, planted)).To(Succeed())

@@ -19,8 +19,8 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/shard"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // delayProgram sleeps for as many seconds as its config says, on create and
@@ -154,13 +154,13 @@ func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
 	// The operator's own Update: the Stack is its controller.
 	owner := getStack(g, ns, "moving")
 	pending := &autov1alpha1.Update{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-unrecorded", Labels: map[string]string{stack.StackNameLabel: "moving"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-unrecorded", Labels: map[string]string{stackrun.StackNameLabel: "moving"},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, pulumiv1.GroupVersion.WithKind("Stack"))}},
 		Spec: autov1alpha1.UpdateSpec{WorkspaceName: "moving", StackName: "dev", Type: autov1alpha1.UpType},
 	}
 	g.Expect(env.Client.Create(ctx, pending)).To(Succeed())
 	decoy := &autov1alpha1.Update{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-lookalike", Labels: map[string]string{stack.StackNameLabel: "moving"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-lookalike", Labels: map[string]string{stackrun.StackNameLabel: "moving"}},
 		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "moving", StackName: "dev", Type: autov1alpha1.UpType},
 	}
 	g.Expect(env.Client.Create(ctx, decoy)).To(Succeed())
@@ -209,7 +209,7 @@ func TestShardHandoverTakesLateUpdates(t *testing.T) {
 	// The update a reconcile request asks for, made by the default shard.
 	patchStack(g, ns, "late", func(s *pulumiv1.Stack) { s.Annotations = map[string]string{shared.ReconcileRequestAnnotation: "now"} })
 	owner := getStack(g, ns, "late")
-	late := stack.BuildUpdate(owner, owner.Status.LastUpdate.LastSuccessfulCommit, autov1alpha1.UpType, "")
+	late := stackrun.BuildUpdate(owner, stackrun.UpdateFor{Revision: owner.Status.LastUpdate.LastSuccessfulCommit, Type: autov1alpha1.UpType, Trigger: ""})
 	g.Expect(controllerutil.SetControllerReference(owner, late, env.Scheme)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, late)).To(Succeed())
 	owner.Status.CurrentUpdate = &shared.CurrentStackUpdate{Generation: owner.Generation, ReconcileRequest: "now",
@@ -271,7 +271,7 @@ func TestShardUpdateElsewhere(t *testing.T) {
 
 	destroy := &autov1alpha1.Update{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "home-destroy", Labels: map[string]string{shard.Label: "blue"}},
-		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: stack.WorkspaceName(s), StackName: "dev", Type: autov1alpha1.DestroyType},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: stackrun.WorkspaceName(s), StackName: "dev", Type: autov1alpha1.DestroyType},
 	}
 	g.Expect(env.Client.Create(ctx, destroy)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -343,7 +343,7 @@ func shardLabels(g Gomega, ns, name string) map[string]string {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ws)).To(Succeed())
 	out["Workspace"] = ws.Labels[shard.Label]
 	var updates autov1alpha1.UpdateList
-	g.Expect(env.Client.List(ctx, &updates, client.InNamespace(ns), client.MatchingLabels{stack.StackNameLabel: name})).To(Succeed())
+	g.Expect(env.Client.List(ctx, &updates, client.InNamespace(ns), client.MatchingLabels{stackrun.StackNameLabel: name})).To(Succeed())
 	for _, u := range updates.Items {
 		out[u.Name] = u.Labels[shard.Label]
 	}

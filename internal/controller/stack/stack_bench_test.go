@@ -17,6 +17,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/update"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // The benchmarks of this file measure the pure work of one Stack reconcile,
@@ -97,11 +98,11 @@ func benchStack(b *testing.B, withTemplate bool) *pulumiv1.Stack {
 }
 
 // BenchmarkBuildWorkspace measures rendering the Workspace a Stack needs
-// (BuildWorkspace), which every reconcile of every Stack does before its
+// (stackrun.BuildWorkspace), which every reconcile of every Stack does before its
 // server-side apply: without a workspaceTemplate, and with one, which is
 // merged as a strategic merge patch.
 func BenchmarkBuildWorkspace(b *testing.B) {
-	src := Source{
+	src := stackrun.Source{
 		Git:      &autov1alpha1.GitSource{URL: "https://git.example.com/acme/web.git", Ref: "3f2c1a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39", Dir: "infra"},
 		Revision: "3f2c1a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39",
 	}
@@ -111,7 +112,7 @@ func BenchmarkBuildWorkspace(b *testing.B) {
 	}{{"plain", false}, {"template", true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			stack := benchStack(b, tc.template)
-			ws, err := BuildWorkspace(stack, src)
+			ws, err := stackrun.BuildWorkspace(stack, src)
 			if err != nil {
 				b.Fatalf("BuildWorkspace: %v", err)
 			}
@@ -121,7 +122,7 @@ func BenchmarkBuildWorkspace(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := BuildWorkspace(stack, src); err != nil {
+				if _, err := stackrun.BuildWorkspace(stack, src); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -141,7 +142,7 @@ func BenchmarkBuildUpdate(b *testing.B) {
 	stack.Status.LastUpdate = &shared.StackUpdateState{Name: "web-0a1b2c3d", LastResyncTime: metav1.Now()}
 	b.ReportAllocs()
 	for b.Loop() {
-		upd := BuildUpdate(stack, "3f2c1a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39", autov1alpha1.UpType, string(TriggerResync))
+		upd := stackrun.BuildUpdate(stack, stackrun.UpdateFor{Revision: "3f2c1a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39", Type: autov1alpha1.UpType, Trigger: string(TriggerResync)})
 		if upd.Spec.TtlAfterCompleted.Duration != time.Hour {
 			b.Fatalf("the updateTemplate's TTL was not applied: %v", upd.Spec.TtlAfterCompleted)
 		}
@@ -190,7 +191,7 @@ func BenchmarkRecordUpdate(b *testing.B) {
 	secret.Annotations = map[string]string{autov1alpha1.SecretOutputsAnnotation: string(mask)}
 
 	upd := &autov1alpha1.Update{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-0a1b2c3d", Namespace: "apps", Annotations: map[string]string{TriggerAnnotation: string(TriggerResync)}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0a1b2c3d", Namespace: "apps", Annotations: map[string]string{stackrun.TriggerAnnotation: string(TriggerResync)}},
 		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "web", StackName: "acme/web/prod", Type: autov1alpha1.UpType},
 		Status: autov1alpha1.UpdateStatus{
 			Message:     "update succeeded",

@@ -18,6 +18,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/shard"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // Finalizer holds a Stack until the operator has cleaned up after it (its
@@ -121,7 +122,7 @@ type session struct {
 	patcher *sreconcile.Patcher
 
 	// src is the resolved source (reconcileSource).
-	src Source
+	src stackrun.Source
 	// decision is the update-due decision (reconcileUpdate).
 	decision Decision
 	// abandoned is an Update that never started and whose Workspace

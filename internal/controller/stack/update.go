@@ -2,22 +2,19 @@ package stack
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
-	"github.com/stackyard/stackyard/internal/shard"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // reconcileUpdate starts an update when one is due: it checks the
@@ -44,7 +41,8 @@ func (s *session) reconcileUpdate(ctx context.Context) (sreconcile.Result, error
 	if err := s.checkPin(ctx, s.src.Revision, s.updateType()); err != nil {
 		return sreconcile.ResultEmpty, err
 	}
-	upd := BuildUpdate(stack, s.src.Revision, s.updateType(), string(s.decision.Trigger))
+	upd := stackrun.BuildUpdate(stack, stackrun.UpdateFor{Revision: s.src.Revision, Type: s.updateType(), Trigger: string(s.decision.Trigger),
+		Remediate: s.decision.Trigger == TriggerDrift})
 	if err := s.startUpdate(ctx, upd); err != nil {
 		return sreconcile.ResultEmpty, err
 	}
@@ -117,110 +115,6 @@ func (s *session) observed() Observed {
 // annotation.
 func reconcileRequest(stack *pulumiv1.Stack) string {
 	return stack.Annotations[shared.ReconcileRequestAnnotation]
-}
-
-// BuildUpdate returns the Update that runs typ for the Stack at revision,
-// with the Stack's updateTemplate merged in, and an up held to the Stack's
-// update plan when it has one for revision (PlanFor). It has no name: the
-// API server generates one from the Stack's name when it is created, so
-// that no Update can be made in advance under the name of a Stack's next
-// one (startUpdate records the name it got).
-func BuildUpdate(stack *pulumiv1.Stack, revision string, typ autov1alpha1.UpdateType, trigger string) *autov1alpha1.Update {
-	spec := &stack.Spec
-	upd := &autov1alpha1.Update{
-		TypeMeta: metav1.TypeMeta{APIVersion: autov1alpha1.GroupVersion.String(), Kind: "Update"},
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: UpdateNamePrefix(stack),
-			Namespace:    stack.Namespace,
-			Labels:       map[string]string{StackNameLabel: stack.Name},
-			Annotations:  map[string]string{TriggerAnnotation: trigger},
-		},
-		Spec: autov1alpha1.UpdateSpec{
-			WorkspaceName: WorkspaceName(stack),
-			StackName:     spec.Stack,
-			Type:          typ,
-		},
-	}
-	if typ != autov1alpha1.DestroyType {
-		// Undoing drift needs the state refreshed first: without it the
-		// state still matches the program and the up changes nothing.
-		remediating := trigger == string(TriggerDrift) || driftPending(stack)
-		upd.Spec.Refresh = ptr.To(spec.Refresh || remediating)
-		if typ == autov1alpha1.UpType && spec.Refresh && spec.ExpectNoRefreshChanges && !remediating {
-			upd.Spec.ExpectNoRefreshChanges = ptr.To(true)
-		}
-		if len(spec.Targets) > 0 {
-			upd.Spec.Target = spec.Targets
-			upd.Spec.TargetDependents = ptr.To(spec.TargetDependents)
-		}
-	}
-	if spec.RunProgram {
-		upd.Spec.RunProgram = ptr.To(true)
-	}
-	applyUpdateTemplate(upd, spec.UpdateTemplate)
-	// The Update runs in the Stack's shard, whatever the template says.
-	shard.Stamp(stack, upd)
-	// Created held, as the Update controller would hold it before running
-	// it: one write fewer per Update than adding it on its first reconcile.
-	sreconcile.AddFinalizer(upd, autov1alpha1.UpdateFinalizer)
-	holdToPlan(upd, stack, revision)
-	if upd.Spec.TtlAfterCompleted == nil {
-		upd.Spec.TtlAfterCompleted = &metav1.Duration{Duration: DefaultUpdateTTL}
-	}
-	return upd
-}
-
-// UpdateNamePrefix is the metadata.generateName of the Stack's Updates:
-// its name and a dash, to which the API server adds a random suffix.
-func UpdateNamePrefix(stack *pulumiv1.Stack) string {
-	return stack.Name + "-"
-}
-
-// DefaultUpdateTTL is how long a finished Update (and its outputs Secret)
-// is kept when spec.updateTemplate sets no ttlAfterCompleted, upstream's
-// default: resyncs and drift checks would otherwise pile them up. The
-// Stack's status keeps what matters (lastUpdate, outputs, history).
-const DefaultUpdateTTL = 24 * time.Hour
-
-// TriggerAnnotation on an Update records why the Stack controller started
-// it, for the history and the audit trail.
-const TriggerAnnotation = "stackyard.dev/trigger"
-
-// applyUpdateTemplate copies the template's labels, annotations and the spec
-// fields it sets onto upd; the identifying fields (workspace, stack, type)
-// stay the Stack's.
-func applyUpdateTemplate(upd *autov1alpha1.Update, tmpl *autov1alpha1.UpdateTemplate) {
-	if tmpl == nil {
-		return
-	}
-	if m := tmpl.Metadata; m != nil {
-		for k, v := range m.Labels {
-			if k != StackNameLabel {
-				upd.Labels[k] = v
-			}
-		}
-		for k, v := range m.Annotations {
-			if k != TriggerAnnotation {
-				upd.Annotations[k] = v
-			}
-		}
-	}
-	if tmpl.Spec == nil {
-		return
-	}
-	keep := upd.Spec
-	base, _ := json.Marshal(upd.Spec)
-	overlay, _ := json.Marshal(tmpl.Spec)
-	merged := map[string]any{}
-	_ = json.Unmarshal(base, &merged)
-	extra := map[string]any{}
-	_ = json.Unmarshal(overlay, &extra)
-	for k, v := range extra {
-		merged[k] = v
-	}
-	out, _ := json.Marshal(merged)
-	_ = json.Unmarshal(out, &upd.Spec)
-	upd.Spec.WorkspaceName, upd.Spec.StackName, upd.Spec.Type = keep.WorkspaceName, keep.StackName, keep.Type
 }
 
 // updateDone reports whether an Update has finished, and whether it failed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/stackrun"
 )
 
 // reconcileWorkspace keeps the Workspace the Stack needs. With
@@ -86,7 +88,7 @@ func (s *session) applyWorkspace(ctx context.Context, mode applyMode) error {
 		// update about to start checks the references below.)
 		return nil
 	}
-	ws, err := BuildWorkspace(s.stack, s.src)
+	ws, err := stackrun.BuildWorkspace(s.stack, s.src)
 	if err != nil {
 		return err
 	}
@@ -162,7 +164,7 @@ func (s *session) cachedWorkspace(ctx context.Context) (*autov1alpha1.Workspace,
 		return nil, waiting
 	}
 	var ws autov1alpha1.Workspace
-	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws)
+	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: stackrun.WorkspaceName(s.stack)}, &ws)
 	if err != nil {
 		return nil, nil
 	}
@@ -176,7 +178,7 @@ func (s *session) cachedWorkspace(ctx context.Context) (*autov1alpha1.Workspace,
 // the stall of one the Stack did not make; nil otherwise.
 func (s *session) foreignWorkspace(ctx context.Context) error {
 	var ws autov1alpha1.Workspace
-	if err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}, &ws); err != nil {
+	if err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: stackrun.WorkspaceName(s.stack)}, &ws); err != nil {
 		return nil
 	}
 	return s.ownOrTaken("workspace", &ws)
@@ -339,7 +341,7 @@ func reclaimWorkspace(stack *pulumiv1.Stack) bool {
 // Workspace of that name that the Stack did not make is not its to delete.
 func (s *session) deleteWorkspace(ctx context.Context) error {
 	ws := &autov1alpha1.Workspace{}
-	key := client.ObjectKey{Namespace: s.stack.Namespace, Name: WorkspaceName(s.stack)}
+	key := client.ObjectKey{Namespace: s.stack.Namespace, Name: stackrun.WorkspaceName(s.stack)}
 	s.r.applied.forget(key.Namespace, key.Name)
 	err := s.r.Client.Get(ctx, key, ws)
 	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(ws, s.stack)) {
@@ -365,7 +367,7 @@ type reference struct {
 func references(spec *shared.StackSpec) []reference {
 	var refs []reference
 	if spec.AccessTokenSecret != "" {
-		refs = append(refs, reference{"spec.accessTokenSecret", "Secret", spec.AccessTokenSecret, accessTokenKey})
+		refs = append(refs, reference{"spec.accessTokenSecret", "Secret", spec.AccessTokenSecret, stackrun.AccessTokenKey})
 	}
 	for i, name := range spec.Envs {
 		refs = append(refs, reference{fmt.Sprintf("spec.envs[%d]", i), "ConfigMap", name, ""})
@@ -373,16 +375,16 @@ func references(spec *shared.StackSpec) []reference {
 	for i, name := range spec.SecretEnvs {
 		refs = append(refs, reference{fmt.Sprintf("spec.envSecrets[%d]", i), "Secret", name, ""})
 	}
-	for _, name := range sortedKeys(spec.EnvRefs) {
+	for _, name := range slices.Sorted(maps.Keys(spec.EnvRefs)) {
 		if ref := spec.EnvRefs[name]; ref.SelectorType == shared.ResourceSelectorSecret && ref.SecretRef != nil {
 			refs = append(refs, reference{fmt.Sprintf("spec.envRefs[%s].secret", name), "Secret", ref.SecretRef.Name, ref.SecretRef.Key})
 		}
 	}
-	for _, key := range sortedKeys(spec.ConfigRef) {
+	for _, key := range slices.Sorted(maps.Keys(spec.ConfigRef)) {
 		ref := spec.ConfigRef[key]
 		refs = append(refs, reference{fmt.Sprintf("spec.configRef[%s]", key), "ConfigMap", ref.Name, ref.Key})
 	}
-	for _, key := range sortedKeys(spec.SecretRefs) {
+	for _, key := range slices.Sorted(maps.Keys(spec.SecretRefs)) {
 		if ref := spec.SecretRefs[key]; ref.SelectorType == shared.ResourceSelectorSecret && ref.SecretRef != nil {
 			refs = append(refs, reference{fmt.Sprintf("spec.secretsRef[%s].secret", key), "Secret", ref.SecretRef.Name, ref.SecretRef.Key})
 		}

@@ -19,6 +19,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
+	"github.com/stackyard/stackyard/internal/stackrun"
 	"github.com/stackyard/stackyard/test/gitserver"
 )
 
@@ -58,13 +59,13 @@ func TestWorkspaceApplySkippedWhenUnchanged(t *testing.T) {
 		},
 	}
 	s.SetGroupVersionKind(pulumiv1.GroupVersion.WithKind("Stack"))
-	src := stack.Source{Git: &autov1alpha1.GitSource{URL: repo.URL, Ref: commit}, Revision: commit}
+	src := stackrun.Source{Git: &autov1alpha1.GitSource{URL: repo.URL, Ref: commit}, Revision: commit}
 	c := &patchCounter{Client: env.Client}
 	r := &stack.Reconciler{Client: c, APIReader: env.Client, Scheme: env.Scheme}
 
 	g.Expect(r.ApplyWorkspace(ctx, s, src)).To(Succeed())
 	g.Expect(c.patches.Load()).To(Equal(int64(1)), "the first apply")
-	key := client.ObjectKey{Namespace: ns, Name: stack.WorkspaceName(s)}
+	key := client.ObjectKey{Namespace: ns, Name: stackrun.WorkspaceName(s)}
 	resourceVersion := func() string {
 		var ws autov1alpha1.Workspace
 		g.Expect(env.Client.Get(ctx, key, &ws)).To(Succeed())
@@ -93,12 +94,12 @@ func TestWorkspaceApplySkippedWhenUnchanged(t *testing.T) {
 
 	intruder := &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}
 	g.Expect(env.Client.Patch(ctx, intruder,
-		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+stack.StackNameLabel+`":"someone-else"}}}`)),
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+stackrun.StackNameLabel+`":"someone-else"}}}`)),
 		client.FieldOwner("intruder"))).To(Succeed())
 	sent := c.patches.Load()
 	g.Expect(r.ApplyWorkspace(ctx, s, src)).To(Succeed())
 	g.Expect(c.patches.Load()).To(Equal(sent+1), "a Workspace written by someone else was not applied again")
 	var ws autov1alpha1.Workspace
 	g.Expect(env.Client.Get(ctx, key, &ws)).To(Succeed())
-	g.Expect(ws.Labels).To(HaveKeyWithValue(stack.StackNameLabel, "quiet"))
+	g.Expect(ws.Labels).To(HaveKeyWithValue(stackrun.StackNameLabel, "quiet"))
 }

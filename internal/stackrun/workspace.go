@@ -1,4 +1,4 @@
-package stack
+package stackrun
 
 import (
 	"encoding/json"
@@ -24,8 +24,8 @@ import (
 // the Stack's name, so they can be listed and the Stack found from them.
 const StackNameLabel = "pulumi.com/stack-name"
 
-// accessTokenKey is the key of the deprecated accessTokenSecret Secret.
-const accessTokenKey = "accessToken"
+// AccessTokenKey is the key of the deprecated accessTokenSecret Secret.
+const AccessTokenKey = "accessToken"
 
 // Source is where the Workspace fetches the program, as resolved from the
 // Stack's projectRepo, fluxSource or programRef.
@@ -112,7 +112,7 @@ func (b *workspaceBuilder) environment(spec *shared.StackSpec) {
 		ws.Env = append(ws.Env, corev1.EnvVar{Name: "PULUMI_BACKEND_URL", Value: spec.Backend})
 	}
 	if spec.AccessTokenSecret != "" {
-		ws.Env = append(ws.Env, secretEnv("PULUMI_ACCESS_TOKEN", spec.AccessTokenSecret, accessTokenKey))
+		ws.Env = append(ws.Env, secretEnv("PULUMI_ACCESS_TOKEN", spec.AccessTokenSecret, AccessTokenKey))
 	}
 	for _, name := range spec.Envs {
 		ws.EnvFrom = append(ws.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}})

@@ -1,4 +1,4 @@
-package stack
+package stackrun
 
 import (
 	"testing"
@@ -18,14 +18,14 @@ func TestPlanFor(t *testing.T) {
 	g := NewWithT(t)
 	s := testStack(nil)
 	s.Generation = 4
-	base := BuildUpdate(s, "c2", autov1alpha1.UpType, string(TriggerGeneration))
+	base := BuildUpdate(s, UpdateFor{Revision: "c2", Type: autov1alpha1.UpType, Trigger: "GenerationChanged"})
 	g.Expect(base.Spec.PlanSecret).To(BeEmpty())
 
 	s.Annotations = map[string]string{change.PlanAnnotation: "p-plan", change.PlanCommitAnnotation: "c2"}
-	up := BuildUpdate(s, "c2", autov1alpha1.UpType, string(TriggerGeneration))
+	up := BuildUpdate(s, UpdateFor{Revision: "c2", Type: autov1alpha1.UpType, Trigger: "GenerationChanged"})
 	g.Expect(up.Spec.PlanSecret).To(Equal("p-plan"))
-	g.Expect(BuildUpdate(s, "c1", autov1alpha1.UpType, string(TriggerGeneration)).Spec.PlanSecret).To(BeEmpty(), "another commit")
-	g.Expect(BuildUpdate(s, "c2", autov1alpha1.PreviewType, string(TriggerGeneration)).Spec.PlanSecret).To(BeEmpty(), "a preview")
+	g.Expect(BuildUpdate(s, UpdateFor{Revision: "c1", Type: autov1alpha1.UpType, Trigger: "GenerationChanged"}).Spec.PlanSecret).To(BeEmpty(), "another commit")
+	g.Expect(BuildUpdate(s, UpdateFor{Revision: "c2", Type: autov1alpha1.PreviewType, Trigger: "GenerationChanged"}).Spec.PlanSecret).To(BeEmpty(), "a preview")
 
 	// A failed attempt is retried with the plan.
 	s.Status.LastUpdate = &shared.StackUpdateState{Name: "web-a1", Generation: 4, State: shared.FailedStackStateMessage,
@@ -51,5 +51,5 @@ func TestPlanFor(t *testing.T) {
 
 	s.Status.LastUpdate = nil
 	s.Annotations[change.PlanAnnotation] = "p2-plan"
-	g.Expect(BuildUpdate(s, "c2", autov1alpha1.UpType, string(TriggerGeneration)).Spec.PlanSecret).To(Equal("p2-plan"), "a new plan")
+	g.Expect(BuildUpdate(s, UpdateFor{Revision: "c2", Type: autov1alpha1.UpType, Trigger: "GenerationChanged"}).Spec.PlanSecret).To(Equal("p2-plan"), "a new plan")
 }

@@ -1,4 +1,4 @@
-package stack
+package stackrun
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ import (
 func TestBuildUpdate(t *testing.T) {
 	drifted := func(s *pulumiv1.Stack) {
 		s.Spec.DriftDetection = &shared.DriftDetection{Remediate: true}
-		s.Status.Conditions = []metav1.Condition{{Type: pulumiv1.DriftDetectedCondition, Status: metav1.ConditionTrue, Reason: DriftReasonDrifted}}
+		s.Status.Conditions = []metav1.Condition{{Type: pulumiv1.DriftDetectedCondition, Status: metav1.ConditionTrue, Reason: "Drifted"}}
 	}
 	failedOnce := func(s *pulumiv1.Stack) {
 		s.Status.LastUpdate = &shared.StackUpdateState{Name: "web-1", State: shared.FailedStackStateMessage, Failures: 1,
@@ -28,16 +28,18 @@ func TestBuildUpdate(t *testing.T) {
 		name    string
 		mutate  func(*pulumiv1.Stack)
 		typ     autov1alpha1.UpdateType
-		trigger Trigger
-		check   func(g Gomega, u *autov1alpha1.Update)
+		trigger string
+		// remediate: the Update undoes drift a check found.
+		remediate bool
+		check     func(g Gomega, u *autov1alpha1.Update)
 	}{{
 		name: "plain up: no refresh, the default TTL",
-		typ:  autov1alpha1.UpType, trigger: TriggerFirstUpdate,
+		typ:  autov1alpha1.UpType, trigger: "NoLastUpdate",
 		check: func(g Gomega, u *autov1alpha1.Update) {
 			g.Expect(u.Spec.Refresh).To(HaveValue(BeFalse()))
 			g.Expect(u.Spec.ExpectNoRefreshChanges).To(BeNil())
 			g.Expect(u.Spec.TtlAfterCompleted.Duration).To(Equal(DefaultUpdateTTL))
-			g.Expect(u.Annotations).To(HaveKeyWithValue(TriggerAnnotation, string(TriggerFirstUpdate)))
+			g.Expect(u.Annotations).To(HaveKeyWithValue(TriggerAnnotation, "NoLastUpdate"))
 			g.Expect(u.Labels).To(HaveKeyWithValue(StackNameLabel, "web"))
 		},
 	}, {
@@ -45,7 +47,7 @@ func TestBuildUpdate(t *testing.T) {
 		mutate: func(s *pulumiv1.Stack) {
 			s.Spec.Refresh, s.Spec.ExpectNoRefreshChanges = true, true
 		},
-		typ: autov1alpha1.UpType, trigger: TriggerGeneration,
+		typ: autov1alpha1.UpType, trigger: "GenerationChanged",
 		check: func(g Gomega, u *autov1alpha1.Update) {
 			g.Expect(u.Spec.Refresh).To(HaveValue(BeTrue()))
 			g.Expect(u.Spec.ExpectNoRefreshChanges).To(HaveValue(BeTrue()))
@@ -53,7 +55,7 @@ func TestBuildUpdate(t *testing.T) {
 	}, {
 		name:   "a remediation refreshes and expects refresh changes",
 		mutate: func(s *pulumiv1.Stack) { s.Spec.Refresh, s.Spec.ExpectNoRefreshChanges = true, true; drifted(s) },
-		typ:    autov1alpha1.UpType, trigger: TriggerDrift,
+		typ:    autov1alpha1.UpType, trigger: "DriftDetected", remediate: true,
 		check: func(g Gomega, u *autov1alpha1.Update) {
 			g.Expect(u.Spec.Refresh).To(HaveValue(BeTrue()))
 			g.Expect(u.Spec.ExpectNoRefreshChanges).To(BeNil())
@@ -61,7 +63,7 @@ func TestBuildUpdate(t *testing.T) {
 	}, {
 		name:   "the retry of a failed remediation still refreshes",
 		mutate: func(s *pulumiv1.Stack) { drifted(s); failedOnce(s) },
-		typ:    autov1alpha1.UpType, trigger: TriggerRetry,
+		typ:    autov1alpha1.UpType, trigger: "RetryAfterFailure",
 		check: func(g Gomega, u *autov1alpha1.Update) {
 			g.Expect(u.Spec.Refresh).To(HaveValue(BeTrue()))
 		},
@@ -72,14 +74,14 @@ func TestBuildUpdate(t *testing.T) {
 			s.Spec.DriftDetection.Remediate = false
 			failedOnce(s)
 		},
-		typ: autov1alpha1.UpType, trigger: TriggerRetry,
+		typ: autov1alpha1.UpType, trigger: "RetryAfterFailure",
 		check: func(g Gomega, u *autov1alpha1.Update) {
 			g.Expect(u.Spec.Refresh).To(HaveValue(BeFalse()))
 		},
 	}, {
 		name:   "targets are passed on",
 		mutate: func(s *pulumiv1.Stack) { s.Spec.Targets, s.Spec.TargetDependents = []string{"urn:a"}, true },
-		typ:    autov1alpha1.UpType, trigger: TriggerGeneration,
+		typ:    autov1alpha1.UpType, trigger: "GenerationChanged",
 		check: func(g Gomega, u *autov1alpha1.Update) {
 			g.Expect(u.Spec.Target).To(Equal([]string{"urn:a"}))
 			g.Expect(u.Spec.TargetDependents).To(HaveValue(BeTrue()))
@@ -89,7 +91,7 @@ func TestBuildUpdate(t *testing.T) {
 		mutate: func(s *pulumiv1.Stack) {
 			s.Spec.Refresh, s.Spec.Targets = true, []string{"urn:a"}
 		},
-		typ: autov1alpha1.DestroyType, trigger: TriggerGeneration,
+		typ: autov1alpha1.DestroyType, trigger: "GenerationChanged",
 		check: func(g Gomega, u *autov1alpha1.Update) {
 			g.Expect(u.Spec.Refresh).To(BeNil())
 			g.Expect(u.Spec.Target).To(BeNil())
@@ -105,11 +107,11 @@ func TestBuildUpdate(t *testing.T) {
 				Spec: &autov1alpha1.UpdateSpec{TtlAfterCompleted: &metav1.Duration{Duration: time.Minute}},
 			}
 		},
-		typ: autov1alpha1.UpType, trigger: TriggerGeneration,
+		typ: autov1alpha1.UpType, trigger: "GenerationChanged",
 		check: func(g Gomega, u *autov1alpha1.Update) {
 			g.Expect(u.Spec.TtlAfterCompleted.Duration).To(Equal(time.Minute))
 			g.Expect(u.Labels).To(Equal(map[string]string{StackNameLabel: "web", "team": "a"}))
-			g.Expect(u.Annotations).To(Equal(map[string]string{TriggerAnnotation: string(TriggerGeneration), "note": "x"}))
+			g.Expect(u.Annotations).To(Equal(map[string]string{TriggerAnnotation: "GenerationChanged", "note": "x"}))
 			g.Expect(u.Spec.StackName).To(Equal("org/web/dev"))
 		},
 	}}
@@ -120,7 +122,7 @@ func TestBuildUpdate(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(s)
 			}
-			u := BuildUpdate(s, "abc", tt.typ, string(tt.trigger))
+			u := BuildUpdate(s, UpdateFor{Revision: "abc", Type: tt.typ, Trigger: tt.trigger, Remediate: tt.remediate})
 			g.Expect(u.Spec.Type).To(Equal(tt.typ))
 			g.Expect(u.Spec.WorkspaceName).To(Equal(WorkspaceName(s)))
 			tt.check(g, u)

@@ -1,4 +1,4 @@
-package stack
+package stackrun
 
 import (
 	"encoding/json"
