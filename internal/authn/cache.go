@@ -56,13 +56,21 @@ type cachedAccess struct {
 // Authenticate is Reviewer.Authenticate, remembered.
 func (c *CachedReviewer) Authenticate(ctx context.Context, token string) (authenticationv1.UserInfo, error) {
 	key := sha256.Sum256([]byte(token))
-	now := c.now()
 	c.mu.Lock()
 	hit, ok := c.users[key]
 	c.mu.Unlock()
-	if ok && now.Before(hit.expires) {
+	if ok && c.now().Before(hit.expires) {
 		return hit.user, hit.err
 	}
+	return c.Refresh(ctx, token)
+}
+
+// Refresh is Reviewer.Authenticate, whatever is remembered, and remembers
+// its answer: a long-lived caller (a page's event stream) checks its
+// token is still valid with it.
+func (c *CachedReviewer) Refresh(ctx context.Context, token string) (authenticationv1.UserInfo, error) {
+	key := sha256.Sum256([]byte(token))
+	now := c.now()
 	user, err := c.Reviewer.Authenticate(ctx, token)
 	var he *Error
 	if err != nil && (!errors.As(err, &he) || he.Code >= 500) {

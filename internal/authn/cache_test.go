@@ -92,6 +92,30 @@ func TestCachedReviewer(t *testing.T) {
 	if _, err := cr.Authenticate(ctx, "good"); err != nil || tokens != 3 {
 		t.Fatalf("after the TTL: %d TokenReviews, %v", tokens, err)
 	}
+	// Refresh asks again, whatever is remembered, and remembers the
+	// answer: the token revoked since is refused from then on.
+	revoked := false
+	c2 := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			r := obj.(*authenticationv1.TokenReview)
+			r.Status.Authenticated = !revoked
+			return nil
+		},
+	}).Build()
+	cr2 := &authn.CachedReviewer{Reviewer: authn.Reviewer{Client: c2}, Now: func() time.Time { return now }}
+	if _, err := cr2.Authenticate(ctx, "long-lived"); err != nil {
+		t.Fatal(err)
+	}
+	revoked = true
+	if _, err := cr2.Authenticate(ctx, "long-lived"); err != nil {
+		t.Fatal("the remembered answer was not used")
+	}
+	if _, err := cr2.Refresh(ctx, "long-lived"); err == nil {
+		t.Fatal("Refresh answered from memory")
+	}
+	if _, err := cr2.Authenticate(ctx, "long-lived"); err == nil {
+		t.Fatal("Refresh did not remember the refusal")
+	}
 	// A review that fails is not remembered.
 	fail = true
 	if _, err := cr.Authenticate(ctx, "new"); err == nil {

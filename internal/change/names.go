@@ -96,5 +96,12 @@ func PlanSecretName(promotionName, stackName string, round int32) string {
 // against the Stack stackName: "<pipeline>-pr<number>-<stack>-<head[:7]>",
 // bounded as PreviewName bounds its names.
 func PullRequestPreviewName(pipeline string, number int64, stackName, head string) string {
-	return PreviewName(pipeline+"-pr"+strconv.FormatInt(number, 10), stackName+"-"+head[:min(len(head), 7)], 1)
+	return PreviewName(pipeline+"-pr"+strconv.FormatInt(number, 10), stackName+"-"+ShortCommit(head), 1)
+}
+
+// ShortCommit is the abbreviated form of a commit SHA everywhere stackyard
+// shows one (messages, events, the CLI, the dashboard): its first 7 hex
+// digits, as git shows it.
+func ShortCommit(sha string) string {
+	return sha[:min(len(sha), 7)]
 }

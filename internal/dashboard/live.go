@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -148,13 +147,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 // the answer for the pages' requests. Only a refusal ends a stream: an API
 // server that cannot be reached leaves it open until the next heartbeat.
 func (s *Server) stillValid(ctx context.Context, token string) bool {
-	user, err := s.reviewer.Authenticate(ctx, token)
+	_, err := s.reviewer.Refresh(ctx, token)
 	var aerr *authn.Error
-	if errors.As(err, &aerr) && aerr.Code == http.StatusUnauthorized {
-		return false
-	}
-	if err == nil {
-		s.reviews.put(sha256.Sum256([]byte(token)), user, s.now())
-	}
-	return true
+	return !errors.As(err, &aerr) || aerr.Code != http.StatusUnauthorized
 }

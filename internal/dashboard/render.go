@@ -15,6 +15,7 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/authn"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/valuediff"
 )
 
@@ -61,7 +62,7 @@ func parsePages() (map[string]*template.Template, error) {
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
-	"short": shortSHA,
+	"short": change.ShortCommit,
 	"ago": func(t any) string {
 		tm := timeOf(t)
 		if tm.IsZero() {
@@ -148,13 +149,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:max(n-1, 0)]) + "…"
-}
-
-func shortSHA(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }
 
 func timeOf(v any) time.Time {

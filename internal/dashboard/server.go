@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"errors"
@@ -14,8 +13,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -70,7 +67,7 @@ type Config struct {
 type Server struct {
 	reader     client.Client
 	apiReader  client.Reader
-	reviewer   authn.Reviewer
+	reviewer   *authn.CachedReviewer
 	informers  cache.Informers
 	restConfig *rest.Config
 	readOnly   bool
@@ -81,8 +78,6 @@ type Server struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	broker   broker
-	reviews  *ttlCache[[sha256.Size]byte, authenticationv1.UserInfo]
-	access   *ttlCache[string, bool]
 	boot     string
 	stopping chan struct{}
 	listener net.Listener
@@ -99,12 +94,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		reader: cfg.Reader, reviewer: authn.Reviewer{Client: cfg.Reviews}, informers: cfg.Informers,
+		reader: cfg.Reader, informers: cfg.Informers,
+		reviewer:   &authn.CachedReviewer{Reviewer: authn.Reviewer{Client: cfg.Reviews}, TTL: reviewTTL, Now: cfg.Now},
 		restConfig: cfg.RESTConfig, readOnly: cfg.ReadOnly, log: cfg.Log, clock: cfg.Now,
 		heartbeat: cmp.Or(cfg.Heartbeat, defaultHeartbeat),
 		pages:     pages, mux: http.NewServeMux(), boot: hex.EncodeToString(boot), stopping: make(chan struct{}),
-		reviews: &ttlCache[[sha256.Size]byte, authenticationv1.UserInfo]{ttl: reviewTTL, maxEntries: maxReviews},
-		access:  &ttlCache[string, bool]{ttl: accessTTL, maxEntries: maxReviews},
 	}
 	if s.apiReader = cfg.APIReader; s.apiReader == nil && cfg.RESTConfig != nil && cfg.Reader != nil {
 		if s.apiReader, err = client.New(cfg.RESTConfig, client.Options{Scheme: cfg.Reader.Scheme()}); err != nil {

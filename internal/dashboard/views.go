@@ -332,7 +332,7 @@ func buildStackRow(st *pulumiv1.Stack) stackRow {
 func stackSource(spec *shared.StackSpec) string {
 	switch {
 	case spec.GitSource != nil && spec.ProjectRepo != "":
-		ref := cmp.Or(spec.Branch, shortSHA(spec.Commit))
+		ref := cmp.Or(spec.Branch, change.ShortCommit(spec.Commit))
 		return spec.ProjectRepo + " @ " + ref
 	case spec.ProgramRef != nil:
 		return "Program " + spec.ProgramRef.Name

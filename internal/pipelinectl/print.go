@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stackyard/stackyard/internal/change"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
@@ -61,7 +62,7 @@ var StageColumns = []string{"PIPELINE", "STAGE", "RELEASE", "SINCE", "HEALTH", "
 func StageCells(r StageRow, now time.Time) []string {
 	release := "<none>"
 	if r.Release != "" {
-		release = short(r.Commit) + " " + oneLine(r.Subject, 50)
+		release = change.ShortCommit(r.Commit) + " " + oneLine(r.Subject, 50)
 		if r.Rollback {
 			release += " (rollback)"
 		}
@@ -74,7 +75,7 @@ var ReleaseColumns = []string{"NAME", "COMMIT", "TAG", "SUBJECT", "AGE", "IN", "
 
 // ReleaseCells renders a ReleaseRow as table cells.
 func ReleaseCells(r ReleaseRow, now time.Time) []string {
-	return []string{r.Name, short(r.Commit), dash(r.Tag), oneLine(r.Subject, 50), age(r.Time, now),
+	return []string{r.Name, change.ShortCommit(r.Commit), dash(r.Tag), oneLine(r.Subject, 50), age(r.Time, now),
 		dash(strings.Join(r.CurrentlyIn, ",")), dash(strings.Join(r.VerifiedIn, ","))}
 }
 
@@ -96,14 +97,6 @@ func HistoryCells(e HistoryEntry, _ time.Time) []string {
 		by = "policy " + e.Policy
 	}
 	return []string{e.Time.UTC().Format(time.RFC3339), event, dash(e.Stage), e.Release, dash(e.Promotion), dash(by), dash(result)}
-}
-
-// short is the first 7 hex digits of a SHA, as git shows it.
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }
 
 // oneLine is s's first line, cut at n runes.

@@ -13,6 +13,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/valuediff"
 )
 
@@ -268,5 +269,5 @@ func describeCounts(s *promotionv1alpha1.ChangeSummary) string {
 	return fmt.Sprintf("%d to create, %d to update, %d to replace, %d to delete, %d unchanged", s.Create, s.Update, s.Replace, s.Delete, s.Same)
 }
 
-// shortSHA is short(sha), or "-" for none.
-func shortSHA(sha string) string { return cmp.Or(short(sha), "-") }
+// shortSHA is change.ShortCommit(sha), or "-" for none.
+func shortSHA(sha string) string { return cmp.Or(change.ShortCommit(sha), "-") }

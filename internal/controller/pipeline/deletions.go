@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change"
 )
 
 // releaseDeleted puts the event of a Release's deletion on its Pipeline,
@@ -20,12 +21,5 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, obj client.Object) (cli
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: rel.Spec.Pipeline}, &p); err != nil || !p.DeletionTimestamp.IsZero() {
 		return nil, ""
 	}
-	return &p, fmt.Sprintf("Release %s (commit %s) was deleted", rel.Name, shortSHA(rel.Spec.Commit.SHA))
-}
-
-func shortSHA(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
+	return &p, fmt.Sprintf("Release %s (commit %s) was deleted", rel.Name, change.ShortCommit(rel.Spec.Commit.SHA))
 }

@@ -11,6 +11,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -138,6 +139,6 @@ func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) 
 	if waiting != "" {
 		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonDeploying, fmt.Errorf("%s", waiting), deployWait)
 	}
-	s.outcome, s.message = promotionv1alpha1.PromotionSucceeded, fmt.Sprintf("every Stack is Ready at %s", short(s.p.Status.Commit))
+	s.outcome, s.message = promotionv1alpha1.PromotionSucceeded, fmt.Sprintf("every Stack is Ready at %s", change.ShortCommit(s.p.Status.Commit))
 	return sreconcile.ResultEmpty, nil
 }

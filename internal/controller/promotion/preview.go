@@ -214,7 +214,7 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		Name: change.PreviewName(s.p.Name, stack.Name, pv.Round), Update: pv.Update,
 		Labels:      map[string]string{PromotionLabel: s.p.Name, StackLabel: stack.Name},
 		Trigger:     TriggerPromotion,
-		Message:     fmt.Sprintf("preview of release %s (%s) for promotion %s", s.p.Spec.Release, short(s.release.Spec.Commit.SHA), s.p.Name),
+		Message:     fmt.Sprintf("preview of release %s (%s) for promotion %s", s.p.Spec.Release, change.ShortCommit(s.release.Spec.Commit.SHA), s.p.Name),
 		MaxAttempts: maxPreviewAttempts,
 	}
 	if pv.Recorded != nil {
@@ -292,7 +292,7 @@ func (s *session) finishPreviewOnly(ctx context.Context) (sreconcile.Result, err
 		st.StartTime = &now
 	}
 	s.outcome = promotionv1alpha1.PromotionSucceeded
-	s.message = fmt.Sprintf("previewed %s in preview stage %s, which changes nothing: %s", short(st.Commit), s.stage.Name, DescribePreviews(st.Previews))
+	s.message = fmt.Sprintf("previewed %s in preview stage %s, which changes nothing: %s", change.ShortCommit(st.Commit), s.stage.Name, DescribePreviews(st.Previews))
 	return s.recordOutcome(ctx)
 }
 

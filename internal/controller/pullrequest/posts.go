@@ -45,7 +45,7 @@ func (s *session) reconcilePosts(ctx context.Context) (sreconcile.Result, error)
 		}
 		e.Posted = e.Head
 		if e.Phase != promotionv1alpha1.PullRequestSkipped {
-			s.event(corev1.EventTypeNormal, EventPreviewed, fmt.Sprintf("pull request #%d at %s: %s", e.Number, short(e.Head), e.Message))
+			s.event(corev1.EventTypeNormal, EventPreviewed, fmt.Sprintf("pull request #%d at %s: %s", e.Number, change.ShortCommit(e.Head), e.Message))
 		}
 	}
 	return sreconcile.ResultEmpty, nil
@@ -103,7 +103,7 @@ func (s *session) marker() string {
 // masked, as approvers see it).
 func (s *session) comment(ctx context.Context, e *promotionv1alpha1.PullRequestStatus) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n### stackyard preview of `%s`\n\n", s.marker(), short(e.Head))
+	fmt.Fprintf(&b, "%s\n### stackyard preview of `%s`\n\n", s.marker(), change.ShortCommit(e.Head))
 	fmt.Fprintf(&b, "Pipeline `%s/%s`", s.p.Namespace, s.p.Name)
 	if link := s.link(); link != "" {
 		fmt.Fprintf(&b, " ([dashboard](%s))", link)

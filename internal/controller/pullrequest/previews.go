@@ -91,7 +91,7 @@ func (s *session) preview(ctx context.Context, e *promotionv1alpha1.PullRequestS
 		// A head posted as skipped (allowForks was off) is posted again
 		// once previewed.
 		e.Phase, e.Message, e.Posted = promotionv1alpha1.PullRequestPreviewing, "previewing", ""
-		s.setStatus(ctx, e.Head, forge.Status{State: "pending", Description: "previewing " + short(e.Head)})
+		s.setStatus(ctx, e.Head, forge.Status{State: "pending", Description: "previewing " + change.ShortCommit(e.Head)})
 	}
 	targets, err := s.targets(ctx)
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *session) runPreview(ctx context.Context, e *promotionv1alpha1.PullReque
 		Labels: map[string]string{promotionv1alpha1.PipelineLabel: s.p.Name, PullRequestLabel: numberLabel(e.Number),
 			HeadLabel: e.Head, StackLabel: stack.Name},
 		Trigger:     TriggerPullRequest,
-		Message:     fmt.Sprintf("preview of pull request #%d (%s) for pipeline %s", e.Number, short(e.Head), s.p.Name),
+		Message:     fmt.Sprintf("preview of pull request #%d (%s) for pipeline %s", e.Number, change.ShortCommit(e.Head), s.p.Name),
 		MaxAttempts: maxAttempts,
 	}
 	if sp.Recorded != nil {
@@ -269,9 +269,6 @@ func (s *session) deleteOwned(ctx context.Context, sel client.MatchingLabels, up
 	return nil
 }
 
-// short is the first seven characters of a commit SHA.
-func short(sha string) string { return sha[:min(len(sha), 7)] }
-
 // describe sums up the previews of a head: "web-staging: 1 to update;
 // web-prod: failed".
 func describe(stacks []promotionv1alpha1.PullRequestStackPreview) string {
@@ -299,7 +296,7 @@ func (s *session) setStatus(ctx context.Context, sha string, st forge.Status) {
 	st.Context = StatusContext(s.p.Name)
 	st.TargetURL = s.link()
 	if err := s.forge.SetStatus(ctx, sha, st); err != nil {
-		s.event(corev1.EventTypeWarning, EventForgeFailed, sreconcile.Truncate("setting the commit status of "+short(sha)+": "+err.Error(), maxFailure))
+		s.event(corev1.EventTypeWarning, EventForgeFailed, sreconcile.Truncate("setting the commit status of "+change.ShortCommit(sha)+": "+err.Error(), maxFailure))
 	}
 }
 
