@@ -14,11 +14,11 @@ import (
 func Summarize(upd *autov1alpha1.Update, limit int) (*promotionv1alpha1.ChangeSummary, []promotionv1alpha1.ResourceChange) {
 	c := upd.Status.Changes
 	sum := &promotionv1alpha1.ChangeSummary{
-		Create:  int32(c["create"] + c["import"]),
-		Update:  int32(c["update"]),
-		Replace: int32(c["replace"]),
-		Delete:  int32(c["delete"]),
-		Same:    int32(c["same"]),
+		Create:  int32(c["create"] + c["import"]), //nolint:gosec // resource counts fit
+		Update:  int32(c["update"]),               //nolint:gosec // resource counts fit
+		Replace: int32(c["replace"]),              //nolint:gosec // resource counts fit
+		Delete:  int32(c["delete"]),               //nolint:gosec // resource counts fit
+		Same:    int32(c["same"]),                 //nolint:gosec // resource counts fit
 	}
 	var changes []promotionv1alpha1.ResourceChange
 	for _, rc := range upd.Status.ResourceChanges {

@@ -29,7 +29,7 @@ func init() {
 
 // devPassphrase encrypts the sample stack's secrets; a local, throwaway
 // setup needs no real key.
-const devPassphrase = "stackyard-dev"
+const devPassphrase = "stackyard-dev" //nolint:gosec // the passphrase of stackyard dev's local sample, not a secret
 
 // newDevCommand builds `stackyard dev`: a control plane, the operator with
 // the local runtime and a sample Stack tracking a local git repository, on

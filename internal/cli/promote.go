@@ -19,11 +19,11 @@ type promoteFlags struct {
 }
 
 // add registers the flags on cmd.
-func (p *promoteFlags) add(cmd *cobra.Command) {
-	p.listFlags.add(cmd)
-	cmd.Flags().StringVar(&p.reason, "reason", "", "why, recorded in the promotion")
-	cmd.Flags().BoolVar(&p.wait, "wait", false, "wait until the promotion has finished, and fail if it did not succeed")
-	cmd.Flags().DurationVar(&p.timeout, "timeout", 30*time.Minute, "with --wait, how long to wait")
+func (f *promoteFlags) add(cmd *cobra.Command) {
+	f.listFlags.add(cmd)
+	cmd.Flags().StringVar(&f.reason, "reason", "", "why, recorded in the promotion")
+	cmd.Flags().BoolVar(&f.wait, "wait", false, "wait until the promotion has finished, and fail if it did not succeed")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Minute, "with --wait, how long to wait")
 }
 
 // promoteCommand is `stackyard promote STAGE [RELEASE]`.

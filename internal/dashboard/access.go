@@ -14,7 +14,6 @@ type kind struct{ group, resource string }
 var (
 	stacksKind     = kind{"pulumi.com", "stacks"}
 	updatesKind    = kind{"auto.pulumi.com", "updates"}
-	pipelinesKind  = kind{"promotion.stackyard.dev", "pipelines"}
 	stagesKind     = kind{"promotion.stackyard.dev", "stages"}
 	promotionsKind = kind{"promotion.stackyard.dev", "promotions"}
 )

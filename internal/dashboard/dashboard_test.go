@@ -514,6 +514,7 @@ func TestActionsRunAsTheUser(t *testing.T) {
 	g.Expect(page).To(ContainSubstring("urn:pulumi:qa::web::test:index:File::page"))
 	g.Expect(page).To(ContainSubstring("1 approval; the requester"))
 	code, page, _ = get(t, baseURL, "/pipelines/team-a/web", tokens["bob"])
+	g.Expect(code).To(Equal(http.StatusOK))
 	g.Expect(page).To(MatchRegexp(`(?s)id="waiting".*?` + name))
 
 	// bob may create Approvals but not approve stages: the admission

@@ -124,7 +124,7 @@ func secureRequest(r *http.Request) bool {
 
 // setSessionCookie signs the browser in with token.
 func setSessionCookie(w http.ResponseWriter, r *http.Request, token string) {
-	http.SetCookie(w, &http.Cookie{
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // HttpOnly and SameSite=Strict; Secure follows the request's scheme (stackyard dev serves plain HTTP on loopback)
 		Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: secureRequest(r),
 	})
@@ -132,7 +132,7 @@ func setSessionCookie(w http.ResponseWriter, r *http.Request, token string) {
 
 // clearSessionCookie signs the browser out.
 func clearSessionCookie(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // HttpOnly and SameSite=Strict; Secure follows the request's scheme (stackyard dev serves plain HTTP on loopback)
 		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: secureRequest(r),
 	})

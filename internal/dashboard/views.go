@@ -514,7 +514,7 @@ func (s *Server) auditJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	list := pipelinectl.List[entry]{APIVersion: pipelinectl.OutputAPIVersion, Kind: "History", Items: []entry{}}
 	for _, e := range v.Entries {
-		list.Items = append(list.Items, entry{Namespace: e.Namespace, HistoryEntry: e.HistoryEntry})
+		list.Items = append(list.Items, entry(e))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", `attachment; filename="stackyard-audit.json"`)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/cgi"
+	"net/http/cgi" //nolint:gosec // git's http-backend, for stackyard dev; Go is far past the Httpoxy fix
 	"os"
 	"os/exec"
 	"path/filepath"

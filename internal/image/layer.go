@@ -101,7 +101,7 @@ func NewLayer(entries []Entry, scratch string) (v1.Layer, error) {
 	}
 	name := f.Name()
 	if err := writeTarGz(f, all); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	if err := f.Close(); err != nil {

@@ -106,7 +106,7 @@ func writeTarball(dir string, n Named) (Written, error) {
 	final := filepath.Join(dir, n.File+".tar")
 	tmp := final + ".tmp"
 	if err := tarball.WriteToFile(tmp, n.Tag, n.Image); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp)
 		return Written{}, err
 	}
 	st, err := os.Stat(tmp)
@@ -164,7 +164,7 @@ func plainFileModes(dir string) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		return os.Chmod(p, 0o644)
+		return os.Chmod(p, 0o644) //nolint:gosec // the image build's own staging directory
 	})
 }
 

@@ -91,7 +91,7 @@ func StartTime(pid int) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return boot.Add(time.Duration(st.start) * time.Second / clockTicks), true
+	return boot.Add(time.Duration(st.start) * time.Second / clockTicks), true //nolint:gosec // clock ticks since boot fit
 }
 
 // bootTime reads the btime line of /proc/stat.

@@ -102,7 +102,7 @@ func (x *extractor) entry(hdr *tar.Header, content io.Reader) error {
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return x.write(name, x.root.MkdirAll(name, 0o755))
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // the reader reports the old TypeRegA as TypeReg
 		return x.file(name, hdr, content)
 	case tar.TypeSymlink:
 		return x.symlink(name, hdr.Linkname)

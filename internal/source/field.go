@@ -36,7 +36,7 @@ const (
 	// FieldSSHPrivateKey is the SSH private key.
 	FieldSSHPrivateKey Field = "auth.sshPrivateKey"
 	// FieldSSHPassphrase is the passphrase of the SSH private key.
-	FieldSSHPassphrase Field = "auth.sshPassphrase"
+	FieldSSHPassphrase Field = "auth.sshPassphrase" //nolint:gosec // a field's name, not a credential
 	// FieldKnownHosts is the known_hosts content the SSH server's host key
 	// is checked against.
 	FieldKnownHosts Field = "auth.knownHosts"

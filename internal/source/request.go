@@ -61,18 +61,18 @@ const (
 	// CredentialToken is an access token, sent as the HTTP basic password.
 	CredentialToken Credential = "git-token"
 	// CredentialSSHKey is an SSH private key.
-	CredentialSSHKey Credential = "git-ssh-key"
+	CredentialSSHKey Credential = "git-ssh-key" //nolint:gosec // a credential's name, not a credential
 	// CredentialSSHPassphrase decrypts the SSH private key.
-	CredentialSSHPassphrase Credential = "git-ssh-passphrase"
+	CredentialSSHPassphrase Credential = "git-ssh-passphrase" //nolint:gosec // a credential's name, not a credential
 	// CredentialKnownHosts is known_hosts content trusted for the SSH
 	// server.
 	CredentialKnownHosts Credential = "git-known-hosts"
 	// CredentialGitHubAppID is a GitHub App's ID.
-	CredentialGitHubAppID Credential = "github-app-id"
+	CredentialGitHubAppID Credential = "github-app-id" //nolint:gosec // a credential's name, not a credential
 	// CredentialGitHubAppInstallationID is the GitHub App installation's ID.
-	CredentialGitHubAppInstallationID Credential = "github-app-installation-id"
+	CredentialGitHubAppInstallationID Credential = "github-app-installation-id" //nolint:gosec // a credential's name, not a credential
 	// CredentialGitHubAppPrivateKey is the GitHub App's PEM private key.
-	CredentialGitHubAppPrivateKey Credential = "github-app-private-key"
+	CredentialGitHubAppPrivateKey Credential = "github-app-private-key" //nolint:gosec // a credential's name, not a credential
 )
 
 // Credentials lists every Credential, in the order Args encodes them.

@@ -16,7 +16,6 @@ type tarEntry struct {
 	link string
 	typ  byte
 	mode int64
-	size int64 // for regular files with a streamed body; 0 means len(body)
 }
 
 // makeTar builds an uncompressed tar archive from entries.

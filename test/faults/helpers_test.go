@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -423,6 +422,3 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
-
-// itoa is strconv.Itoa, for building names.
-func itoa(i int) string { return strconv.Itoa(i) }

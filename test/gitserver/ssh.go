@@ -113,7 +113,7 @@ func (ss *SSHServer) handleConn(c net.Conn, cfg *ssh.ServerConfig) {
 	if err != nil {
 		return
 	}
-	defer sc.Close()
+	defer func() { _ = sc.Close() }()
 	go ssh.DiscardRequests(reqs)
 	for nc := range chans {
 		if nc.ChannelType() != "session" {
@@ -147,7 +147,7 @@ func (ss *SSHServer) handleSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 		_ = req.Reply(true, nil)
 		code := runUploadPack(dir, ch)
 		status := make([]byte, 4)
-		binary.BigEndian.PutUint32(status, uint32(code))
+		binary.BigEndian.PutUint32(status, uint32(code)) //nolint:gosec // exit codes fit
 		_, _ = ch.SendRequest("exit-status", false, status)
 		return
 	}

@@ -94,7 +94,7 @@ func run(m *testing.M, opts Options, ready func(*Suite) error) (code int, err er
 	if err != nil {
 		return 0, err
 	}
-	var out io.Writer = io.Discard
+	out := io.Discard
 	if opts.Logs != nil {
 		out = opts.Logs
 	}
@@ -138,7 +138,9 @@ func run(m *testing.M, opts Options, ready func(*Suite) error) (code int, err er
 	if ready != nil {
 		if err := ready(s); err != nil {
 			cancel()
-			<-done
+			if err := <-done; err != nil {
+				fmt.Fprintln(os.Stderr, "the operator stopped:", err)
+			}
 			return 0, err
 		}
 	}

@@ -193,7 +193,7 @@ func fields(s *apiextensionsv1.JSONSchemaProps, path []string) []field {
 
 // mergePatch is the JSON merge patch that sets f.
 func (f field) mergePatch() []byte {
-	var v any = f.value
+	v := f.value
 	for i := len(f.path) - 1; i >= 0; i-- {
 		v = map[string]any{f.path[i]: v}
 	}

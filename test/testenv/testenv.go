@@ -148,7 +148,7 @@ rules:
 // auditWrites makes env's API server log its writes to path.
 func auditWrites(env *envtest.Environment, path string) error {
 	policy := path + ".policy.yaml"
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil { //nolint:gosec // the test API server's audit policy, in its own directory
 		return fmt.Errorf("%s: writing the audit policy: %w", AuditLogEnv, err)
 	}
 	args := env.ControlPlane.GetAPIServer().Configure()

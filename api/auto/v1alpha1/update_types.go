@@ -47,7 +47,7 @@ type UpdateSpec struct {
 	// deleted, as a duration such as "1h" or "30m"; unset keeps it until
 	// its owner deletes it.
 	// +optional
-	TtlAfterCompleted *metav1.Duration `json:"ttlAfterCompleted,omitempty"`
+	TtlAfterCompleted *metav1.Duration `json:"ttlAfterCompleted,omitempty"` //nolint:revive // the Pulumi Kubernetes Operator's Go name, kept for its users' code
 
 	// Parallel caps how many resource operations run at once (1 for one at
 	// a time); unset means no cap.

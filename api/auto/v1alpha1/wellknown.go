@@ -19,7 +19,7 @@ const (
 	// `["password"]`. The name and format are those of the Pulumi
 	// Kubernetes Operator v2, whose Stack controller masks these outputs
 	// when it copies them into a Stack's status.
-	SecretOutputsAnnotation = "pulumi.com/secrets"
+	SecretOutputsAnnotation = "pulumi.com/secrets" //nolint:gosec // an annotation's name, not a credential
 )
 
 // UpdateCompleted reports whether an update event of an Update, from old

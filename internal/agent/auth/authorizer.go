@@ -31,7 +31,3 @@ type Authorizer interface {
 func errUnauthenticated(msg string) error {
 	return status.Error(codes.Unauthenticated, msg)
 }
-
-func errPermissionDenied(msg string) error {
-	return status.Error(codes.PermissionDenied, msg)
-}

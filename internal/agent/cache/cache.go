@@ -222,7 +222,7 @@ func remove(dir, name string) error {
 		if os.RemoveAll(trash) != nil {
 			_ = filepath.WalkDir(trash, func(p string, d fs.DirEntry, err error) error {
 				if err == nil && d.IsDir() {
-					_ = os.Chmod(p, 0o700)
+					_ = os.Chmod(p, 0o700) //nolint:gosec // the agent's own cache, which only the agent and the program it runs (one user) write
 				}
 				return nil
 			})

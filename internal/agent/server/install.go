@@ -153,6 +153,6 @@ func (s *Server) findsPlugin(name, dir string) bool {
 
 // executable reports whether path is a regular file someone may execute.
 func executable(path string) bool {
-	fi, err := os.Stat(path)
+	fi, err := os.Stat(path) //nolint:gosec // a plugin path under the workspace's own Pulumi home
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }

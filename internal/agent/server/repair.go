@@ -110,7 +110,7 @@ func removeDamagedSidecars(dir string) ([]string, error) {
 		if _, err := os.Stat(strings.TrimSuffix(path, attrsSuffix)); err != nil {
 			return nil
 		}
-		b, err := os.ReadFile(path)
+		b, err := os.ReadFile(path) //nolint:gosec // the workspace's own .pulumi, which only the agent and the program it runs (one user) write
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
@@ -121,7 +121,7 @@ func removeDamagedSidecars(dir string) ([]string, error) {
 		if json.NewDecoder(bytes.NewReader(b)).Decode(&attrs) == nil {
 			return nil
 		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) { //nolint:gosec // the workspace's own .pulumi, which only the agent and the program it runs (one user) write
 			return err
 		}
 		rel, rerr := filepath.Rel(dir, path)

@@ -251,7 +251,7 @@ func (s selection) newest(releases []promotionv1alpha1.Release) int {
 		if best >= 0 {
 			c := s.compare(v, bestVersion)
 			if c == 0 {
-				c = releases[best].CreationTimestamp.Compare(rel.CreationTimestamp.Time)
+				c = releases[best].CreationTimestamp.Compare(rel.CreationTimestamp.Time) //nolint:gosec // best is an index of releases, set in this loop
 			}
 			if c >= 0 {
 				continue

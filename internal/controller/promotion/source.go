@@ -69,7 +69,7 @@ func (s *session) compareSource(ctx context.Context, stack *pulumiv1.Stack) (*pr
 		rec.Message = sreconcile.Truncate("reading the history: "+err.Error(), maxMessage)
 		return rec, nil
 	}
-	rec.Reverse, rec.CommitCount, rec.PathCount = cmp.Reverse, int32(cmp.CommitCount), int32(cmp.PathCount)
+	rec.Reverse, rec.CommitCount, rec.PathCount = cmp.Reverse, int32(cmp.CommitCount), int32(cmp.PathCount) //nolint:gosec // commit and path counts fit
 	for _, c := range cmp.Commits {
 		t := metav1.NewTime(c.Time)
 		rec.Commits = append(rec.Commits, promotionv1alpha1.CommitInfo{

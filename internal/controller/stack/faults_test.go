@@ -225,7 +225,7 @@ func TestGitHostOutage(t *testing.T) {
 	g.Expect(health.Status).To(Equal("Progressing"), health.Message)
 
 	srv.SetOutage(false)
-	s = waitStack(t, ns, "flaky", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+	waitStack(t, ns, "flaky", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
 		ready(g, s)
 		g.Expect(s.Status.LastUpdate.LastSuccessfulCommit).To(Equal(second))
 	})

@@ -48,7 +48,7 @@ const (
 	shareVolume       = "share"
 	shareDir          = "/share"
 	credentialsVolume = "git-auth"
-	credentialsDir    = "/etc/stackyard/git"
+	credentialsDir    = "/etc/stackyard/git" //nolint:gosec // a directory's name, not a credential
 	terminationLog    = "/dev/termination-log"
 )
 

@@ -27,7 +27,7 @@ const (
 	resultFile   = "init-result.json"
 	tokenFile    = "agent.token"
 	pidFile      = "agent.pid"
-	credsPattern = ".init-credentials-*"
+	credsPattern = ".init-credentials-*" //nolint:gosec // a file name pattern, not a credential
 )
 
 // marker records what the source directory holds.
