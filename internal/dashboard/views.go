@@ -448,8 +448,8 @@ type auditEntry struct {
 
 // auditEvents are the kinds of audit entry, for the filter.
 var auditEvents = []string{
-	pipelinectl.EventReleaseDiscovered, pipelinectl.EventPromotionRequested, pipelinectl.EventApprovalGiven,
-	pipelinectl.EventApprovalRejected, pipelinectl.EventPromotionStarted, pipelinectl.EventPromotionFinished,
+	promotionv1alpha1.EventReleaseDiscovered, promotionv1alpha1.EventPromotionRequested, promotionv1alpha1.EventApprovalGiven,
+	promotionv1alpha1.EventApprovalRejected, promotionv1alpha1.EventPromotionStarted, promotionv1alpha1.EventPromotionFinished,
 }
 
 // audit returns the filtered audit trail, newest first, of the namespaces

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"fmt"
+	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	"strings"
 	"time"
 )
@@ -53,21 +54,21 @@ type Event struct {
 // Title is a one-line summary of the event.
 func (e *Event) Title() string {
 	switch e.Type {
-	case "ReleaseDiscovered":
+	case string(notificationv1alpha1.EventReleaseDiscovered):
 		return fmt.Sprintf("Release %s discovered by pipeline %s", e.Name, e.Pipeline)
-	case "PromotionAwaitingApproval":
+	case string(notificationv1alpha1.EventPromotionAwaitingApproval):
 		return fmt.Sprintf("Promotion of %s into %s awaits approval", e.Release, e.Stage)
-	case "PromotionSucceeded":
+	case string(notificationv1alpha1.EventPromotionSucceeded):
 		return fmt.Sprintf("Promotion of %s into %s succeeded", e.Release, e.Stage)
-	case "PromotionFailed":
+	case string(notificationv1alpha1.EventPromotionFailed):
 		return fmt.Sprintf("Promotion of %s into %s failed", e.Release, e.Stage)
-	case "VerificationFailed":
+	case string(notificationv1alpha1.EventVerificationFailed):
 		return fmt.Sprintf("Verification of %s in %s failed", e.Release, e.Stage)
-	case "RolledBack":
+	case string(notificationv1alpha1.EventRolledBack):
 		return fmt.Sprintf("Stage %s rolled back to %s", e.Stage, e.Release)
-	case "StackStalled":
+	case string(notificationv1alpha1.EventStackStalled):
 		return fmt.Sprintf("Stack %s is stalled", e.Name)
-	case "DriftDetected":
+	case string(notificationv1alpha1.EventDriftDetected):
 		return fmt.Sprintf("Stack %s drifted", e.Name)
 	default:
 		return fmt.Sprintf("%s: %s %s", e.Type, e.Kind, e.Name)

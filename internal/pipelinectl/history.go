@@ -15,37 +15,16 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
 
-// The kinds of HistoryEntry.
-const (
-	// EventReleaseDiscovered: the pipeline recorded a release.
-	EventReleaseDiscovered = "ReleaseDiscovered"
-	// EventPromotionRequested: a person or auto-promotion asked for a
-	// promotion (or a rollback).
-	EventPromotionRequested = "PromotionRequested"
-	// EventPromotionStarted: the promotion pinned the stage's Stacks.
-	EventPromotionStarted = "PromotionStarted"
-	// EventPromotionFinished: the promotion ended; Phase says how.
-	EventPromotionFinished = "PromotionFinished"
-	// EventApprovalGiven: a person approved a promotion (By, Groups, and
-	// their comment in Message).
-	EventApprovalGiven = "ApprovalGiven"
-	// EventApprovalRejected: a person rejected a promotion, for the reason
-	// in Message.
-	EventApprovalRejected = "ApprovalRejected"
-	// EventPolicyFired: a policy rule of the stage fired on the
-	// promotion's previews (Policy names it, Phase is its action and
-	// Message its message). It is timed at the request, whose changes the
-	// rule judged.
-	EventPolicyFired = "PolicyFired"
-)
-
 // HistoryEntry is one event of the audit trail, read back from the
 // immutable objects that record it: a Release's creation, a Promotion's
 // creation, start and end, an Approval's creation.
 type HistoryEntry struct {
 	// Time is when it happened.
 	Time metav1.Time `json:"time"`
-	// Event is one of the Event* kinds.
+	// Event is one of the audit trail's kinds of event (of the
+	// vocabulary in promotionv1alpha1): ReleaseDiscovered,
+	// PromotionRequested, PolicyFired, ApprovalGiven, ApprovalRejected,
+	// PromotionStarted and PromotionFinished.
 	Event string `json:"event"`
 	// Pipeline is the pipeline it belongs to.
 	Pipeline string `json:"pipeline,omitempty"`
@@ -69,7 +48,7 @@ type HistoryEntry struct {
 	// Message is the promotion's message when it ended, the approver's
 	// comment, or a fired policy rule's message.
 	Message string `json:"message,omitempty"`
-	// Policy is the policy rule that fired, for EventPolicyFired.
+	// Policy is the policy rule that fired, for PolicyFired.
 	Policy string `json:"policy,omitempty"`
 }
 
@@ -96,7 +75,7 @@ func (c *Client) History(ctx context.Context, stage string) ([]HistoryEntry, err
 		}
 		for _, r := range list.Items {
 			out = append(out, HistoryEntry{
-				Time: r.CreationTimestamp, Event: EventReleaseDiscovered, Pipeline: r.Spec.Pipeline,
+				Time: r.CreationTimestamp, Event: promotionv1alpha1.EventReleaseDiscovered, Pipeline: r.Spec.Pipeline,
 				Release: r.Name, Commit: r.Spec.Commit.SHA,
 			})
 		}
@@ -107,23 +86,23 @@ func (c *Client) History(ctx context.Context, stage string) ([]HistoryEntry, err
 			Promotion: p.Name, Rollback: p.Spec.Rollback,
 		}
 		req := base
-		req.Time, req.Event, req.By = p.CreationTimestamp, EventPromotionRequested, p.Spec.RequestedBy
+		req.Time, req.Event, req.By = p.CreationTimestamp, promotionv1alpha1.EventPromotionRequested, p.Spec.RequestedBy
 		out = append(out, req)
 		for _, r := range p.Status.Policies {
 			if r.Fired {
 				fired := base
-				fired.Time, fired.Event, fired.Policy, fired.Phase, fired.Message = p.CreationTimestamp, EventPolicyFired, r.Name, string(r.Action), r.Message
+				fired.Time, fired.Event, fired.Policy, fired.Phase, fired.Message = p.CreationTimestamp, promotionv1alpha1.EventPolicyFired, r.Name, string(r.Action), r.Message
 				out = append(out, fired)
 			}
 		}
 		if t := p.Status.StartTime; t != nil {
 			started := base
-			started.Time, started.Event = *t, EventPromotionStarted
+			started.Time, started.Event = *t, promotionv1alpha1.EventPromotionStarted
 			out = append(out, started)
 		}
 		if t := p.Status.EndTime; t != nil && p.Status.Phase.IsFinished() {
 			ended := base
-			ended.Time, ended.Event, ended.Phase, ended.Message = *t, EventPromotionFinished, string(p.Status.Phase), p.Status.Message
+			ended.Time, ended.Event, ended.Phase, ended.Message = *t, promotionv1alpha1.EventPromotionFinished, string(p.Status.Phase), p.Status.Message
 			out = append(out, ended)
 		}
 	}
@@ -141,7 +120,7 @@ func (c *Client) History(ctx context.Context, stage string) ([]HistoryEntry, err
 // eventOrder orders events of the same second as they happen.
 func eventOrder(event string) int {
 	return slices.Index([]string{
-		EventReleaseDiscovered, EventPromotionRequested, EventPolicyFired, EventApprovalGiven, EventApprovalRejected, EventPromotionStarted, EventPromotionFinished,
+		promotionv1alpha1.EventReleaseDiscovered, promotionv1alpha1.EventPromotionRequested, promotionv1alpha1.EventPolicyFired, promotionv1alpha1.EventApprovalGiven, promotionv1alpha1.EventApprovalRejected, promotionv1alpha1.EventPromotionStarted, promotionv1alpha1.EventPromotionFinished,
 	}, event)
 }
 
@@ -163,11 +142,11 @@ func (c *Client) decisions(ctx context.Context, stage string, promotions []promo
 			continue
 		}
 		e := HistoryEntry{
-			Time: a.CreationTimestamp, Event: EventApprovalGiven, Pipeline: pipelineOf[spec.Stage], Stage: spec.Stage,
+			Time: a.CreationTimestamp, Event: promotionv1alpha1.EventApprovalGiven, Pipeline: pipelineOf[spec.Stage], Stage: spec.Stage,
 			Promotion: spec.Promotion, By: spec.User, Groups: spec.Groups, Phase: string(spec.Decision), Message: spec.Comment,
 		}
 		if spec.Decision == promotionv1alpha1.Reject {
-			e.Event = EventApprovalRejected
+			e.Event = promotionv1alpha1.EventApprovalRejected
 		}
 		if p := byName[spec.Promotion]; p != nil {
 			e.Release, e.Commit, e.Rollback = p.Spec.Release, p.Status.Commit, p.Spec.Rollback

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -85,10 +87,10 @@ func TestHistoryCells(t *testing.T) {
 		e    HistoryEntry
 		want []string
 	}{
-		{name: "a decision", e: HistoryEntry{Time: *at(0), Event: EventApprovalGiven, Stage: "prod", Release: "r1", Promotion: "prod-1",
+		{name: "a decision", e: HistoryEntry{Time: *at(0), Event: promotionv1alpha1.EventApprovalGiven, Stage: "prod", Release: "r1", Promotion: "prod-1",
 			By: "alice", Phase: "Approve", Message: "fine"},
 			want: []string{"2026-11-25T12:00:00Z", "ApprovalGiven", "prod", "r1", "prod-1", "alice", "Approve: fine"}},
-		{name: "a fired rule", e: HistoryEntry{Time: *at(0), Event: EventPolicyFired, Stage: "prod", Release: "r1", Promotion: "prod-1",
+		{name: "a fired rule", e: HistoryEntry{Time: *at(0), Event: promotionv1alpha1.EventPolicyFired, Stage: "prod", Release: "r1", Promotion: "prod-1",
 			Policy: "db-replace", Phase: "RequireApproval", Message: "a database would be replaced"},
 			want: []string{"2026-11-25T12:00:00Z", "PolicyFired", "prod", "r1", "prod-1", "policy db-replace", "RequireApproval: a database would be replaced"}},
 	}

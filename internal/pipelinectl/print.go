@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/change"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -85,7 +86,7 @@ var HistoryColumns = []string{"TIME", "EVENT", "STAGE", "RELEASE", "PROMOTION", 
 // HistoryCells renders a HistoryEntry as table cells.
 func HistoryCells(e HistoryEntry, _ time.Time) []string {
 	event := e.Event
-	if e.Rollback && e.Event != EventReleaseDiscovered {
+	if e.Rollback && e.Event != promotionv1alpha1.EventReleaseDiscovered {
 		event += " (rollback)"
 	}
 	result := e.Phase

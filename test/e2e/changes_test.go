@@ -93,9 +93,9 @@ func TestChangeManagementWalkthrough(t *testing.T) {
 	checkSoak(t, c)
 	before := history(t, work)
 	g.Expect(before).To(ContainElement(HaveField("Rollback", true)))
-	g.Expect(before).To(ContainElement(And(HaveField("Event", pipelinectl.EventPromotionFinished), HaveField("Stage", "prod"),
+	g.Expect(before).To(ContainElement(And(HaveField("Event", promotionv1alpha1.EventPromotionFinished), HaveField("Stage", "prod"),
 		HaveField("Phase", string(promotionv1alpha1.PromotionSucceeded)))))
-	g.Expect(before).To(ContainElement(And(HaveField("Event", pipelinectl.EventPromotionRequested), HaveField("Stage", "prod"),
+	g.Expect(before).To(ContainElement(And(HaveField("Event", promotionv1alpha1.EventPromotionRequested), HaveField("Stage", "prod"),
 		HaveField("By", Not(Equal(promotionv1alpha1.RequestedByAutoPromotion))))), "a person's promotion names the person")
 
 	// The operator restarts with `stackyard dev`: the record is the same.

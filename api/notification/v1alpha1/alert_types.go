@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
 
 // EventType is a kind of fact an Alert reports.
@@ -11,21 +13,21 @@ type EventType string
 
 const (
 	// EventReleaseDiscovered: a Pipeline discovered a Release.
-	EventReleaseDiscovered EventType = "ReleaseDiscovered"
+	EventReleaseDiscovered EventType = promotionv1alpha1.EventReleaseDiscovered
 	// EventPromotionAwaitingApproval: a Promotion waits for approvals
 	// (phase Pending, message "waiting for approval…"). The notification
 	// names who may approve (the stage's spec.approval.from) and links to
 	// the dashboard when the operator knows its external URL.
-	EventPromotionAwaitingApproval EventType = "PromotionAwaitingApproval"
+	EventPromotionAwaitingApproval EventType = promotionv1alpha1.EventPromotionAwaitingApproval
 	// EventPromotionSucceeded: a Promotion succeeded (rollbacks included).
-	EventPromotionSucceeded EventType = "PromotionSucceeded"
+	EventPromotionSucceeded EventType = promotionv1alpha1.EventPromotionSucceeded
 	// EventPromotionFailed: a Promotion failed.
-	EventPromotionFailed EventType = "PromotionFailed"
+	EventPromotionFailed EventType = promotionv1alpha1.EventPromotionFailed
 	// EventVerificationFailed: a Promotion's verification failed
 	// (status.verification.phase Failed).
-	EventVerificationFailed EventType = "VerificationFailed"
+	EventVerificationFailed EventType = promotionv1alpha1.EventVerificationFailed
 	// EventRolledBack: a rollback Promotion (spec.rollback) succeeded.
-	EventRolledBack EventType = "RolledBack"
+	EventRolledBack EventType = promotionv1alpha1.EventRolledBack
 	// EventStackStalled: a Stack became Stalled (kstatus): only a human
 	// can make it progress.
 	EventStackStalled EventType = "StackStalled"

@@ -61,14 +61,7 @@ const (
 )
 
 // Event reasons.
-const (
-	// EventReleaseDiscovered: a new Release was recorded (one event per
-	// release, Normal).
-	EventReleaseDiscovered = "ReleaseDiscovered"
-	// EventReleasesPruned: Releases beyond spec.releaseRetention were
-	// deleted.
-	EventReleasesPruned = "ReleasesPruned"
-)
+const ()
 
 // readyMessage is the Ready message of a Pipeline that polled its
 // repository.

@@ -104,7 +104,7 @@ func TestBranchCommitsBecomeReleases(t *testing.T) {
 
 	// Each release was announced once.
 	g.Eventually(func(g Gomega) {
-		g.Expect(eventsOf(g, ns, "web")[EventReleaseDiscovered]).To(HaveLen(3))
+		g.Expect(eventsOf(g, ns, "web")[promotionv1alpha1.EventReleaseDiscovered]).To(HaveLen(3))
 	}, 10*time.Second).Should(Succeed())
 
 	// A new commit is the next release.
@@ -114,7 +114,7 @@ func TestBranchCommitsBecomeReleases(t *testing.T) {
 	})
 	g.Consistently(func(g Gomega) {
 		g.Expect(releasesOf(g, ns, "web")).To(HaveLen(4))
-		g.Expect(eventsOf(g, ns, "web")[EventReleaseDiscovered]).To(HaveLen(4))
+		g.Expect(eventsOf(g, ns, "web")[promotionv1alpha1.EventReleaseDiscovered]).To(HaveLen(4))
 	}, 2*pollInterval, 500*time.Millisecond).Should(Succeed(), "a release is recorded and announced once")
 }
 
@@ -271,7 +271,7 @@ func TestRetentionSparesReleasesInUse(t *testing.T) {
 		}
 	})
 	g.Eventually(func(g Gomega) {
-		g.Expect(eventsOf(g, ns, "web")[EventReleasesPruned]).To(ContainElement(ContainSubstring(ReleaseName("web", shas[4]))))
+		g.Expect(eventsOf(g, ns, "web")[promotionv1alpha1.EventReleasesPruned]).To(ContainElement(ContainSubstring(ReleaseName("web", shas[4]))))
 		// Every deletion of a record leaves an event of its own.
 		g.Expect(eventsOf(g, ns, "web")[sreconcile.EventRecordDeleted]).To(ContainElement(HavePrefix("Release " + ReleaseName("web", shas[4]) + " (commit ")))
 	}, 10*time.Second).Should(Succeed())

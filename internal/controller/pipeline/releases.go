@@ -54,7 +54,7 @@ func (r *Reconciler) createReleases(ctx context.Context, s *session) (sreconcile
 		}
 		s.releases = append(s.releases, *rel)
 		c := rel.Spec.Commit
-		r.recorder.Eventf(p, rel, corev1.EventTypeNormal, EventReleaseDiscovered, "Discover",
+		r.recorder.Eventf(p, rel, corev1.EventTypeNormal, promotionv1alpha1.EventReleaseDiscovered, "Discover",
 			"release %s: %s %s", rel.Name, describeVersion(c), c.Subject)
 		log.FromContext(ctx).V(1).Info("recorded a release", "release", rel.Name, "commit", c.SHA, "tag", c.Tag)
 	}

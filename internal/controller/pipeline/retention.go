@@ -54,7 +54,7 @@ func (r *Reconciler) pruneReleases(ctx context.Context, s *session) (sreconcile.
 		}
 	}
 	if len(pruned) > 0 {
-		r.recorder.Eventf(s.pipeline, nil, corev1.EventTypeNormal, EventReleasesPruned, "Prune",
+		r.recorder.Eventf(s.pipeline, nil, corev1.EventTypeNormal, promotionv1alpha1.EventReleasesPruned, "Prune",
 			"deleted %d release(s) beyond the retention of %d: %s", len(pruned), keep, strings.Join(pruned, ", "))
 		log.FromContext(ctx).V(1).Info("pruned releases", "releases", pruned)
 	}

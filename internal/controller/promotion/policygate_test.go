@@ -189,7 +189,7 @@ func TestPolicyApprovals(t *testing.T) {
 	for _, e := range history {
 		events = append(events, e.Event)
 	}
-	g.Expect(events[:2]).To(Equal([]string{pipelinectl.EventPromotionRequested, pipelinectl.EventPolicyFired}))
+	g.Expect(events[:2]).To(Equal([]string{promotionv1alpha1.EventPromotionRequested, promotionv1alpha1.EventPolicyFired}))
 	g.Expect(history[1]).To(SatisfyAll(HaveField("Policy", "page-update"), HaveField("Phase", "RequireApproval"),
 		HaveField("Message", "the page changes"), HaveField("Promotion", p.Name)))
 }

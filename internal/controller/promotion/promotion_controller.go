@@ -36,19 +36,6 @@ import (
 // ignoreDifferences.managedFieldsManagers.
 const FieldManager = "stackyard-promotion"
 
-// Event reasons, on the Promotion and on its Stage.
-const (
-	// EventStarted: the promotion recorded the Stacks' commits and pins
-	// them.
-	EventStarted = "PromotionStarted"
-	// EventSucceeded: every Stack is Ready at the release's commit.
-	EventSucceeded = "PromotionSucceeded"
-	// EventFailed: a Stack failed, or could not be pinned (Warning).
-	EventFailed = "PromotionFailed"
-	// EventAborted: refused or superseded before it started (Warning).
-	EventAborted = "PromotionAborted"
-)
-
 // Reconciler reconciles Promotions, Workers at a time, but the promotions
 // of one stage one at a time: the decision that a promotion starts relies
 // on no other promotion of the stage being decided at the same time.
@@ -192,11 +179,11 @@ func (s *session) end(phase promotionv1alpha1.PromotionPhase, msg string) {
 	}
 	switch phase {
 	case promotionv1alpha1.PromotionSucceeded:
-		s.event(corev1.EventTypeNormal, EventSucceeded, fmt.Sprintf("release %s is in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, msg))
+		s.event(corev1.EventTypeNormal, promotionv1alpha1.EventPromotionSucceeded, fmt.Sprintf("release %s is in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, msg))
 	case promotionv1alpha1.PromotionFailed:
-		s.event(corev1.EventTypeWarning, EventFailed, fmt.Sprintf("release %s failed in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, msg))
+		s.event(corev1.EventTypeWarning, promotionv1alpha1.EventPromotionFailed, fmt.Sprintf("release %s failed in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, msg))
 	default:
-		s.event(corev1.EventTypeWarning, EventAborted, fmt.Sprintf("promotion of release %s into stage %s aborted: %s", s.p.Spec.Release, s.p.Spec.Stage, msg))
+		s.event(corev1.EventTypeWarning, promotionv1alpha1.EventPromotionAborted, fmt.Sprintf("promotion of release %s into stage %s aborted: %s", s.p.Spec.Release, s.p.Spec.Stage, msg))
 	}
 }
 

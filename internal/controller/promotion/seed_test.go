@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
-	"github.com/stackyard/stackyard/internal/controller/promotion"
 )
 
 // TestSeedPipeline is the seed's shape: releases promoted automatically
@@ -73,7 +72,7 @@ func TestSeedPipeline(t *testing.T) {
 		g.Expect(st.Status.WaitingFor).To(BeEmpty())
 	})
 	g.Expect(qa.Status.History).To(HaveLen(1))
-	g.Expect(eventReasons(g, ns, "Stage", "qa")).To(ContainElements(promotion.EventStarted, promotion.EventSucceeded))
+	g.Expect(eventReasons(g, ns, "Stage", "qa")).To(ContainElements(promotionv1alpha1.EventPromotionStarted, promotionv1alpha1.EventPromotionSucceeded))
 
 	// r2 follows the same way; r1 leaves every stage.
 	create(t, release(ns, "r2", c2, base.Add(time.Minute)))

@@ -64,7 +64,7 @@ func (s *session) startPromotion(ctx context.Context) (sreconcile.Result, error)
 	st := &s.p.Status
 	st.Phase, st.StartTime, st.Commit, st.Stacks = promotionv1alpha1.PromotionRunning, &now, sha, recorded
 	st.Message = fmt.Sprintf("pinning %d Stacks to %s", len(recorded), sha)
-	s.event(corev1.EventTypeNormal, EventStarted, fmt.Sprintf("promoting release %s (%s) into stage %s", s.p.Spec.Release, change.ShortCommit(sha), s.stage.Name))
+	s.event(corev1.EventTypeNormal, promotionv1alpha1.EventPromotionStarted, fmt.Sprintf("promoting release %s (%s) into stage %s", s.p.Spec.Release, change.ShortCommit(sha), s.stage.Name))
 	return sreconcile.ResultRequeue, nil
 }
 

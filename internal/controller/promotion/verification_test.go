@@ -108,7 +108,7 @@ func TestVerificationFailureRollsBack(t *testing.T) {
 	get(g, r2)
 	g.Expect(r2.Status.FailedIn).To(HaveKeyWithValue("qa", HaveField("Promotion", qa2.Name)))
 	g.Expect(r2.Status.VerifiedIn).NotTo(HaveKey("qa"))
-	g.Expect(eventReasons(g, ns, "Promotion", qa2.Name)).To(ContainElements(promotion.EventVerificationFailed, promotion.EventFailed))
+	g.Expect(eventReasons(g, ns, "Promotion", qa2.Name)).To(ContainElements(promotionv1alpha1.EventVerificationFailed, promotionv1alpha1.EventPromotionFailed))
 
 	// qa is rolled back to r1, by a Promotion that goes the normal way and
 	// passes the same check.
@@ -122,7 +122,7 @@ func TestVerificationFailureRollsBack(t *testing.T) {
 	g.Expect(rollback.Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded), rollback.Status.Message)
 	g.Expect(rollback.Status.Verification).To(HaveValue(HaveField("Phase", "Succeeded")))
 	g.Expect(readFile(g, qaFile)).To(Equal("v1"))
-	g.Expect(eventReasons(g, ns, "Stage", "qa")).To(ContainElements(promotion.EventVerificationFailed, promotion.EventRollbackRequested, promotion.EventVerificationSucceeded))
+	g.Expect(eventReasons(g, ns, "Stage", "qa")).To(ContainElements(promotionv1alpha1.EventVerificationFailed, promotionv1alpha1.EventRollbackRequested, promotionv1alpha1.EventVerificationSucceeded))
 	waitFor(t, &promotionv1alpha1.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qa"}}, opTimeout, func(g Gomega, st *promotionv1alpha1.Stage) {
 		g.Expect(st.Status.CurrentRelease).To(SatisfyAll(HaveField("Name", "r1"), HaveField("Rollback", true)))
 	})
@@ -259,7 +259,7 @@ func TestVerificationPasses(t *testing.T) {
 		}
 	}
 	g.Expect(calls.Load()).To(Equal(int32(3)), "one call per measurement")
-	g.Expect(eventReasons(g, ns, "Promotion", "staging-r1")).To(ContainElement(promotion.EventVerificationSucceeded))
+	g.Expect(eventReasons(g, ns, "Promotion", "staging-r1")).To(ContainElement(promotionv1alpha1.EventVerificationSucceeded))
 	g.Expect(metricValue(g, "stackyard_verification_checks_total", map[string]string{"namespace": ns, "stage": "staging", "check": "ready", "result": "passed"})).To(Equal(1.0))
 	g.Expect(metricValue(g, "stackyard_verification_checks_total", map[string]string{"namespace": ns, "stage": "staging", "check": "smoke", "result": "passed"})).To(Equal(1.0))
 	g.Expect(metricValue(g, "stackyard_promotions_total", map[string]string{"namespace": ns, "stage": "staging", "result": "succeeded"})).To(Equal(1.0))

@@ -30,17 +30,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=promotions,verbs=create;autopromote
 
-// Event reasons of verification, on the Promotion and on its Stage.
-const (
-	// EventVerificationSucceeded: every check of the stage passed.
-	EventVerificationSucceeded = "VerificationSucceeded"
-	// EventVerificationFailed: a check failed (Warning).
-	EventVerificationFailed = "VerificationFailed"
-	// EventRollbackRequested: a failed verification asked for the
-	// rollback of the stage (Warning).
-	EventRollbackRequested = "RollbackRequested"
-)
-
 // ReasonVerifying is the reason of the wait of a promotion whose checks
 // run.
 const ReasonVerifying = "Verifying"
@@ -89,9 +78,9 @@ func (s *session) verify(ctx context.Context) (sreconcile.Result, error) {
 		}
 		s.r.prober().forget(s.p.UID)
 		if v.Phase == verify.Succeeded {
-			s.event(corev1.EventTypeNormal, EventVerificationSucceeded, fmt.Sprintf("release %s verified in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, v.Message))
+			s.event(corev1.EventTypeNormal, promotionv1alpha1.EventVerificationSucceeded, fmt.Sprintf("release %s verified in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, v.Message))
 		} else {
-			s.event(corev1.EventTypeWarning, EventVerificationFailed, fmt.Sprintf("release %s failed verification in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, v.Message))
+			s.event(corev1.EventTypeWarning, promotionv1alpha1.EventVerificationFailed, fmt.Sprintf("release %s failed verification in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, v.Message))
 		}
 	}
 	if v.Phase == verify.Succeeded {
@@ -320,7 +309,7 @@ func (s *session) rollback(ctx context.Context, why string) (sreconcile.Result, 
 	case err != nil:
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("asking for rollback %s to release %s: %w", name, target.Name, err))
 	default:
-		s.event(corev1.EventTypeWarning, EventRollbackRequested, fmt.Sprintf("asked for rollback %s of stage %s to release %s", name, s.p.Spec.Stage, target.Name))
+		s.event(corev1.EventTypeWarning, promotionv1alpha1.EventRollbackRequested, fmt.Sprintf("asked for rollback %s of stage %s to release %s", name, s.p.Spec.Stage, target.Name))
 	}
 	s.message += fmt.Sprintf("; rolling back to release %s (promotion %s)", target.Name, name)
 	return sreconcile.ResultEmpty, nil
