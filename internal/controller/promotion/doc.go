@@ -41,11 +41,12 @@
 // whose window is open, a `pulumi preview` of the release's commit for
 // every Stack of the stage, before anything changes (and before the
 // approvals, which approve what the previews showed). Each runs in a
-// Workspace of its own, built by the Stack controller's builder
-// (stack.BuildWorkspace with stack.SourceAt: the Stack's config, secrets,
-// environment and backend, the source pinned to the commit), with a
-// preview Update built as the Stack's own (stack.BuildUpdate), both owned
-// by the promotion and labelled with PromotionLabel and StackLabel, not
+// Workspace of its own, built as the Stack controller builds the Stack's
+// (stackrun.Preview, with stackrun.BuildWorkspace and stackrun.SourceAt:
+// the Stack's config, secrets, environment and backend, the source pinned
+// to the commit), with a preview Update built as the Stack's own
+// (stackrun.BuildUpdate), both owned by the promotion, recorded by UID in
+// status.previews, and labelled with PromotionLabel and StackLabel, not
 // with the Stack's pulumi.com/stack-name. A Stack running an update is
 // previewed once it has finished. status.previews records each outcome:
 // counts, and the resources that would change with the names (never the
