@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -62,6 +63,9 @@ func (s *session) reconcileUpdate(ctx context.Context) (sreconcile.Result, error
 // makes another, and the choke point refuses the first without running
 // it.
 func (s *session) startUpdate(ctx context.Context, upd *autov1alpha1.Update) error {
+	if err := s.dropUnrecorded(ctx); err != nil {
+		return err
+	}
 	if err := controllerutil.SetControllerReference(s.stack, upd, s.r.Scheme); err != nil {
 		return err
 	}
@@ -128,4 +132,28 @@ func updateDone(upd *autov1alpha1.Update) (done, failed bool, reason string) {
 		return true, true, f.Reason
 	}
 	return true, false, ""
+}
+
+// dropUnrecorded deletes the Updates that name the Stack as their
+// controller, have not started and are not its current one: made by a
+// reconcile killed before it recorded them, or by someone else. The choke
+// point would refuse them once change.RecordGrace has passed; until then
+// they would wait, and read as the Stack's pending work.
+func (s *session) dropUnrecorded(ctx context.Context) error {
+	var list autov1alpha1.UpdateList
+	if err := s.r.Client.List(ctx, &list, client.InNamespace(s.stack.Namespace), client.MatchingLabels{stackrun.StackNameLabel: s.stack.Name}); err != nil {
+		return failed(pulumiv1.UpdateReadFailedReason, "listing the Stack's updates", err)
+	}
+	for i := range list.Items {
+		upd := &list.Items[i]
+		if cur := s.stack.Status.CurrentUpdate; (cur != nil && cur.Name == upd.Name) || !metav1.IsControlledBy(upd, s.stack) ||
+			upd.Status.IsComplete() || !upd.Status.NotStarted() || !upd.DeletionTimestamp.IsZero() {
+			continue
+		}
+		uid := upd.UID
+		if err := s.r.Client.Delete(ctx, upd, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return failed(pulumiv1.UpdateDeleteFailedReason, "deleting update "+upd.Name+", which the Stack never recorded", err)
+		}
+	}
+	return nil
 }
