@@ -102,7 +102,7 @@ func consent(objs []client.Object) {
 // file:// backend in a new directory, writing the file it returns.
 func gitStack(t *testing.T, ns, name, repoURL, commit string) (*pulumiv1.Stack, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	state := filepath.Join(dir, "state")
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 	f.local = gitserver.New(t).CreateRepo("web")
 	main := f.push("main", "v1")
 
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	g.Expect(os.MkdirAll(filepath.Join(dir, "state"), 0o755)).To(Succeed())
 	f.target = filepath.Join(dir, "page.txt")
 	g.Expect(env.Client.Create(ctx, &pulumiv1.Stack{

@@ -18,6 +18,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // TestBranchMoveWakesStacks pushes to a branch two Ready Stacks track,
@@ -30,7 +31,7 @@ func TestBranchMoveWakesStacks(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	repo := gitserver.New(t).CreateRepo("watched")
 	first := repo.Commit("main", map[string]string{"Pulumi.yaml": pathProgram})
 	for _, name := range []string{"one", "two"} {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // TestCloudBackendAccessToken points a Stack at a Pulumi Cloud style
@@ -51,7 +52,7 @@ func TestCloudBackendAccessToken(t *testing.T) {
 			Stack:             "org/cloud/dev",
 			Backend:           srv.URL,
 			AccessTokenSecret: "pulumi",
-			GitSource:         programSource(t, "cloud", fileProgram("cloud", filepath.Join(t.TempDir(), "page.txt"), "x", 0)),
+			GitSource:         programSource(t, "cloud", fileProgram("cloud", filepath.Join(testenv.LiveDir(t), "page.txt"), "x", 0)),
 		},
 	}
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())

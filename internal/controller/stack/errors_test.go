@@ -21,6 +21,7 @@ import (
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/argocd"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // TestStepErrorsReachStatus feeds each class of step error through the
@@ -156,7 +157,7 @@ func TestPrerequisiteCycleStalls(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	for _, pair := range [][2]string{{"chicken", "egg"}, {"egg", "chicken"}} {
-		dir := t.TempDir()
+		dir := testenv.LiveDir(t)
 		g.Expect(env.Client.Create(ctx, &pulumiv1.Stack{
 			ObjectMeta: metav1.ObjectMeta{Name: pair[0], Namespace: ns},
 			Spec: shared.StackSpec{

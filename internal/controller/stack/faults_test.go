@@ -29,6 +29,7 @@ import (
 	"github.com/stackyard/stackyard/internal/runtime/local"
 	"github.com/stackyard/stackyard/test/argocd"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // TestAgentKilledMidUpdate kills a Workspace's agent with SIGKILL while its
@@ -194,7 +195,7 @@ func TestGitHostOutage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	target := filepath.Join(dir, "page.txt")
 	srv := gitserver.New(t)
 	repo := srv.CreateRepo("flaky")

@@ -17,6 +17,7 @@ import (
 	"github.com/stackyard/stackyard/internal/controller/workspace"
 	"github.com/stackyard/stackyard/test/fluxsc"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // fluxTimeout bounds how long source-controller may take to publish an
@@ -37,7 +38,7 @@ func TestFluxSourceStack(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	target := filepath.Join(dir, "page.txt")
 	sc := fluxsc.Start(t, env)
 

@@ -22,6 +22,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // pathProgram is a Pulumi YAML project that writes "deployed" to the file
@@ -58,7 +59,7 @@ func TestGitAuthVariants(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 
 	srv := gitserver.New(t)
 	srv.SetAuthFunc(func(u, p string, ok bool) bool {

@@ -22,6 +22,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // TestHandWrittenWorkspaceAndUpdates uses the operator without a Stack, as
@@ -37,7 +38,7 @@ func TestHandWrittenWorkspaceAndUpdates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	target := filepath.Join(dir, "page.txt")
 	repo := gitserver.New(t).CreateRepo("web")
 	repo.Commit("main", map[string]string{"Pulumi.yaml": program(target, false)})

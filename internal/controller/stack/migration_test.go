@@ -30,6 +30,7 @@ import (
 	"github.com/stackyard/stackyard/internal/stackrun"
 	"github.com/stackyard/stackyard/test/argocd"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // Names the Pulumi Kubernetes Operator v2 (PKO) writes (its stack and
@@ -143,7 +144,7 @@ func deployedByPKO(t *testing.T, name string, src pkoSource) *pkoStack {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	p := &pkoStack{ns: newNamespace(t), name: name, dir: t.TempDir()}
+	p := &pkoStack{ns: newNamespace(t), name: name, dir: testenv.LiveDir(t)}
 	p.target = filepath.Join(p.dir, "page.txt")
 	backend := backendURL(t, p.dir)
 	checkout := filepath.Join(t.TempDir(), "checkout")

@@ -22,6 +22,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/argocd"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // getWorkspace reads the Workspace of the Stack name.
@@ -132,7 +133,7 @@ func TestTargets(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	files := filepath.Join(dir, "files")
 	urn := "urn:pulumi:dev::targets::stackyardtest:index:File::first"
 	s := &pulumiv1.Stack{
@@ -213,7 +214,7 @@ func TestConfigRef(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns},
 		Data: map[string]string{

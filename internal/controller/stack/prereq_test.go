@@ -16,6 +16,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/controller/stack"
 	"github.com/stackyard/stackyard/internal/stackrun"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // fileProgram is a Pulumi YAML project that writes content to target after
@@ -50,7 +51,7 @@ func TestPrerequisites(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	netFile := filepath.Join(dir, "network.txt")
 	appFile := filepath.Join(dir, "app.txt")
 

@@ -222,6 +222,43 @@ func TestPlantedUpdateNotTaken(t *testing.T) {
 	g.Expect(readFile(g, target)).To(Equal("squatted"), "the planted destroy ran")
 }
 
+// TestUnrecordedUpdateDropped leaves an Update as a reconcile killed
+// between its create and its record would: the Stack's label, the Stack as
+// controller, never started, named by no record. When the Stack starts its
+// next Update and has recorded it, the orphan is deleted without having
+// run, so nothing reads as the Stack's pending work.
+func TestUnrecordedUpdateDropped(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, target := newFileStack(t, "orphaned", webProgram)
+	s.Spec.Config = config("first")
+	ns := s.Namespace
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	st := waitStack(t, ns, "orphaned", opTimeout, ready)
+
+	orphan := stackrun.BuildUpdate(st, stackrun.UpdateFor{Revision: st.Status.LastUpdate.LastSuccessfulCommit, Type: autov1alpha1.DestroyType, Trigger: "Test"})
+	g.Expect(controllerutil.SetControllerReference(st, orphan, env.Client.Scheme())).To(Succeed())
+	g.Expect(env.Client.Create(ctx, orphan)).To(Succeed())
+
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(st), st)).To(Succeed())
+	st.Spec.Config = config("second")
+	g.Expect(env.Client.Update(ctx, st)).To(Succeed())
+	st = waitStack(t, ns, "orphaned", opTimeout, func(g Gomega, st *pulumiv1.Stack) {
+		ready(g, st)
+		g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
+	})
+	g.Expect(readFile(g, target)).To(Equal("second"), "the orphaned destroy ran, or the new update did not")
+	g.Expect(st.Status.LastUpdate.Name).NotTo(Equal(orphan.Name))
+	g.Eventually(func(g Gomega) {
+		var left autov1alpha1.Update
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &left)
+		if err == nil {
+			g.Expect(left.Status.StartTime.IsZero()).To(BeTrue(), "the orphaned Update started")
+		}
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the orphaned Update is still there: %v", err)
+	}, opTimeout, 250*time.Millisecond).Should(Succeed())
+}
+
 // TestWorkspaceNameTaken: a Workspace someone else made under the name of
 // a Stack's Workspace, with a field of their choosing (here: an
 // environment variable the agent would run with), is not taken for the

@@ -14,6 +14,7 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/s3server"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // TestS3Backend keeps a Stack's state in an S3 bucket rather than on a file
@@ -29,7 +30,7 @@ func TestS3Backend(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	const keyID, secretKey, wrongKey = "AKIASTACKYARDTEST", "s3-secret-access-key", "not-the-s3-secret-key"
 	neverLogged(secretKey, wrongKey)
 

@@ -131,6 +131,10 @@ type session struct {
 	// deletedWorkspace records that this reconcile deleted the Workspace
 	// (reclaim), which the cache may not show yet.
 	deletedWorkspace bool
+	// started records that this reconcile created an Update and recorded
+	// it as currentUpdate; once that record is written, finish deletes the
+	// Updates that no record names (dropUnrecorded).
+	started bool
 }
 
 // Reconcile brings one Stack a step closer to its spec. The chain is:

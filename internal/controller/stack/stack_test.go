@@ -21,6 +21,7 @@ import (
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/argocd"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 const opTimeout = 90 * time.Second
@@ -77,7 +78,7 @@ func TestGitBranchStack(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	target := filepath.Join(dir, "page.txt")
 
 	git := gitserver.New(t)
@@ -175,7 +176,7 @@ func TestFailuresRetryThenStall(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	target := filepath.Join(dir, "page.txt")
 	git := gitserver.New(t)
 	repo := git.CreateRepo("web")
@@ -314,7 +315,7 @@ func programStack(t *testing.T, name string, mutate func(*shared.StackSpec)) (*p
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	target := filepath.Join(dir, "page.txt")
 	g.Expect(env.Client.Create(ctx, programObject(ns, "site", target))).To(Succeed())
 	s := &pulumiv1.Stack{
@@ -340,7 +341,7 @@ func programStack(t *testing.T, name string, mutate func(*shared.StackSpec)) (*p
 // spec, then create the Stack.
 func newFileStack(t *testing.T, name string, project func(target string) string) (*pulumiv1.Stack, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	target := filepath.Join(dir, "page.txt")
 	return &pulumiv1.Stack{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: newNamespace(t)},

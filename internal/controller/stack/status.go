@@ -47,6 +47,11 @@ func (s *session) finish(ctx context.Context, res sreconcile.Result, err error) 
 	if perr := s.patcher.Patch(ctx, s.stack); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
+	if s.started && !s.patcher.Gone() {
+		if derr := s.dropUnrecorded(ctx); derr != nil {
+			return ctrl.Result{}, errors.Join(err, derr)
+		}
+	}
 	if recorded && !s.patcher.Gone() {
 		// The API server drops the record when its Stack schema is older
 		// than this operator, and keeps it once the schema is upgraded.

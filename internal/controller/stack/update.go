@@ -60,12 +60,9 @@ func (s *session) reconcileUpdate(ctx context.Context) (sreconcile.Result, error
 // Update under it first, and the choke point (change.Authorize) runs it
 // only once this record names it. A reconcile killed between the create
 // and the record leaves an Update that nothing records: the next reconcile
-// makes another, and the choke point refuses the first without running
-// it.
+// makes another, the choke point refuses the first without running it,
+// and finish deletes it once the new record is written (dropUnrecorded).
 func (s *session) startUpdate(ctx context.Context, upd *autov1alpha1.Update) error {
-	if err := s.dropUnrecorded(ctx); err != nil {
-		return err
-	}
 	if err := controllerutil.SetControllerReference(s.stack, upd, s.r.Scheme); err != nil {
 		return err
 	}
@@ -84,6 +81,7 @@ func (s *session) startUpdate(ctx context.Context, upd *autov1alpha1.Update) err
 	// it (another reconcile that started its own, from a copy without this
 	// record): the Update a conflict leaves unrecorded never runs.
 	s.patcher.Locked()
+	s.started = true
 	s.stack.Status.CurrentUpdate = &shared.CurrentStackUpdate{
 		Generation:       s.stack.Generation,
 		ReconcileRequest: reconcileRequest(s.stack),
@@ -139,6 +137,11 @@ func updateDone(upd *autov1alpha1.Update) (done, failed bool, reason string) {
 // reconcile killed before it recorded them, or by someone else. The choke
 // point would refuse them once change.RecordGrace has passed; until then
 // they would wait, and read as the Stack's pending work.
+//
+// It runs only after the locked status patch that recorded this
+// reconcile's new Update has succeeded: the record it compares with is
+// then the live one, not a copy from a cache that may lag behind the
+// reconcile that recorded the Update this one would delete.
 func (s *session) dropUnrecorded(ctx context.Context) error {
 	var list autov1alpha1.UpdateList
 	if err := s.r.Client.List(ctx, &list, client.InNamespace(s.stack.Namespace), client.MatchingLabels{stackrun.StackNameLabel: s.stack.Name}); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/stackyard/stackyard/internal/controller/workspace"
 	"github.com/stackyard/stackyard/internal/stackrun"
 	"github.com/stackyard/stackyard/test/gitserver"
+	"github.com/stackyard/stackyard/test/testenv"
 )
 
 // patchCounter is the test's API client, counting the patches it sends.
@@ -44,7 +45,7 @@ func TestWorkspaceApplySkippedWhenUnchanged(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	repo := gitserver.New(t).CreateRepo("quiet")
 	commit := repo.Commit("main", map[string]string{"Pulumi.yaml": fileProgram("quiet", filepath.Join(dir, "page.txt"), "one", 0)})
 	// The Stack exists only here (the operator has none to reconcile), so
