@@ -446,12 +446,6 @@ type auditEntry struct {
 	pipelinectl.HistoryEntry
 }
 
-// auditEvents are the kinds of audit entry, for the filter.
-var auditEvents = []string{
-	promotionv1alpha1.EventReleaseDiscovered, promotionv1alpha1.EventPromotionRequested, promotionv1alpha1.EventApprovalGiven,
-	promotionv1alpha1.EventApprovalRejected, promotionv1alpha1.EventPromotionStarted, promotionv1alpha1.EventPromotionFinished,
-}
-
 // audit returns the filtered audit trail, newest first, of the namespaces
 // where the user may list promotions.
 func (s *Server) audit(r *http.Request, sess *session) (auditView, error) {
@@ -459,7 +453,7 @@ func (s *Server) audit(r *http.Request, sess *session) (auditView, error) {
 	q := r.URL.Query()
 	v := auditView{
 		Namespace: q.Get("namespace"), Pipeline: q.Get("pipeline"), Stage: q.Get("stage"), Event: q.Get("event"),
-		Text: q.Get("q"), Events: auditEvents,
+		Text: q.Get("q"), Events: change.AuditEvents,
 	}
 	_, allowed, err := s.pipelineNamespaces(ctx, sess, promotionsKind, "")
 	if err != nil {

@@ -30,10 +30,10 @@ const (
 	EventRolledBack EventType = promotionv1alpha1.EventRolledBack
 	// EventStackStalled: a Stack became Stalled (kstatus): only a human
 	// can make it progress.
-	EventStackStalled EventType = "StackStalled"
+	EventStackStalled EventType = promotionv1alpha1.EventStackStalled
 	// EventDriftDetected: a Stack's drift check found drift
 	// (status.lastDriftCheck.drifted).
-	EventDriftDetected EventType = "DriftDetected"
+	EventDriftDetected EventType = promotionv1alpha1.EventDriftDetected
 )
 
 // MaxDeliveredKeys is how many delivered events an Alert remembers in

@@ -47,4 +47,10 @@ const (
 	EventRollbackRequested = "RollbackRequested"
 	// EventRolledBack: a rollback promotion succeeded.
 	EventRolledBack = "RolledBack"
+	// EventStackStalled: a Stack became Stalled (kstatus): only a human
+	// can make it progress.
+	EventStackStalled = "StackStalled"
+	// EventDriftDetected: a Stack's drift check found drift
+	// (status.lastDriftCheck.drifted).
+	EventDriftDetected = "DriftDetected"
 )

@@ -176,7 +176,7 @@ func (r *Reconciler) collectEvents(ctx context.Context, obj *notificationv1alpha
 			return nil, sreconcile.NewGeneric("", fmt.Errorf("listing the namespace's objects: %w", err))
 		}
 	}
-	objs.promotions, objs.releases, objs.stacks, objs.stages, objs.pipelines = promotions.Items, releases.Items, stacks.Items, stages.Items, pipelines.Items
+	objs.Promotions, objs.Releases, objs.Stacks, objs.Stages, objs.pipelines = promotions.Items, releases.Items, stacks.Items, stages.Items, pipelines.Items
 	return pending(obj, pt, facts(&objs, r.DashboardURL)), nil
 }
 

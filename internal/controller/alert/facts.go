@@ -1,29 +1,23 @@
 package alert
 
 import (
-	"cmp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
-	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/notify"
-	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
-// namespaceObjects are the objects of one namespace events are made of.
+// namespaceObjects are the objects of one namespace events are made of:
+// the timeline's, and the Pipelines that give each event its repository.
 type namespaceObjects struct {
-	promotions []promotionv1alpha1.Promotion
-	releases   []promotionv1alpha1.Release
-	stacks     []pulumiv1.Stack
-	stages     []promotionv1alpha1.Stage
-	pipelines  []promotionv1alpha1.Pipeline
+	change.TimelineObjects
+	pipelines []promotionv1alpha1.Pipeline
 }
 
 // fact is an event that holds now, with what the Alert's filters need.
@@ -37,21 +31,32 @@ type fact struct {
 	event    notify.Event
 }
 
-// facts returns every event that holds in objs, oldest first. dashboard
-// is the dashboard's external URL, or "".
+// alertable maps a moment of the timeline to the EventType an Alert
+// subscribes to, if it is one: a finished promotion is sent as how it
+// ended.
+func alertable(m *change.Moment) (notificationv1alpha1.EventType, bool) {
+	switch m.Event {
+	case promotionv1alpha1.EventPromotionFinished:
+		switch promotionv1alpha1.PromotionPhase(m.Phase) {
+		case promotionv1alpha1.PromotionSucceeded:
+			return notificationv1alpha1.EventPromotionSucceeded, true
+		case promotionv1alpha1.PromotionFailed:
+			return notificationv1alpha1.EventPromotionFailed, true
+		}
+		return "", false
+	case promotionv1alpha1.EventReleaseDiscovered, promotionv1alpha1.EventPromotionAwaitingApproval, promotionv1alpha1.EventRolledBack,
+		promotionv1alpha1.EventVerificationFailed, promotionv1alpha1.EventStackStalled, promotionv1alpha1.EventDriftDetected:
+		return notificationv1alpha1.EventType(m.Event), true
+	}
+	return "", false
+}
+
+// facts returns every event of the timeline an Alert may send, oldest
+// first. dashboard is the dashboard's external URL, or "".
 func facts(objs *namespaceObjects, dashboard string) []fact {
 	stages := map[string]*promotionv1alpha1.Stage{}
-	stackStage := map[string]*promotionv1alpha1.Stage{}
-	for i := range objs.stages {
-		s := &objs.stages[i]
-		stages[s.Name] = s
-		for _, b := range s.Spec.Stacks {
-			stackStage[b.Name] = s
-		}
-	}
-	releases := map[string]*promotionv1alpha1.Release{}
-	for i := range objs.releases {
-		releases[objs.releases[i].Name] = &objs.releases[i]
+	for i := range objs.Stages {
+		stages[objs.Stages[i].Name] = &objs.Stages[i]
 	}
 	repos := map[string]string{}
 	for _, p := range objs.pipelines {
@@ -63,56 +68,27 @@ func facts(objs *namespaceObjects, dashboard string) []fact {
 		}
 		return strings.TrimRight(dashboard, "/") + "/" + kind + "/" + ns + "/" + name
 	}
-
 	var out []fact
-	for i := range objs.releases {
-		r := &objs.releases[i]
-		out = append(out, fact{typ: notificationv1alpha1.EventReleaseDiscovered, pipeline: r.Spec.Pipeline, event: notify.Event{
-			Type: string(notificationv1alpha1.EventReleaseDiscovered), Key: "release/" + string(r.UID) + "/discovered",
-			Time: r.CreationTimestamp.Time, Namespace: r.Namespace, Kind: "Release", Name: r.Name,
-			Pipeline: r.Spec.Pipeline, Release: r.Name, Commit: r.Spec.Commit.SHA, Message: r.Spec.Commit.Subject,
-			URL: link("pipelines", r.Namespace, r.Spec.Pipeline), RepoURL: repos[r.Spec.Pipeline],
-		}})
-	}
-	for i := range objs.promotions {
-		out = append(out, promotionFacts(&objs.promotions[i], stages, releases, repos, link)...)
-	}
-	for i := range objs.stacks {
-		out = append(out, stackFacts(&objs.stacks[i], stackStage[objs.stacks[i].Name], link)...)
-	}
-	slices.SortStableFunc(out, func(a, b fact) int {
-		return cmp.Or(a.event.Time.Compare(b.event.Time), strings.Compare(a.event.Key, b.event.Key))
-	})
-	return out
-}
-
-// promotionFacts returns the events a Promotion's status makes true.
-func promotionFacts(p *promotionv1alpha1.Promotion, stages map[string]*promotionv1alpha1.Stage,
-	releases map[string]*promotionv1alpha1.Release, repos map[string]string, link func(kind, ns, name string) string) []fact {
-	base := notify.Event{
-		Namespace: p.Namespace, Kind: "Promotion", Name: p.Name, Stage: p.Spec.Stage, Release: p.Spec.Release,
-		Commit: p.Status.Commit, Phase: string(p.Status.Phase), Message: p.Status.Message,
-		URL: link("promotions", p.Namespace, p.Name),
-	}
-	stage := stages[p.Spec.Stage]
-	if stage != nil {
-		base.Pipeline = stage.Spec.Pipeline
-	}
-	if r := releases[p.Spec.Release]; r != nil {
-		base.Pipeline = cmp.Or(base.Pipeline, r.Spec.Pipeline)
-		base.Commit = cmp.Or(base.Commit, r.Spec.Commit.SHA)
-	}
-	base.RepoURL = repos[base.Pipeline]
-	ended := p.CreationTimestamp.Time
-	if p.Status.EndTime != nil {
-		ended = p.Status.EndTime.Time
-	}
-	var out []fact
-	add := func(typ notificationv1alpha1.EventType, suffix string, at time.Time) {
-		e := base
-		e.Type, e.Key, e.Time = string(typ), "promotion/"+string(p.UID)+"/"+suffix, at
-		if typ == notificationv1alpha1.EventPromotionAwaitingApproval && stage != nil && stage.Spec.Approval != nil {
-			for _, a := range stage.Spec.Approval.From {
+	for _, m := range change.Timeline(&objs.TimelineObjects) {
+		typ, ok := alertable(&m)
+		if !ok {
+			continue
+		}
+		e := notify.Event{
+			Type: string(typ), Key: m.Key, Time: m.Time.Time, Namespace: m.Namespace, Kind: m.Kind, Name: m.Name,
+			Pipeline: m.Pipeline, Stage: m.Stage, Release: m.Release, Commit: m.Commit, Phase: m.Phase, Message: m.Message,
+			RepoURL: repos[m.Pipeline],
+		}
+		switch m.Kind {
+		case "Release":
+			e.Message, e.URL = m.Subject, link("pipelines", m.Namespace, m.Pipeline)
+		case "Promotion":
+			e.URL = link("promotions", m.Namespace, m.Name)
+		case "Stack":
+			e.URL = link("stacks", m.Namespace, m.Name)
+		}
+		if s := stages[m.Stage]; typ == notificationv1alpha1.EventPromotionAwaitingApproval && s != nil && s.Spec.Approval != nil {
+			for _, a := range s.Spec.Approval.From {
 				if a.User != "" {
 					e.Approvers = append(e.Approvers, "user "+a.User)
 				}
@@ -121,54 +97,7 @@ func promotionFacts(p *promotionv1alpha1.Promotion, stages map[string]*promotion
 				}
 			}
 		}
-		out = append(out, fact{typ: typ, stage: p.Spec.Stage, pipeline: base.Pipeline, event: e})
-	}
-	switch p.Status.Phase {
-	case promotionv1alpha1.PromotionPending:
-		if p.AwaitsApproval() {
-			add(notificationv1alpha1.EventPromotionAwaitingApproval, "AwaitingApproval", p.CreationTimestamp.Time)
-		}
-	case promotionv1alpha1.PromotionSucceeded:
-		add(notificationv1alpha1.EventPromotionSucceeded, "Succeeded", ended)
-		if p.Spec.Rollback {
-			add(notificationv1alpha1.EventRolledBack, "RolledBack", ended)
-		}
-	case promotionv1alpha1.PromotionFailed:
-		add(notificationv1alpha1.EventPromotionFailed, "Failed", ended)
-	}
-	if v := p.Status.Verification; v != nil && v.Phase == "Failed" {
-		add(notificationv1alpha1.EventVerificationFailed, "VerificationFailed", ended)
-	}
-	return out
-}
-
-// stackFacts returns the events a Stack's status makes true; stage is
-// the Stage that binds it, or nil.
-func stackFacts(s *pulumiv1.Stack, stage *promotionv1alpha1.Stage, link func(kind, ns, name string) string) []fact {
-	base := notify.Event{Namespace: s.Namespace, Kind: "Stack", Name: s.Name, URL: link("stacks", s.Namespace, s.Name)}
-	var stageName, pipeline string
-	if stage != nil {
-		stageName, pipeline = stage.Name, stage.Spec.Pipeline
-		base.Stage, base.Pipeline = stageName, pipeline
-	}
-	if s.Status.LastUpdate != nil {
-		base.Commit = s.Status.LastUpdate.LastSuccessfulCommit
-	}
-	var out []fact
-	if sreconcile.IsStalled(s.Status.Conditions) {
-		c := apimeta.FindStatusCondition(s.Status.Conditions, sreconcile.StalledCondition)
-		e := base
-		e.Type, e.Phase, e.Message = string(notificationv1alpha1.EventStackStalled), "Stalled", c.Message
-		e.Key = "stack/" + string(s.UID) + "/stalled/" + strconv.FormatInt(s.Generation, 10)
-		e.Time = c.LastTransitionTime.Time
-		out = append(out, fact{typ: notificationv1alpha1.EventStackStalled, stage: stageName, pipeline: pipeline, event: e})
-	}
-	if d := s.Status.LastDriftCheck; d != nil && d.Drifted && !d.Failed {
-		e := base
-		e.Type, e.Phase, e.Message = string(notificationv1alpha1.EventDriftDetected), "Drifted", d.Message
-		e.Key = "stack/" + string(s.UID) + "/drift/" + d.Name
-		e.Time = d.Time.Time
-		out = append(out, fact{typ: notificationv1alpha1.EventDriftDetected, stage: stageName, pipeline: pipeline, event: e})
+		out = append(out, fact{typ: typ, stage: m.Stage, pipeline: m.Pipeline, event: e})
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/notify"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
@@ -20,21 +21,21 @@ func TestFactsAndFilters(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
 	end := at(3 * time.Minute)
-	objs := &namespaceObjects{
-		stages: []promotionv1alpha1.Stage{{ObjectMeta: metav1.ObjectMeta{Name: "prod"},
+	objs := &namespaceObjects{TimelineObjects: change.TimelineObjects{
+		Stages: []promotionv1alpha1.Stage{{ObjectMeta: metav1.ObjectMeta{Name: "prod"},
 			Spec: promotionv1alpha1.StageSpec{Pipeline: "web", Stacks: []promotionv1alpha1.StackBinding{{Name: "web-prod"}}}}},
-		promotions: []promotionv1alpha1.Promotion{{
+		Promotions: []promotionv1alpha1.Promotion{{
 			ObjectMeta: metav1.ObjectMeta{Name: "back", UID: "p1", CreationTimestamp: at(time.Minute)},
 			Spec:       promotionv1alpha1.PromotionSpec{Stage: "prod", Release: "r0", Rollback: true},
 			Status:     promotionv1alpha1.PromotionStatus{Phase: promotionv1alpha1.PromotionSucceeded, EndTime: &end},
 		}},
-		stacks: []pulumiv1.Stack{
+		Stacks: []pulumiv1.Stack{
 			{ObjectMeta: metav1.ObjectMeta{Name: "web-prod", UID: "s1", Generation: 4}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "loose", UID: "s2", Generation: 1}},
 		},
-	}
-	for i := range objs.stacks {
-		sreconcile.MarkStalled(&objs.stacks[i].Status.Conditions, objs.stacks[i].Generation, "SpecInvalid", "bad")
+	}}
+	for i := range objs.Stacks {
+		sreconcile.MarkStalled(&objs.Stacks[i].Status.Conditions, objs.Stacks[i].Generation, "SpecInvalid", "bad")
 	}
 	all := facts(objs, "")
 	var keys []string
