@@ -284,17 +284,19 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 
 	if opts.Shard.IsDefault() {
-		if err := program.NewReconciler(mgr.GetClient(), mgr.GetScheme(), store, mgr.GetEventRecorder("program-controller")).SetupWithManager(mgr); err != nil {
+		if err := (&program.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Store: store, Recorder: mgr.GetEventRecorder("program-controller")}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("program controller: %w", err)
 		}
 	}
-	if err := workspace.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("workspace-controller"), workspace.Options{
-		IdleAfter: opts.IdleAfter, Owns: owns, RuntimeEvents: events, StallAfter: opts.StallAfter, Refusals: updates,
+	if err := (&workspace.Reconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Runtime: rt, Recorder: mgr.GetEventRecorder("workspace-controller"),
+		Options: workspace.Options{IdleAfter: opts.IdleAfter, Owns: owns, RuntimeEvents: events, StallAfter: opts.StallAfter, Refusals: updates},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
-	if err := update.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("update-controller"), update.Options{
-		Metrics: updates, DashboardURL: opts.DashboardURL, OperationTimeout: opts.OperationTimeout, Shard: opts.Shard,
+	if err := (&update.Reconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Runtime: rt, Recorder: mgr.GetEventRecorder("update-controller"),
+		Options: update.Options{Metrics: updates, DashboardURL: opts.DashboardURL, OperationTimeout: opts.OperationTimeout, Shard: opts.Shard},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("update controller: %w", err)
 	}

@@ -24,8 +24,10 @@ import (
 // (promotion.stackyard.dev: Pipelines, Stages, Promotions) to mgr. The
 // Pipeline controller shares poller with the Stack controller.
 func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poller *source.Poller) error {
-	if err := pipeline.New(mgr, poller, pipeline.Options{
-		MinInterval: opts.MinResync, StallAfter: opts.StallAfter,
+	if err := (&pipeline.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("pipeline-controller"), Poller: poller,
+		Options: pipeline.Options{MinInterval: opts.MinResync, StallAfter: opts.StallAfter},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("pipeline controller: %w", err)
 	}

@@ -18,7 +18,7 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, obj client.Object) (cli
 		return nil, ""
 	}
 	var p promotionv1alpha1.Pipeline
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: rel.Spec.Pipeline}, &p); err != nil || !p.DeletionTimestamp.IsZero() {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: rel.Spec.Pipeline}, &p); err != nil || !p.DeletionTimestamp.IsZero() {
 		return nil, ""
 	}
 	return &p, fmt.Sprintf("Release %s (commit %s) was deleted", rel.Name, change.ShortCommit(rel.Spec.Commit.SHA))

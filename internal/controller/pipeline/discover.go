@@ -22,7 +22,7 @@ import (
 // remembered by the poller.
 func (r *Reconciler) discoverReleases(ctx context.Context, s *session) (sreconcile.Result, error) {
 	var releases promotionv1alpha1.ReleaseList
-	if err := r.client.List(ctx, &releases, client.InNamespace(s.pipeline.Namespace),
+	if err := r.Client.List(ctx, &releases, client.InNamespace(s.pipeline.Namespace),
 		client.MatchingLabels{promotionv1alpha1.PipelineLabel: s.pipeline.Name}); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric(ReleaseListFailedReason, fmt.Errorf("listing the Releases: %w", err))
 	}
@@ -55,7 +55,7 @@ func (r *Reconciler) discoverCommits(ctx context.Context, s *session) ([]candida
 	if known[head.Commit] {
 		return nil, nil
 	}
-	history, err := r.poller.History(ctx, git.RepoURL, head, s.auth, s.sel.limit)
+	history, err := r.Poller.History(ctx, git.RepoURL, head, s.auth, s.sel.limit)
 	if err != nil {
 		return nil, sourceError(err, s.interval)
 	}
@@ -71,7 +71,7 @@ func (r *Reconciler) discoverTags(ctx context.Context, s *session) ([]candidate,
 	tags := source.Tags(s.refs)
 	var times map[string]time.Time
 	if s.sel.strategy == promotionv1alpha1.NewestTag {
-		described, err := r.poller.Describe(ctx, url, tags, s.auth)
+		described, err := r.Poller.Describe(ctx, url, tags, s.auth)
 		if err != nil {
 			return nil, sourceError(err, s.interval)
 		}
@@ -97,7 +97,7 @@ func (r *Reconciler) discoverTags(ctx context.Context, s *session) ([]candidate,
 	for i, c := range found {
 		refs[i] = source.Ref{Name: "refs/tags/" + c.tag, Commit: c.commit.SHA}
 	}
-	described, err := r.poller.Describe(ctx, url, refs, s.auth)
+	described, err := r.Poller.Describe(ctx, url, refs, s.auth)
 	if err != nil {
 		return nil, sourceError(err, s.interval)
 	}

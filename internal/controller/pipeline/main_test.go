@@ -88,7 +88,8 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
-	r := New(mgr, source.NewPoller(), Options{MinInterval: time.Second, StallAfter: stallAfter})
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("pipeline-controller"),
+		Poller: source.NewPoller(), Options: Options{MinInterval: time.Second, StallAfter: stallAfter}}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1

@@ -102,33 +102,27 @@ type Options struct {
 // A Pipeline has no finalizer: its Releases are deleted with it by the
 // garbage collector, as their owner.
 type Reconciler struct {
-	client   client.Client
-	secrets  client.Reader
-	scheme   *runtime.Scheme
-	recorder events.EventRecorder
-	poller   Source
-	opts     Options
-	now      func() time.Time
+	// Client reads from the cache and writes Pipelines and Releases.
+	Client client.Client
+	// APIReader reads Secrets straight from the API server: they are never
+	// cached, and the operator may only get them.
+	APIReader client.Reader
+	// Scheme knows api/promotion/v1alpha1.
+	Scheme *runtime.Scheme
+	// Recorder emits events (mgr.GetEventRecorder("pipeline-controller")).
+	Recorder events.EventRecorder
+	// Poller answers what a repository's branches and tags point at.
+	Poller Source
+	// Options are the controller's settings.
+	Options Options
 
 	// handled remembers, per Pipeline, the last reconcile request
 	// (shared.ReconcileRequestAnnotation) answered with a fresh poll.
 	handled sync.Map
 }
 
-// New returns a Pipeline reconciler that works through mgr's client,
-// reads Secrets straight from the API server (they are never cached, and
-// the operator may only get them) and asks poller about repositories.
-func New(mgr ctrl.Manager, poller Source, opts Options) *Reconciler {
-	return &Reconciler{
-		client:   mgr.GetClient(),
-		secrets:  mgr.GetAPIReader(),
-		scheme:   mgr.GetScheme(),
-		recorder: mgr.GetEventRecorder("pipeline-controller"),
-		poller:   poller,
-		opts:     opts,
-		now:      time.Now,
-	}
-}
+// now is the time the reconcile works with.
+func (r *Reconciler) now() time.Time { return time.Now() }
 
 // session is what one reconcile of one Pipeline learns, step by step.
 type session struct {
@@ -147,7 +141,7 @@ type session struct {
 // Reconcile brings one Pipeline's Releases in line with its repository.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &promotionv1alpha1.Pipeline{}
-	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.handled.Delete(req.NamespacedName)
 		}
@@ -156,8 +150,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !obj.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	patcher := sreconcile.NewPatcher(r.client, obj)
-	s := &session{pipeline: obj, interval: Interval(obj, r.opts.MinInterval)}
+	patcher := sreconcile.NewPatcher(r.Client, obj)
+	s := &session{pipeline: obj, interval: Interval(obj, r.Options.MinInterval)}
 	var (
 		res sreconcile.Result
 		err error
@@ -185,12 +179,12 @@ func (r *Reconciler) finish(ctx context.Context, s *session, patcher *sreconcile
 	if c := apimeta.FindStatusCondition(obj.Status.Conditions, sreconcile.StalledCondition); c != nil {
 		before = c.DeepCopy()
 	}
-	err = sreconcile.Escalate(obj.Status.Conditions, obj.Generation, err, r.now(), r.opts.StallAfter)
+	err = sreconcile.Escalate(obj.Status.Conditions, obj.Generation, err, r.now(), r.Options.StallAfter)
 	if sreconcile.Summarize(&obj.Status.Conditions, obj.Generation, res, err, sreconcile.WithReadyMessage(readyMessage)) {
 		obj.Status.ObservedGeneration = obj.Generation
 	}
 	if sreconcile.NewlyStalled(before, obj.Status.Conditions) {
-		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, sreconcile.Reason(err), "Reconcile", "%s", err.Error())
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, sreconcile.Reason(err), "Reconcile", "%s", err.Error())
 	}
 	if perr := patcher.Patch(ctx, obj); perr != nil {
 		if err == nil || errors.As(err, new(*sreconcile.Stalling)) {

@@ -45,7 +45,7 @@ func (r *Reconciler) createReleases(ctx context.Context, s *session) (sreconcile
 		if err != nil {
 			return sreconcile.ResultEmpty, sreconcile.NewGeneric(ReleaseCreateFailedReason, err)
 		}
-		if err := r.client.Create(ctx, rel); err != nil {
+		if err := r.Client.Create(ctx, rel); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				continue
 			}
@@ -54,7 +54,7 @@ func (r *Reconciler) createReleases(ctx context.Context, s *session) (sreconcile
 		}
 		s.releases = append(s.releases, *rel)
 		c := rel.Spec.Commit
-		r.recorder.Eventf(p, rel, corev1.EventTypeNormal, promotionv1alpha1.EventReleaseDiscovered, "Discover",
+		r.Recorder.Eventf(p, rel, corev1.EventTypeNormal, promotionv1alpha1.EventReleaseDiscovered, "Discover",
 			"release %s: %s %s", rel.Name, describeVersion(c), c.Subject)
 		log.FromContext(ctx).V(1).Info("recorded a release", "release", rel.Name, "commit", c.SHA, "tag", c.Tag)
 	}
@@ -115,7 +115,7 @@ func (r *Reconciler) newRelease(p *promotionv1alpha1.Pipeline, c candidate) (*pr
 		t := metav1.NewTime(c.commit.Time.UTC().Truncate(time.Second))
 		rel.Spec.Commit.Time = &t
 	}
-	if err := controllerutil.SetControllerReference(p, rel, r.scheme); err != nil {
+	if err := controllerutil.SetControllerReference(p, rel, r.Scheme); err != nil {
 		return nil, fmt.Errorf("owning Release %q: %w", rel.Name, err)
 	}
 	return rel, nil

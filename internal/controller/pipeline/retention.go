@@ -36,7 +36,7 @@ func (r *Reconciler) pruneReleases(ctx context.Context, s *session) (sreconcile.
 	var unfinished []promotionv1alpha1.Promotion
 	for i := range s.releases {
 		var list promotionv1alpha1.PromotionList
-		if err := r.client.List(ctx, &list, client.InNamespace(s.pipeline.Namespace),
+		if err := r.Client.List(ctx, &list, client.InNamespace(s.pipeline.Namespace),
 			client.MatchingFields{UnfinishedReleaseIndex: s.releases[i].Name}); err != nil {
 			return sreconcile.ResultEmpty, sreconcile.NewGeneric(ReleaseListFailedReason, fmt.Errorf("listing the Promotions: %w", err))
 		}
@@ -44,7 +44,7 @@ func (r *Reconciler) pruneReleases(ctx context.Context, s *session) (sreconcile.
 	}
 	var pruned []string
 	for _, rel := range prunable(s.releases, unfinished, s.pipeline.Status.LatestRelease, keep) {
-		err := r.client.Delete(ctx, rel, client.Preconditions{UID: &rel.UID, ResourceVersion: &rel.ResourceVersion})
+		err := r.Client.Delete(ctx, rel, client.Preconditions{UID: &rel.UID, ResourceVersion: &rel.ResourceVersion})
 		switch {
 		case err == nil:
 			pruned = append(pruned, rel.Name)
@@ -54,7 +54,7 @@ func (r *Reconciler) pruneReleases(ctx context.Context, s *session) (sreconcile.
 		}
 	}
 	if len(pruned) > 0 {
-		r.recorder.Eventf(s.pipeline, nil, corev1.EventTypeNormal, promotionv1alpha1.EventReleasesPruned, "Prune",
+		r.Recorder.Eventf(s.pipeline, nil, corev1.EventTypeNormal, promotionv1alpha1.EventReleasesPruned, "Prune",
 			"deleted %d release(s) beyond the retention of %d: %s", len(pruned), keep, strings.Join(pruned, ", "))
 		log.FromContext(ctx).V(1).Info("pruned releases", "releases", pruned)
 	}

@@ -26,7 +26,7 @@ const UnfinishedReleaseIndex = "pipeline.unfinished.spec.release"
 // event on it, whoever deleted it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, kind := range []string{"Pipeline", "Release", "Promotion"} {
-		if !r.scheme.Recognizes(promotionv1alpha1.GroupVersion.WithKind(kind)) {
+		if !r.Scheme.Recognizes(promotionv1alpha1.GroupVersion.WithKind(kind)) {
 			return fmt.Errorf("the scheme does not know %s %s: add api/promotion/v1alpha1 to it", promotionv1alpha1.GroupVersion, kind)
 		}
 	}
@@ -40,7 +40,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			sreconcile.AnnotationChanged(shared.ReconcileRequestAnnotation),
 		))).
 		Owns(&promotionv1alpha1.Release{}).
-		Watches(&promotionv1alpha1.Release{}, sreconcile.RecordDeletions(r.recorder, r.releaseDeleted)).
+		Watches(&promotionv1alpha1.Release{}, sreconcile.RecordDeletions(r.Recorder, r.releaseDeleted)).
 		Named("pipeline").
 		Complete(r)
 }

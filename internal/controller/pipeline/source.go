@@ -24,7 +24,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, s *session) (sreconcil
 	if r.freshPollWanted(s.pipeline) {
 		maxAge = 0
 	}
-	refs, err := r.poller.Refs(ctx, s.pipeline.Spec.Git.RepoURL, auth, maxAge)
+	refs, err := r.Poller.Refs(ctx, s.pipeline.Spec.Git.RepoURL, auth, maxAge)
 	if err != nil {
 		return sreconcile.ResultEmpty, sourceError(err, s.interval)
 	}
@@ -49,7 +49,7 @@ func pollMaxAge(interval time.Duration) time.Duration {
 // stalls once it has been missing longer than the stall bound; its values
 // never reach a message.
 func (r *Reconciler) gitAuth(ctx context.Context, p *promotionv1alpha1.Pipeline) (*source.GitAuth, error) {
-	return change.PipelineGitAuth(ctx, r.secrets, p)
+	return change.PipelineGitAuth(ctx, r.APIReader, p)
 }
 
 // pipelineField names the Pipeline field behind a field internal/source

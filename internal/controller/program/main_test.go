@@ -69,7 +69,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	r := NewReconciler(mgr.GetClient(), mgr.GetScheme(), store, mgr.GetEventRecorder("program-controller"))
+	r := &Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Store: store, Recorder: mgr.GetEventRecorder("program-controller")}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -46,27 +46,26 @@ const (
 //
 // and reconcileDelete for one that is.
 type Reconciler struct {
-	client   client.Client
-	scheme   *runtime.Scheme
-	store    *artifact.Store
-	recorder events.EventRecorder
-	now      func() time.Time
+	// Client reads Programs from the cache and writes them.
+	Client client.Client
+	// Scheme knows api/pulumi/v1.
+	Scheme *runtime.Scheme
+	// Store keeps the Programs' artifacts.
+	Store *artifact.Store
+	// Recorder emits events (mgr.GetEventRecorder("program-controller")).
+	Recorder events.EventRecorder
 }
 
-// NewReconciler returns a Program reconciler that writes through c,
-// stores artifacts in store and emits events with recorder (e.g.
-// mgr.GetEventRecorder("program-controller")).
-func NewReconciler(c client.Client, scheme *runtime.Scheme, store *artifact.Store, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, scheme: scheme, store: store, recorder: recorder, now: time.Now}
-}
+// now is the time the reconcile works with.
+func (r *Reconciler) now() time.Time { return time.Now() }
 
 // Reconcile brings one Program's artifact in line with its generation.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &pulumiv1.Program{}
-	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	patcher := sreconcile.NewPatcher(r.client, obj)
+	patcher := sreconcile.NewPatcher(r.Client, obj)
 	var (
 		res sreconcile.Result
 		err error
@@ -107,7 +106,7 @@ func (r *Reconciler) finish(ctx context.Context, obj *pulumiv1.Program, patcher 
 			obj.Status.ObservedGeneration = obj.Generation
 		}
 		if sreconcile.IsStalled(obj.Status.Conditions) {
-			r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, sreconcile.Reason(err), "Reconcile", "%s", err.Error())
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, sreconcile.Reason(err), "Reconcile", "%s", err.Error())
 		}
 	}
 	if perr := patcher.Patch(ctx, obj); perr != nil {
@@ -153,9 +152,9 @@ func (r *Reconciler) reconcileArtifact(ctx context.Context, obj *pulumiv1.Progra
 	digest, _, _ := artifact.Digest(bytes.NewReader(data))
 	rev := Revision(obj.Generation)
 
-	stored, err := r.store.Get(key(obj), rev)
+	stored, err := r.Store.Get(key(obj), rev)
 	if err != nil || stored.Digest != digest {
-		if stored, err = r.store.Put(key(obj), rev, bytes.NewReader(data)); err != nil {
+		if stored, err = r.Store.Put(key(obj), rev, bytes.NewReader(data)); err != nil {
 			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
 		}
 	}
@@ -165,7 +164,7 @@ func (r *Reconciler) reconcileArtifact(ctx context.Context, obj *pulumiv1.Progra
 	}
 	stored.LastUpdateTime = metav1.NewTime(r.now().UTC().Truncate(time.Second))
 	obj.Status.Artifact = stored
-	r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventArtifactUpdated, "Package",
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventArtifactUpdated, "Package",
 		"stored artifact for revision %s with digest %s", rev, digest)
 	log.FromContext(ctx).V(1).Info("stored artifact", "revision", rev, "digest", digest, "url", stored.URL)
 	return sreconcile.ResultSuccess, nil
@@ -180,7 +179,7 @@ func (r *Reconciler) garbageCollect(ctx context.Context, obj *pulumiv1.Program, 
 	if previous != "" {
 		keep = append(keep, previous)
 	}
-	removed, err := r.store.GarbageCollect(key(obj), keep...)
+	removed, err := r.Store.GarbageCollect(key(obj), keep...)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "removing old artifacts")
 	} else if len(removed) > 0 {
@@ -194,7 +193,7 @@ func (r *Reconciler) reconcileDelete(_ context.Context, obj *pulumiv1.Program) (
 	if !sreconcile.HasFinalizer(obj, Finalizer) {
 		return sreconcile.ResultEmpty, nil
 	}
-	if err := r.store.Remove(key(obj)); err != nil {
+	if err := r.Store.Remove(key(obj)); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
 	}
 	sreconcile.RemoveFinalizer(obj, Finalizer)

@@ -20,7 +20,7 @@ import (
 // reconciled on creation, on a new generation, when their deletion starts
 // and on a reconcile request; status-only updates (our own) are ignored.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if !r.scheme.Recognizes(pulumiv1.GroupVersion.WithKind("Program")) {
+	if !r.Scheme.Recognizes(pulumiv1.GroupVersion.WithKind("Program")) {
 		return fmt.Errorf("the scheme does not know %s Program: add api/pulumi/v1 to it", pulumiv1.GroupVersion)
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -37,13 +37,13 @@ func (r *Reconciler) recordOutcome(ctx context.Context, s *session) (sreconcile.
 		}
 		o.apply(&obj.Status, obj.Generation, name, joinSentences(note, planNote))
 		obj.Status.Plan = plan
-		if obj.Status.Permalink == "" && r.opts.DashboardURL != "" {
-			obj.Status.Permalink = DashboardPermalink(r.opts.DashboardURL, obj.Namespace, obj.Name)
+		if obj.Status.Permalink == "" && r.Options.DashboardURL != "" {
+			obj.Status.Permalink = DashboardPermalink(r.Options.DashboardURL, obj.Namespace, obj.Name)
 		}
 	}
 	s.announce = append(s.announce, func(ctx context.Context) {
 		r.release(ctx, run)
-		r.opts.Metrics.ObserveUpdate(string(obj.Spec.Type), o.metricsResult(), o.end.Sub(o.start.Time))
+		r.Options.Metrics.ObserveUpdate(string(obj.Spec.Type), o.metricsResult(), o.end.Sub(o.start.Time))
 		r.announceOutcome(ctx, obj, o)
 	})
 	return sreconcile.ResultRequeue, nil
@@ -92,7 +92,7 @@ func (r *Reconciler) reconcileInterrupted(ctx context.Context, s *session) (srec
 	s.announce = append(s.announce, func(ctx context.Context) {
 		log.FromContext(ctx).Info("the operation was interrupted by an operator restart", "startTime", obj.Status.StartTime)
 		r.event(obj, corev1.EventTypeWarning, ReasonInterrupted, "Run", "%s", interruptedMessage)
-		r.opts.Metrics.ObserveUpdate(string(obj.Spec.Type), ResultInterrupted, ran)
+		r.Options.Metrics.ObserveUpdate(string(obj.Spec.Type), ResultInterrupted, ran)
 	})
 	return sreconcile.ResultRequeue, nil
 }
@@ -120,7 +120,7 @@ func (r *Reconciler) reconcileCompleted(ctx context.Context, s *session) (srecon
 		return sreconcile.ResultRequeue, nil
 	}
 	uid := s.obj.UID
-	if err := r.client.Delete(ctx, s.obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Delete(ctx, s.obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("deleting the expired Update: %w", err))
 	}
 	log.FromContext(ctx).Info("deleted the Update: its ttlAfterCompleted has passed", "ttl", ttl.Duration.String())

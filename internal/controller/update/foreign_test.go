@@ -29,7 +29,7 @@ func TestCreateOwnedSecret(t *testing.T) {
 	if err := env.Client.Create(ctx, upd); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{client: env.Client, reader: env.Client, scheme: env.Scheme}
+	r := &Reconciler{Client: env.Client, APIReader: env.Client, Scheme: env.Scheme}
 	secret := func(name string, immutable bool, plan string) *corev1.Secret {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

@@ -85,7 +85,7 @@ func (f *fixture) startManager(opts Options) (stop func()) {
 		t.Fatalf("creating a manager: %v", err)
 	}
 	opts.Metrics = f.metrics
-	r := New(mgr.GetClient(), mgr.GetScheme(), f.rt, mgr.GetEventRecorder("update-controller"), opts)
+	r := &Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Runtime: f.rt, Recorder: mgr.GetEventRecorder("update-controller"), Options: opts}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up the reconciler: %v", err)
 	}

@@ -39,7 +39,7 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 		o.message = fmt.Sprintf("%v; the operation did not start and will be retried", err)
 		return o
 	}
-	conn, err := r.runtime.Dial(ctx, ws)
+	conn, err := r.Runtime.Dial(ctx, ws)
 	if err != nil && contextCause(ctx) == nil {
 		// No agent to talk to (after an operator restart the Workspace's
 		// status can still name the previous process's agent): the
@@ -58,14 +58,14 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 
 	// The first call waits for the connection, for at most ConnectTimeout;
 	// later calls fail fast if the agent goes away.
-	connectCtx, cancel := context.WithTimeout(ctx, r.opts.ConnectTimeout)
+	connectCtx, cancel := context.WithTimeout(ctx, r.Options.ConnectTimeout)
 	info, err := agent.Info(connectCtx, &agentpb.InfoRequest{SkipStack: true}, grpc.WaitForReady(true))
 	timedOut := connectCtx.Err() != nil && ctx.Err() == nil
 	cancel()
 	if err != nil && timedOut {
 		o.reason = ReasonInterrupted
 		o.message = fmt.Sprintf("the agent of workspace %s did not answer within %s; the operation did not start and will be retried",
-			ws.Name, r.opts.ConnectTimeout)
+			ws.Name, r.Options.ConnectTimeout)
 		return o
 	}
 	if err != nil {

@@ -80,7 +80,7 @@ func BenchmarkOutputsSecret(b *testing.B) {
 	if err := autov1alpha1.AddToScheme(scheme); err != nil {
 		b.Fatal(err)
 	}
-	r := &Reconciler{scheme: scheme}
+	r := &Reconciler{Scheme: scheme}
 	obj := benchUpdate()
 	o := &outcome{outputs: benchOutputs(b)}
 	b.ReportAllocs()

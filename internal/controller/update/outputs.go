@@ -95,7 +95,7 @@ func (r *Reconciler) outputsSecret(obj *autov1alpha1.Update, o *outcome) (*corev
 		return nil, err
 	}
 	s.Annotations = map[string]string{autov1alpha1.SecretOutputsAnnotation: string(mask)}
-	if err := controllerutil.SetControllerReference(obj, s, r.scheme); err != nil {
+	if err := controllerutil.SetControllerReference(obj, s, r.Scheme); err != nil {
 		return nil, fmt.Errorf("owning the outputs Secret: %w", err)
 	}
 	return s, nil
@@ -133,13 +133,13 @@ func (r *Reconciler) ensureOutputsSecret(ctx context.Context, obj *autov1alpha1.
 // retrying cannot fix is returned as note, with an empty name; any other
 // error for a retry.
 func (r *Reconciler) createOwnedSecret(ctx context.Context, obj *autov1alpha1.Update, s *corev1.Secret, what string) (name, note string, err error) {
-	err = r.client.Create(ctx, s)
+	err = r.Client.Create(ctx, s)
 	switch {
 	case err == nil:
 		return s.Name, "", nil
 	case apierrors.IsAlreadyExists(err):
 		existing := &corev1.Secret{}
-		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, existing); err != nil {
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, existing); err != nil {
 			return "", "", fmt.Errorf("reading Secret %s: %w", s.Name, err)
 		}
 		if metav1.IsControlledBy(existing, obj) && sameSecret(existing, s) {

@@ -47,7 +47,7 @@ func TestOutputsSecretName(t *testing.T) {
 // controlled by the Update, JSON values, the secret keys in the
 // annotation, sorted, and the change summary under its key.
 func TestOutputsSecret(t *testing.T) {
-	r := New(nil, env.Scheme, nil, nil, Options{})
+	r := &Reconciler{Scheme: env.Scheme}
 	obj := &autov1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: "u", Namespace: "ns", UID: "uid-1"}}
 	value := func(v any) *structpb.Value {
 		pv, err := structpb.NewValue(v)

@@ -55,7 +55,7 @@ func (r *Reconciler) ensurePlanSecret(ctx context.Context, obj *autov1alpha1.Upd
 	if len(o.diff) > 0 {
 		s.Data[autov1alpha1.DiffKey] = o.diff
 	}
-	if err := controllerutil.SetControllerReference(obj, s, r.scheme); err != nil {
+	if err := controllerutil.SetControllerReference(obj, s, r.Scheme); err != nil {
 		return "", "", fmt.Errorf("owning the plan Secret: %w", err)
 	}
 	return r.createOwnedSecret(ctx, obj, s, "the plan was")
@@ -70,7 +70,7 @@ func (r *Reconciler) readPlan(ctx context.Context, obj *autov1alpha1.Update) (pl
 		return nil, "", nil
 	}
 	s := &corev1.Secret{}
-	err = r.reader.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, s)
+	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, s)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Sprintf("spec.planSecret: Secret %q not found; the update was not run", name), nil

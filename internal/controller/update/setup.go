@@ -33,12 +33,13 @@ const WorkspaceIndex = "update.spec.workspaceName.incomplete"
 // waiting on it) and the
 // notifications of finished operations.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.prepare()
 	for _, kind := range []string{"Update", "Workspace"} {
-		if !r.scheme.Recognizes(autov1alpha1.GroupVersion.WithKind(kind)) {
+		if !r.Scheme.Recognizes(autov1alpha1.GroupVersion.WithKind(kind)) {
 			return fmt.Errorf("the scheme does not know %s %s: add api/auto/v1alpha1 to it", autov1alpha1.GroupVersion, kind)
 		}
 	}
-	r.reader = mgr.GetAPIReader()
+	r.APIReader = mgr.GetAPIReader()
 	r.log = mgr.GetLogger().WithValues("controller", "update")
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autov1alpha1.Update{}, WorkspaceIndex, indexByWorkspace); err != nil {
 		return fmt.Errorf("indexing Updates by workspace: %w", err)
@@ -60,7 +61,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			sreconcile.UrgentOnUpdate(handler.EnqueueRequestsFromMapFunc(r.updatesOfWorkspace), startedServing),
 			builder.WithPredicates(workspaceStateChanged())).
 		WatchesRawSource(source.Channel(r.wake, sreconcile.Urgent[*autov1alpha1.Update](&handler.TypedEnqueueRequestForObject[*autov1alpha1.Update]{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 }
 
@@ -107,7 +108,7 @@ func (r *Reconciler) wakeWorkspace(ctx context.Context, ws, except types.Namespa
 // are not complete.
 func (r *Reconciler) incompleteUpdates(ctx context.Context, ws types.NamespacedName) ([]types.NamespacedName, error) {
 	list := &autov1alpha1.UpdateList{}
-	if err := r.client.List(ctx, list, client.InNamespace(ws.Namespace), client.MatchingFields{WorkspaceIndex: ws.Name}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(ws.Namespace), client.MatchingFields{WorkspaceIndex: ws.Name}); err != nil {
 		return nil, err
 	}
 	keys := make([]types.NamespacedName, 0, len(list.Items))

@@ -71,7 +71,7 @@ func TestStaleCacheDecidesNothing(t *testing.T) {
 		client.ObjectKeyFromObject(waiting): waiting,
 		client.ObjectKeyFromObject(running): running,
 	}}
-	r := New(stale, env.Scheme, f.rt, events.NewFakeRecorder(10), Options{})
+	r := &Reconciler{Client: stale, Scheme: env.Scheme, Runtime: f.rt, Recorder: events.NewFakeRecorder(10)}
 	for name, live := range before {
 		key := types.NamespacedName{Namespace: f.ns, Name: name}
 		res, err := r.Reconcile(testContext(t), ctrl.Request{NamespacedName: key})

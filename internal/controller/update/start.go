@@ -73,7 +73,7 @@ func (r *Reconciler) refuseAs(ctx context.Context, s *session, reason, problem s
 	st.EndTime = now
 	s.announce = append(s.announce, func(context.Context) {
 		r.event(s.obj, corev1.EventTypeWarning, reason, "Run", "%s", problem)
-		r.opts.Metrics.ObserveUpdate(string(spec.Type), ResultFailed, 0)
+		r.Options.Metrics.ObserveUpdate(string(spec.Type), ResultFailed, 0)
 	})
 	log.FromContext(ctx).Info("the Update cannot run", "problem", problem)
 	return sreconcile.ResultRequeue, nil
@@ -94,22 +94,22 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 	name := s.obj.Spec.WorkspaceName
 	key := types.NamespacedName{Namespace: s.obj.Namespace, Name: name}
 	cached := &autov1alpha1.Workspace{}
-	if err := r.client.Get(ctx, key, cached); err == nil {
+	if err := r.Client.Get(ctx, key, cached); err == nil {
 		if reason, msg := r.notServing(cached); msg != "" {
 			return r.pendingServing(s, reason, msg)
 		}
 	}
 	ws := &autov1alpha1.Workspace{}
-	err := r.reader.Get(ctx, key, ws)
+	err := r.APIReader.Get(ctx, key, ws)
 	switch {
 	case apierrors.IsNotFound(err):
 		return r.pending(s, fmt.Sprintf("waiting for workspace %s to exist", name))
 	case err != nil:
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("reading workspace %s: %w", name, err))
 	}
-	if !r.opts.Shard.Owns(ws) {
+	if !r.Options.Shard.Owns(ws) {
 		// The Workspace's agent is another shard's to run and to serve.
-		return r.pending(s, r.opts.Shard.Elsewhere("spec.workspaceName", "workspace", ws).Error())
+		return r.pending(s, r.Options.Shard.Elsewhere("spec.workspaceName", "workspace", ws).Error())
 	}
 	if reason, msg := r.notServing(ws); msg != "" {
 		return r.pendingServing(s, reason, msg)
@@ -127,7 +127,7 @@ func (r *Reconciler) reconcileWorkspace(ctx context.Context, s *session) (srecon
 // refusal's reason, a Warning event and a count in the refusal metric; one
 // whose maker has not recorded it yet waits a moment.
 func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (sreconcile.Result, error) {
-	v, err := change.Authorize(ctx, r.reader, s.obj, s.ws, r.now())
+	v, err := change.Authorize(ctx, r.APIReader, s.obj, s.ws, r.now())
 	switch {
 	case err != nil:
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("deciding whether the Update may run: %w", err))
@@ -140,7 +140,7 @@ func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (srecon
 		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(v.Message), authorizeWait)
 	}
 	typ := string(s.obj.Spec.Type)
-	s.announce = append(s.announce, func(context.Context) { r.opts.Metrics.ObserveRefusal(typ, v.Reason) })
+	s.announce = append(s.announce, func(context.Context) { r.Options.Metrics.ObserveRefusal(typ, v.Reason) })
 	return r.refuseAs(ctx, s, v.Reason, "refused: "+v.Message)
 }
 
@@ -170,7 +170,7 @@ func (r *Reconciler) notServing(ws *autov1alpha1.Workspace) (reason, msg string)
 // the previous process's agent until the Workspace controller has started a
 // new one, and an operation started against it would only be interrupted.
 func (r *Reconciler) agentRunning(ws *autov1alpha1.Workspace) bool {
-	live, ok := r.runtime.(stackruntime.Liveness)
+	live, ok := r.Runtime.(stackruntime.Liveness)
 	return !ok || live.Running(ws)
 }
 
@@ -192,7 +192,7 @@ func (r *Reconciler) pending(s *session, msg string) (sreconcile.Result, error) 
 func (r *Reconciler) pendingAs(s *session, reason, msg string) (sreconcile.Result, error) {
 	s.obj.Status.MarkProgressing(reason, msg)
 	stampConditions(&s.obj.Status, s.obj.Generation)
-	return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(msg), r.opts.WaitInterval)
+	return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(msg), r.Options.WaitInterval)
 }
 
 // pendingServing is pendingAs for an Update whose Workspace does not serve
@@ -204,7 +204,7 @@ func (r *Reconciler) pendingAs(s *session, reason, msg string) (sreconcile.Resul
 // this spares was one in every twenty of an update's API requests.
 func (r *Reconciler) pendingServing(s *session, reason, msg string) (sreconcile.Result, error) {
 	if ownedByStack(s.obj) && apimeta.FindStatusCondition(s.obj.Status.Conditions, autov1alpha1.UpdateConditionTypeProgressing) == nil {
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting(reason, errors.New(msg), r.opts.WaitInterval)
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(reason, errors.New(msg), r.Options.WaitInterval)
 	}
 	return r.pendingAs(s, reason, msg)
 }
@@ -245,7 +245,7 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *session) (sreconcile
 	obj, ws := s.obj.DeepCopy(), s.ws.DeepCopy()
 	opLog := r.log.WithValues("namespace", obj.Namespace, "name", obj.Name, "workspace", ws.Name,
 		"stack", spec.StackName, "type", spec.Type)
-	timeout := r.opts.OperationTimeout
+	timeout := r.Options.OperationTimeout
 	r.runs.start(run, func(ctx context.Context) *outcome {
 		if timeout > 0 {
 			// A timer, not a deadline: gRPC would send a deadline to the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -109,17 +110,32 @@ func DashboardPermalink(base, namespace, name string) string {
 
 // Reconciler runs each Update's operation once through its Workspace's
 // agent and records the outcome in the Update's status. See the package
-// documentation for the life of an Update.
+// documentation for the life of an Update. Build it with its fields set,
+// as every reconciler of the operator is built, and register it with
+// SetupWithManager, which fills in the defaults of the Options left zero
+// and makes it read live objects through the manager's API reader where
+// the cache is not enough: the Update whose outcome it records, and a
+// Workspace about to run an operation.
 type Reconciler struct {
-	client   client.Client
-	reader   client.Reader
-	scheme   *runtime.Scheme
-	runtime  stackruntime.Runtime
-	recorder events.EventRecorder
-	opts     Options
+	// Client reads from the cache and writes Updates and their outputs.
+	Client client.Client
+	// APIReader reads live objects; Client when left nil, and the
+	// manager's API reader once SetupWithManager has run.
+	APIReader client.Reader
+	// Scheme knows api/auto/v1alpha1.
+	Scheme *runtime.Scheme
+	// Runtime reaches the Workspaces' agents.
+	Runtime stackruntime.Runtime
+	// Recorder emits events (mgr.GetEventRecorder("update-controller")).
+	Recorder events.EventRecorder
+	// Options are the controller's settings.
+	Options Options
+
+	// prepared makes the state below once, on the first of
+	// SetupWithManager and Reconcile.
+	prepared sync.Once
 	runs     *runners
 	wake     chan event.TypedGenericEvent[*autov1alpha1.Update]
-	now      func() time.Time
 	// pace spreads the safety-net looks of pending Updates: their
 	// Workspace's watch wakes them when it is ready.
 	pace sreconcile.Pacer
@@ -128,41 +144,35 @@ type Reconciler struct {
 	log logr.Logger
 }
 
-// New returns an Update reconciler that reads and writes through c, reaches
-// agents through rt and emits events with recorder (e.g.
-// mgr.GetEventRecorder("update-controller")). Register it with
-// SetupWithManager, which also makes it read live objects through the
-// manager's API reader where the cache is not enough: the Update whose
-// outcome it records, and a Workspace about to run an operation.
-func New(c client.Client, scheme *runtime.Scheme, rt stackruntime.Runtime, recorder events.EventRecorder, opts Options) *Reconciler {
-	if opts.Metrics == nil {
-		opts.Metrics = NopMetrics{}
-	}
-	if opts.ConnectTimeout <= 0 {
-		opts.ConnectTimeout = DefaultConnectTimeout
-	}
-	if opts.ShutdownTimeout <= 0 {
-		opts.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if opts.WaitInterval <= 0 {
-		opts.WaitInterval = DefaultWaitInterval
-	}
-	if opts.MaxConcurrentReconciles <= 0 {
-		opts.MaxConcurrentReconciles = 4
-	}
-	r := &Reconciler{
-		client:   c,
-		reader:   c,
-		scheme:   scheme,
-		runtime:  rt,
-		recorder: recorder,
-		opts:     opts,
-		wake:     make(chan event.TypedGenericEvent[*autov1alpha1.Update], 1024),
-		now:      time.Now,
-		log:      ctrl.Log.WithName("update"),
-	}
-	r.runs = newRunners(opts.ShutdownTimeout, func(run *run) { r.notify(run.key) })
-	return r
+// now is the time the reconcile works with.
+func (r *Reconciler) now() time.Time { return time.Now() }
+
+// prepare fills in the defaults and makes the operations' state.
+func (r *Reconciler) prepare() {
+	r.prepared.Do(func() {
+		opts := &r.Options
+		if opts.Metrics == nil {
+			opts.Metrics = NopMetrics{}
+		}
+		if opts.ConnectTimeout <= 0 {
+			opts.ConnectTimeout = DefaultConnectTimeout
+		}
+		if opts.ShutdownTimeout <= 0 {
+			opts.ShutdownTimeout = DefaultShutdownTimeout
+		}
+		if opts.WaitInterval <= 0 {
+			opts.WaitInterval = DefaultWaitInterval
+		}
+		if opts.MaxConcurrentReconciles <= 0 {
+			opts.MaxConcurrentReconciles = 4
+		}
+		if r.APIReader == nil {
+			r.APIReader = r.Client
+		}
+		r.wake = make(chan event.TypedGenericEvent[*autov1alpha1.Update], 1024)
+		r.log = ctrl.Log.WithName("update")
+		r.runs = newRunners(opts.ShutdownTimeout, func(run *run) { r.notify(run.key) })
+	})
 }
 
 // +kubebuilder:rbac:groups=auto.pulumi.com,resources=updates,verbs=get;list;watch;update;patch;delete
@@ -191,8 +201,9 @@ type session struct {
 // start the operation, record its outcome, expire. It never waits for an
 // operation: that runs in its own goroutine and wakes the Update when done.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	r.prepare()
 	obj := &autov1alpha1.Update{}
-	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
@@ -228,7 +239,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// overwriting an outcome. Waiting Updates, the many in a burst, cost
 	// the API server no read.
 	if run != nil {
-		if err := r.reader.Get(ctx, req.NamespacedName, obj); err != nil {
+		if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 		if obj.UID != run.uid {
@@ -237,7 +248,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 	}
 
-	s := &session{obj: obj, run: run, patcher: sreconcile.NewPatcher(r.client, obj).Locked()}
+	s := &session{obj: obj, run: run, patcher: sreconcile.NewPatcher(r.Client, obj).Locked()}
 	var (
 		res sreconcile.Result
 		err error
@@ -334,7 +345,7 @@ const maxEventNote = 1024
 // event emits an event about obj, its note cut to what the events API
 // accepts.
 func (r *Reconciler) event(obj *autov1alpha1.Update, eventType, reason, action, format string, args ...any) {
-	r.recorder.Eventf(obj, nil, eventType, reason, action, "%s", sreconcile.Truncate(fmt.Sprintf(format, args...), maxEventNote))
+	r.Recorder.Eventf(obj, nil, eventType, reason, action, "%s", sreconcile.Truncate(fmt.Sprintf(format, args...), maxEventNote))
 }
 
 // progress emits a Normal event about the progress of obj (started,

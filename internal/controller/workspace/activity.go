@@ -31,7 +31,7 @@ type usage struct {
 // usageOf lists ws's Updates.
 func (r *Reconciler) usageOf(ctx context.Context, ws *autov1alpha1.Workspace) (usage, error) {
 	var list autov1alpha1.UpdateList
-	if err := r.client.List(ctx, &list, client.InNamespace(ws.Namespace), client.MatchingFields{UpdateIndex: ws.Name}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(ws.Namespace), client.MatchingFields{UpdateIndex: ws.Name}); err != nil {
 		return usage{}, sreconcile.NewGeneric("", fmt.Errorf("listing the Updates of the workspace: %w", err))
 	}
 	var u usage
@@ -105,13 +105,13 @@ func (r *Reconciler) reconcileActivity(ctx context.Context, s *session) (sreconc
 	settled := trueAt(ws, autov1alpha1.WorkspaceReady)
 	if u.running != "" && ws.Status.ObservedGeneration != ws.Generation {
 		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonUpdateInProgress,
-			fmt.Errorf("waiting for Update %s to finish before applying generation %d", u.running, ws.Generation), r.opts.StartInterval)
+			fmt.Errorf("waiting for Update %s to finish before applying generation %d", u.running, ws.Generation), r.Options.StartInterval)
 	}
 	if len(u.pending) > 0 || !settled {
-		s.requeueAfter = r.opts.Resync
+		s.requeueAfter = r.Options.Resync
 		if len(u.pending) == 0 {
 			// Once set up, the idle clock starts.
-			s.requeueAfter = min(r.opts.IdleAfter+100*time.Millisecond, r.opts.Resync)
+			s.requeueAfter = min(r.Options.IdleAfter+100*time.Millisecond, r.Options.Resync)
 		}
 		return sreconcile.ResultEmpty, nil
 	}
@@ -120,16 +120,16 @@ func (r *Reconciler) reconcileActivity(ctx context.Context, s *session) (sreconc
 		c.LastTransitionTime.After(lastUsed) {
 		lastUsed = c.LastTransitionTime.Time
 	}
-	idleAfter := warmFor(r.opts.IdleAfter, u)
+	idleAfter := warmFor(r.Options.IdleAfter, u)
 	why := fmt.Sprintf("no pending Updates for %s", idleAfter)
-	if c, ok := r.runtime.(runtime.Contention); ok && c.Queued() > 0 {
+	if c, ok := r.Runtime.(runtime.Contention); ok && c.Queued() > 0 {
 		// Others wait for a place to run their agent: this one gives its
 		// place up as soon as it has nothing to do.
 		idleAfter, why = 0, fmt.Sprintf("no pending Updates, and %d Workspaces wait for a place to run their agent", c.Queued())
 	}
 	if !lastUsed.IsZero() && activeCondition(ws) {
 		if left := lastUsed.Add(idleAfter).Sub(r.now()); left > 0 {
-			s.requeueAfter = min(left+100*time.Millisecond, r.opts.Resync)
+			s.requeueAfter = min(left+100*time.Millisecond, r.Options.Resync)
 			return sreconcile.ResultEmpty, nil
 		}
 	}
@@ -150,7 +150,7 @@ func activeCondition(ws *autov1alpha1.Workspace) bool {
 // write per update and bury the ones that matter.
 func (r *Reconciler) idle(ctx context.Context, s *session, why string) error {
 	ws := s.ws
-	if err := r.runtime.Idle(ctx, ws); err != nil {
+	if err := r.Runtime.Idle(ctx, ws); err != nil {
 		return sreconcile.NewGeneric("", fmt.Errorf("idling the agent: %w", err))
 	}
 	if c := apimeta.FindStatusCondition(ws.Status.Conditions, autov1alpha1.WorkspaceActive); c == nil || c.Reason != ReasonIdle {

@@ -53,7 +53,7 @@ func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (srecon
 		// decided again by the Update controller.
 		return sreconcile.ResultEmpty, nil
 	}
-	v, err := change.AuthorizeWorkspace(ctx, r.reader, ws, r.now())
+	v, err := change.AuthorizeWorkspace(ctx, r.APIReader, ws, r.now())
 	switch {
 	case err != nil:
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("deciding whether the agent may start: %w", err))
@@ -63,7 +63,7 @@ func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (srecon
 		setActive(ws, false, ReasonStarting, v.Message)
 		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.WorkspaceReasonPending, errors.New(v.Message), authorizeWait)
 	}
-	r.opts.Refusals.ObserveRefusal(AgentRefusal, v.Reason)
+	r.Options.Refusals.ObserveRefusal(AgentRefusal, v.Reason)
 	return sreconcile.ResultEmpty, sreconcile.NewStalling(v.Reason, errors.New("the agent may not start: "+v.Message))
 }
 
@@ -79,7 +79,7 @@ const authorizeWait = 2 * time.Second
 // waits until it serves.
 func (r *Reconciler) reconcileAgent(ctx context.Context, s *session) (sreconcile.Result, error) {
 	ws := s.ws
-	st, err := r.runtime.Ensure(ctx, ws)
+	st, err := r.Runtime.Ensure(ctx, ws)
 	if err != nil {
 		setActive(ws, false, ReasonStarting, "the agent cannot start: "+err.Error())
 		return sreconcile.ResultEmpty, err
@@ -90,9 +90,9 @@ func (r *Reconciler) reconcileAgent(ctx context.Context, s *session) (sreconcile
 		// A queued Workspace is woken by the runtime when its turn comes;
 		// the longer wait is only a safety net, so that a thousand in
 		// line do not reconcile every few seconds each.
-		after := r.opts.StartInterval
+		after := r.Options.StartInterval
 		if st.Queued {
-			after = r.opts.QueuedInterval
+			after = r.Options.QueuedInterval
 		}
 		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.WorkspaceReasonPending, errors.New(msg), after)
 	}
@@ -116,9 +116,9 @@ func (r *Reconciler) reconcileSetup(ctx context.Context, s *session) (sreconcile
 	// says when the agent was last set up (the idle clock starts there).
 	setActive(ws, false, ReasonStarting, "setting the stacks up")
 
-	ctx, cancel := context.WithTimeout(ctx, r.opts.SetupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, r.Options.SetupTimeout)
 	defer cancel()
-	conn, err := r.runtime.Dial(ctx, ws)
+	conn, err := r.Runtime.Dial(ctx, ws)
 	if err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("connecting to the agent: %w", err))
 	}
@@ -161,7 +161,7 @@ func (r *Reconciler) reconcileSetup(ctx context.Context, s *session) (sreconcile
 		delete(ws.Annotations, k)
 	}
 	log.FromContext(ctx).Info("workspace set up", "stacks", len(ws.Spec.Stacks), "revision", s.agent.Revision)
-	r.recorder.Eventf(ws, nil, corev1.EventTypeNormal, autov1alpha1.WorkspaceReasonSucceeded, "Setup", "%s", readyMessage(ws, s))
+	r.Recorder.Eventf(ws, nil, corev1.EventTypeNormal, autov1alpha1.WorkspaceReasonSucceeded, "Setup", "%s", readyMessage(ws, s))
 	r.markServing(ws, s)
 	return sreconcile.ResultSuccess, nil
 }

@@ -56,8 +56,8 @@ func TestKubernetesRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := workspace.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("workspace-controller"),
-		workspace.Options{IdleAfter: time.Second, StartInterval: 500 * time.Millisecond, Owns: []client.Object{&appsv1.StatefulSet{}}})
+	r := &workspace.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Runtime: rt, Recorder: mgr.GetEventRecorder("workspace-controller"),
+		Options: workspace.Options{IdleAfter: time.Second, StartInterval: 500 * time.Millisecond, Owns: []client.Object{&appsv1.StatefulSet{}}}}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

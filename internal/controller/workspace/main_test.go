@@ -121,7 +121,7 @@ func startOperator(t *testing.T, ns, root string, opts workspace.Options, rtOpts
 	if opts.StartInterval == 0 {
 		opts.StartInterval = 500 * time.Millisecond
 	}
-	r := workspace.New(mgr.GetClient(), mgr.GetScheme(), rt, mgr.GetEventRecorder("workspace-controller"), opts)
+	r := &workspace.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Runtime: rt, Recorder: mgr.GetEventRecorder("workspace-controller"), Options: opts}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

@@ -32,10 +32,11 @@ import (
 // deleted, started or completed: they decide whether the agent runs), the
 // runtime's owned objects and the runtime's events.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.reader = mgr.GetAPIReader()
+	r.APIReader = mgr.GetAPIReader()
+	r.Options = r.Options.withDefaults()
 	for _, gvk := range []schema.GroupVersionKind{autov1alpha1.GroupVersion.WithKind("Workspace"), autov1alpha1.GroupVersion.WithKind("Update"),
 		pulumiv1.GroupVersion.WithKind("Stack")} {
-		if !r.scheme.Recognizes(gvk) {
+		if !r.Scheme.Recognizes(gvk) {
 			return fmt.Errorf("the scheme does not know %s: add its API package to it", gvk)
 		}
 	}
@@ -59,12 +60,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A Stack's Workspace waits for the Stack to record it
 		// (change.AuthorizeWorkspace): the record wakes it.
 		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(recordedWorkspace), builder.WithPredicates(workspaceRecorded())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})
-	for _, obj := range r.opts.Owns {
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles})
+	for _, obj := range r.Options.Owns {
 		b = b.Owns(obj)
 	}
-	if r.opts.RuntimeEvents != nil {
-		b = b.WatchesRawSource(source.Channel(r.opts.RuntimeEvents, sreconcile.Urgent[client.Object](&handler.EnqueueRequestForObject{})))
+	if r.Options.RuntimeEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.Options.RuntimeEvents, sreconcile.Urgent[client.Object](&handler.EnqueueRequestForObject{})))
 	}
 	return b.Complete(r)
 }

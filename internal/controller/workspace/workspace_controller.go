@@ -91,23 +91,35 @@ type nopRefusals struct{}
 
 func (nopRefusals) ObserveRefusal(string, string) {}
 
-// Reconciler reconciles Workspaces; see the package doc.
+// Reconciler reconciles Workspaces; see the package doc. Build it with
+// its fields set, as every reconciler of the operator is built, and
+// register it with SetupWithManager, which fills in the defaults of the
+// Options left zero.
 type Reconciler struct {
-	client   client.Client
-	reader   client.Reader
-	scheme   *k8sruntime.Scheme
-	runtime  runtime.Runtime
-	recorder events.EventRecorder
-	opts     Options
-	now      func() time.Time
+	// Client reads from the cache and writes Workspaces and what they own.
+	Client client.Client
+	// APIReader reads live objects where the cache is not enough; it is
+	// the manager's API reader once SetupWithManager has run.
+	APIReader client.Reader
+	// Scheme knows api/auto/v1alpha1 and api/pulumi/v1.
+	Scheme *k8sruntime.Scheme
+	// Runtime runs the agents.
+	Runtime runtime.Runtime
+	// Recorder emits events (mgr.GetEventRecorder("workspace-controller")).
+	Recorder events.EventRecorder
+	// Options are the controller's settings.
+	Options Options
+
 	// pace spreads the safety-net looks of queued Workspaces: the
 	// runtime wakes each when its turn comes.
 	pace sreconcile.Pacer
 }
 
-// New returns a Reconciler that runs agents through rt and records events
-// with recorder (mgr.GetEventRecorder("workspace-controller")).
-func New(c client.Client, scheme *k8sruntime.Scheme, rt runtime.Runtime, recorder events.EventRecorder, opts Options) *Reconciler {
+// now is the time the reconcile works with.
+func (r *Reconciler) now() time.Time { return time.Now() }
+
+// withDefaults returns opts with every setting left zero at its default.
+func (opts Options) withDefaults() Options {
 	if opts.IdleAfter <= 0 {
 		opts.IdleAfter = DefaultIdleAfter
 	}
@@ -129,7 +141,7 @@ func New(c client.Client, scheme *k8sruntime.Scheme, rt runtime.Runtime, recorde
 	if opts.Refusals == nil {
 		opts.Refusals = nopRefusals{}
 	}
-	return &Reconciler{client: c, reader: c, scheme: scheme, runtime: rt, recorder: recorder, opts: opts, now: time.Now}
+	return opts
 }
 
 // session is one reconcile of one Workspace.
@@ -153,11 +165,11 @@ var errDone = sreconcile.NewIgnore("done", nil)
 // among --max-agents, until the operator restarts. Pods of the kubernetes
 // runtime go with their owner.
 func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error {
-	if _, ownsAgents := r.runtime.(runtime.Liveness); !ownsAgents {
+	if _, ownsAgents := r.Runtime.(runtime.Liveness); !ownsAgents {
 		return nil
 	}
 	gone := &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	return r.runtime.Idle(ctx, gone)
+	return r.Runtime.Idle(ctx, gone)
 }
 
 // Reconcile brings one Workspace's agent and stacks to its spec:
@@ -167,14 +179,14 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 // and writes the status once, in a deferred function, whatever the path.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	ws := &autov1alpha1.Workspace{}
-	if err := r.client.Get(ctx, req.NamespacedName, ws); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, ws); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pace.Done(req.NamespacedName)
 			return ctrl.Result{}, r.forget(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
 	}
-	s := &session{ws: ws, patcher: sreconcile.NewPatcher(r.client, ws)}
+	s := &session{ws: ws, patcher: sreconcile.NewPatcher(r.Client, ws)}
 	var res sreconcile.Result
 	var err error
 	defer func() {
@@ -195,7 +207,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			{Name: "reconcileAgent", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileAgent(ctx, s) }},
 			{Name: "reconcileSetup", Run: func(ctx context.Context) (sreconcile.Result, error) { return r.reconcileSetup(ctx, s) }},
 		}.Run(ctx)
-		err = sreconcile.Escalate(ws.Status.Conditions, ws.Generation, err, r.now(), r.opts.StallAfter)
+		err = sreconcile.Escalate(ws.Status.Conditions, ws.Generation, err, r.now(), r.Options.StallAfter)
 		var stalling *sreconcile.Stalling
 		if errors.As(err, &stalling) {
 			// Nothing will run in a stalled generation: release the agent.
@@ -219,7 +231,7 @@ func (r *Reconciler) finish(ctx context.Context, s *session, err error) {
 		return
 	case errors.As(err, &stalling):
 		if !stalledAt(ws) {
-			r.recorder.Eventf(ws, nil, corev1.EventTypeWarning, stalling.Reason, "Setup", "%s", err.Error())
+			r.Recorder.Eventf(ws, nil, corev1.EventTypeWarning, stalling.Reason, "Setup", "%s", err.Error())
 		}
 		markStalled(ws, stalling.Reason, err.Error())
 		log.FromContext(ctx).Info("workspace stalled", "reason", stalling.Reason, "message", err.Error())
@@ -255,10 +267,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *session) (sreconcil
 	if !sreconcile.HasFinalizer(s.ws, autov1alpha1.WorkspaceFinalizer) {
 		return sreconcile.ResultEmpty, nil
 	}
-	if err := r.runtime.Delete(ctx, s.ws); err != nil {
+	if err := r.Runtime.Delete(ctx, s.ws); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
 	}
 	sreconcile.RemoveFinalizer(s.ws, autov1alpha1.WorkspaceFinalizer)
-	log.FromContext(ctx).Info("workspace agent deleted", "runtime", r.runtime.Name())
+	log.FromContext(ctx).Info("workspace agent deleted", "runtime", r.Runtime.Name())
 	return sreconcile.ResultSuccess, nil
 }
