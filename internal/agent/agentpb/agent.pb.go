@@ -1521,14 +1521,15 @@ func (x *DestroyRequest) GetPreviewOnly() bool {
 }
 
 // OperationStream is one message of an operation's stream: any number of
-// events, then exactly one result (also when the operation failed once the
-// engine ran; the stream's status then carries the error).
+// events and recoveries, then exactly one result (also when the operation
+// failed once the engine ran; the stream's status then carries the error).
 type OperationStream struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Response:
 	//
 	//	*OperationStream_Event
 	//	*OperationStream_Result
+	//	*OperationStream_Recovery
 	Response      isOperationStream_Response `protobuf_oneof:"response"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1589,6 +1590,15 @@ func (x *OperationStream) GetResult() *Result {
 	return nil
 }
 
+func (x *OperationStream) GetRecovery() *Recovery {
+	if x != nil {
+		if x, ok := x.Response.(*OperationStream_Recovery); ok {
+			return x.Recovery
+		}
+	}
+	return nil
+}
+
 type isOperationStream_Response interface {
 	isOperationStream_Response()
 }
@@ -1603,9 +1613,19 @@ type OperationStream_Result struct {
 	Result *Result `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
 }
 
+type OperationStream_Recovery struct {
+	// Recovery is what the agent has repaired so far before the operation
+	// (the whole of it, each time it grows), sent before the operation
+	// runs: a caller whose stream breaks before the Result still learns
+	// what was repaired. The Result repeats it.
+	Recovery *Recovery `protobuf:"bytes,3,opt,name=recovery,proto3,oneof"`
+}
+
 func (*OperationStream_Event) isOperationStream_Response() {}
 
 func (*OperationStream_Result) isOperationStream_Response() {}
+
+func (*OperationStream_Recovery) isOperationStream_Response() {}
 
 // EngineEvent is one event of the engine's event log, as the Automation API
 // reports it. Secret values inside are masked by the engine.
@@ -2318,10 +2338,11 @@ const file_agent_proto_rawDesc = "" +
 	"\x11continue_on_error\x18\x06 \x01(\bR\x0fcontinueOnError\x12\x16\n" +
 	"\x06remove\x18\a \x01(\bR\x06remove\x12!\n" +
 	"\fshow_secrets\x18\b \x01(\bR\vshowSecrets\x12!\n" +
-	"\fpreview_only\x18\t \x01(\bR\vpreviewOnly\"\x8c\x01\n" +
+	"\fpreview_only\x18\t \x01(\bR\vpreviewOnly\"\xc8\x01\n" +
 	"\x0fOperationStream\x127\n" +
 	"\x05event\x18\x01 \x01(\v2\x1f.stackyard.agent.v1.EngineEventH\x00R\x05event\x124\n" +
-	"\x06result\x18\x02 \x01(\v2\x1a.stackyard.agent.v1.ResultH\x00R\x06resultB\n" +
+	"\x06result\x18\x02 \x01(\v2\x1a.stackyard.agent.v1.ResultH\x00R\x06result\x12:\n" +
+	"\brecovery\x18\x03 \x01(\v2\x1c.stackyard.agent.v1.RecoveryH\x00R\brecoveryB\n" +
 	"\n" +
 	"\bresponse\"\xa6\x01\n" +
 	"\vEngineEvent\x12\x1a\n" +
@@ -2444,48 +2465,49 @@ var file_agent_proto_depIdxs = []int32{
 	11, // 5: stackyard.agent.v1.ConfigItem.value_from:type_name -> stackyard.agent.v1.ConfigValueFrom
 	22, // 6: stackyard.agent.v1.OperationStream.event:type_name -> stackyard.agent.v1.EngineEvent
 	23, // 7: stackyard.agent.v1.OperationStream.result:type_name -> stackyard.agent.v1.Result
-	32, // 8: stackyard.agent.v1.EngineEvent.timestamp:type_name -> google.protobuf.Timestamp
-	34, // 9: stackyard.agent.v1.EngineEvent.event:type_name -> google.protobuf.Struct
-	24, // 10: stackyard.agent.v1.Result.summary:type_name -> stackyard.agent.v1.UpdateSummary
-	30, // 11: stackyard.agent.v1.Result.changes:type_name -> stackyard.agent.v1.Result.ChangesEntry
-	31, // 12: stackyard.agent.v1.Result.outputs:type_name -> stackyard.agent.v1.Result.OutputsEntry
-	28, // 13: stackyard.agent.v1.Result.recovery:type_name -> stackyard.agent.v1.Recovery
-	27, // 14: stackyard.agent.v1.Result.pending_operations:type_name -> stackyard.agent.v1.PendingOperation
-	26, // 15: stackyard.agent.v1.Result.error:type_name -> stackyard.agent.v1.OperationError
-	32, // 16: stackyard.agent.v1.UpdateSummary.start_time:type_name -> google.protobuf.Timestamp
-	32, // 17: stackyard.agent.v1.UpdateSummary.end_time:type_name -> google.protobuf.Timestamp
-	33, // 18: stackyard.agent.v1.OutputValue.value:type_name -> google.protobuf.Value
-	29, // 19: stackyard.agent.v1.Recovery.cleared_locks:type_name -> stackyard.agent.v1.StackLock
-	27, // 20: stackyard.agent.v1.Recovery.cleared_pending_operations:type_name -> stackyard.agent.v1.PendingOperation
-	32, // 21: stackyard.agent.v1.StackLock.timestamp:type_name -> google.protobuf.Timestamp
-	25, // 22: stackyard.agent.v1.Result.OutputsEntry.value:type_name -> stackyard.agent.v1.OutputValue
-	0,  // 23: stackyard.agent.v1.AutomationService.WhoAmI:input_type -> stackyard.agent.v1.WhoAmIRequest
-	2,  // 24: stackyard.agent.v1.AutomationService.Info:input_type -> stackyard.agent.v1.InfoRequest
-	5,  // 25: stackyard.agent.v1.AutomationService.PulumiVersion:input_type -> stackyard.agent.v1.PulumiVersionRequest
-	7,  // 26: stackyard.agent.v1.AutomationService.SelectStack:input_type -> stackyard.agent.v1.SelectStackRequest
-	9,  // 27: stackyard.agent.v1.AutomationService.SetAllConfig:input_type -> stackyard.agent.v1.SetAllConfigRequest
-	13, // 28: stackyard.agent.v1.AutomationService.AddEnvironments:input_type -> stackyard.agent.v1.AddEnvironmentsRequest
-	15, // 29: stackyard.agent.v1.AutomationService.Install:input_type -> stackyard.agent.v1.InstallRequest
-	17, // 30: stackyard.agent.v1.AutomationService.Preview:input_type -> stackyard.agent.v1.PreviewRequest
-	18, // 31: stackyard.agent.v1.AutomationService.Up:input_type -> stackyard.agent.v1.UpRequest
-	19, // 32: stackyard.agent.v1.AutomationService.Refresh:input_type -> stackyard.agent.v1.RefreshRequest
-	20, // 33: stackyard.agent.v1.AutomationService.Destroy:input_type -> stackyard.agent.v1.DestroyRequest
-	1,  // 34: stackyard.agent.v1.AutomationService.WhoAmI:output_type -> stackyard.agent.v1.WhoAmIResult
-	3,  // 35: stackyard.agent.v1.AutomationService.Info:output_type -> stackyard.agent.v1.InfoResult
-	6,  // 36: stackyard.agent.v1.AutomationService.PulumiVersion:output_type -> stackyard.agent.v1.PulumiVersionResult
-	8,  // 37: stackyard.agent.v1.AutomationService.SelectStack:output_type -> stackyard.agent.v1.SelectStackResult
-	12, // 38: stackyard.agent.v1.AutomationService.SetAllConfig:output_type -> stackyard.agent.v1.SetAllConfigResult
-	14, // 39: stackyard.agent.v1.AutomationService.AddEnvironments:output_type -> stackyard.agent.v1.AddEnvironmentsResult
-	16, // 40: stackyard.agent.v1.AutomationService.Install:output_type -> stackyard.agent.v1.InstallResult
-	21, // 41: stackyard.agent.v1.AutomationService.Preview:output_type -> stackyard.agent.v1.OperationStream
-	21, // 42: stackyard.agent.v1.AutomationService.Up:output_type -> stackyard.agent.v1.OperationStream
-	21, // 43: stackyard.agent.v1.AutomationService.Refresh:output_type -> stackyard.agent.v1.OperationStream
-	21, // 44: stackyard.agent.v1.AutomationService.Destroy:output_type -> stackyard.agent.v1.OperationStream
-	34, // [34:45] is the sub-list for method output_type
-	23, // [23:34] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	28, // 8: stackyard.agent.v1.OperationStream.recovery:type_name -> stackyard.agent.v1.Recovery
+	32, // 9: stackyard.agent.v1.EngineEvent.timestamp:type_name -> google.protobuf.Timestamp
+	34, // 10: stackyard.agent.v1.EngineEvent.event:type_name -> google.protobuf.Struct
+	24, // 11: stackyard.agent.v1.Result.summary:type_name -> stackyard.agent.v1.UpdateSummary
+	30, // 12: stackyard.agent.v1.Result.changes:type_name -> stackyard.agent.v1.Result.ChangesEntry
+	31, // 13: stackyard.agent.v1.Result.outputs:type_name -> stackyard.agent.v1.Result.OutputsEntry
+	28, // 14: stackyard.agent.v1.Result.recovery:type_name -> stackyard.agent.v1.Recovery
+	27, // 15: stackyard.agent.v1.Result.pending_operations:type_name -> stackyard.agent.v1.PendingOperation
+	26, // 16: stackyard.agent.v1.Result.error:type_name -> stackyard.agent.v1.OperationError
+	32, // 17: stackyard.agent.v1.UpdateSummary.start_time:type_name -> google.protobuf.Timestamp
+	32, // 18: stackyard.agent.v1.UpdateSummary.end_time:type_name -> google.protobuf.Timestamp
+	33, // 19: stackyard.agent.v1.OutputValue.value:type_name -> google.protobuf.Value
+	29, // 20: stackyard.agent.v1.Recovery.cleared_locks:type_name -> stackyard.agent.v1.StackLock
+	27, // 21: stackyard.agent.v1.Recovery.cleared_pending_operations:type_name -> stackyard.agent.v1.PendingOperation
+	32, // 22: stackyard.agent.v1.StackLock.timestamp:type_name -> google.protobuf.Timestamp
+	25, // 23: stackyard.agent.v1.Result.OutputsEntry.value:type_name -> stackyard.agent.v1.OutputValue
+	0,  // 24: stackyard.agent.v1.AutomationService.WhoAmI:input_type -> stackyard.agent.v1.WhoAmIRequest
+	2,  // 25: stackyard.agent.v1.AutomationService.Info:input_type -> stackyard.agent.v1.InfoRequest
+	5,  // 26: stackyard.agent.v1.AutomationService.PulumiVersion:input_type -> stackyard.agent.v1.PulumiVersionRequest
+	7,  // 27: stackyard.agent.v1.AutomationService.SelectStack:input_type -> stackyard.agent.v1.SelectStackRequest
+	9,  // 28: stackyard.agent.v1.AutomationService.SetAllConfig:input_type -> stackyard.agent.v1.SetAllConfigRequest
+	13, // 29: stackyard.agent.v1.AutomationService.AddEnvironments:input_type -> stackyard.agent.v1.AddEnvironmentsRequest
+	15, // 30: stackyard.agent.v1.AutomationService.Install:input_type -> stackyard.agent.v1.InstallRequest
+	17, // 31: stackyard.agent.v1.AutomationService.Preview:input_type -> stackyard.agent.v1.PreviewRequest
+	18, // 32: stackyard.agent.v1.AutomationService.Up:input_type -> stackyard.agent.v1.UpRequest
+	19, // 33: stackyard.agent.v1.AutomationService.Refresh:input_type -> stackyard.agent.v1.RefreshRequest
+	20, // 34: stackyard.agent.v1.AutomationService.Destroy:input_type -> stackyard.agent.v1.DestroyRequest
+	1,  // 35: stackyard.agent.v1.AutomationService.WhoAmI:output_type -> stackyard.agent.v1.WhoAmIResult
+	3,  // 36: stackyard.agent.v1.AutomationService.Info:output_type -> stackyard.agent.v1.InfoResult
+	6,  // 37: stackyard.agent.v1.AutomationService.PulumiVersion:output_type -> stackyard.agent.v1.PulumiVersionResult
+	8,  // 38: stackyard.agent.v1.AutomationService.SelectStack:output_type -> stackyard.agent.v1.SelectStackResult
+	12, // 39: stackyard.agent.v1.AutomationService.SetAllConfig:output_type -> stackyard.agent.v1.SetAllConfigResult
+	14, // 40: stackyard.agent.v1.AutomationService.AddEnvironments:output_type -> stackyard.agent.v1.AddEnvironmentsResult
+	16, // 41: stackyard.agent.v1.AutomationService.Install:output_type -> stackyard.agent.v1.InstallResult
+	21, // 42: stackyard.agent.v1.AutomationService.Preview:output_type -> stackyard.agent.v1.OperationStream
+	21, // 43: stackyard.agent.v1.AutomationService.Up:output_type -> stackyard.agent.v1.OperationStream
+	21, // 44: stackyard.agent.v1.AutomationService.Refresh:output_type -> stackyard.agent.v1.OperationStream
+	21, // 45: stackyard.agent.v1.AutomationService.Destroy:output_type -> stackyard.agent.v1.OperationStream
+	35, // [35:46] is the sub-list for method output_type
+	24, // [24:35] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -2507,6 +2529,7 @@ func file_agent_proto_init() {
 	file_agent_proto_msgTypes[21].OneofWrappers = []any{
 		(*OperationStream_Event)(nil),
 		(*OperationStream_Result)(nil),
+		(*OperationStream_Recovery)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -55,7 +55,9 @@
 // `pulumi cancel` removes all of a stack's locks, locks are cleared only
 // when every one of them is stale. The operation is then retried once, and
 // the Result's Recovery lists the cleared locks with the reason each holder
-// was judged gone.
+// was judged gone. Every repair is also sent on the stream as a Recovery
+// message before the operation runs, so that a caller whose stream breaks
+// before the Result (this agent killed in turn) still learns of it.
 //
 // # Pending operations
 //

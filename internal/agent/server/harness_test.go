@@ -229,8 +229,12 @@ func (h *harness) setConfig(items ...*agentpb.ConfigItem) {
 // opRun is what one operation stream delivered.
 type opRun struct {
 	events []*agentpb.EngineEvent
-	result *agentpb.Result
-	err    error
+	// recoveries are the Recovery messages, in order, and
+	// eventsBeforeRecovery how many events came before the first.
+	recoveries           []*agentpb.Recovery
+	eventsBeforeRecovery int
+	result               *agentpb.Result
+	err                  error
 }
 
 // collect reads a stream to its end.
@@ -251,6 +255,11 @@ func collect(stream grpc.ServerStreamingClient[agentpb.OperationStream], err err
 		switch v := msg.GetResponse().(type) {
 		case *agentpb.OperationStream_Event:
 			r.events = append(r.events, v.Event)
+		case *agentpb.OperationStream_Recovery:
+			if len(r.recoveries) == 0 {
+				r.eventsBeforeRecovery = len(r.events)
+			}
+			r.recoveries = append(r.recoveries, v.Recovery)
 		case *agentpb.OperationStream_Result:
 			if r.result != nil {
 				r.err = errors.New("two results on one stream")

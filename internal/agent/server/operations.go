@@ -16,6 +16,7 @@ import (
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // execAgent is what the CLI records as the agent that ran an update.
@@ -315,6 +316,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 
 	start := time.Now()
 	rec := &agentpb.Recovery{}
+	var announced *agentpb.Recovery
 	var out outcome
 	var fw *forwarder
 	var pending []*agentpb.PendingOperation
@@ -347,6 +349,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 			}
 		}
 		return s.withLockRecovery(ctx, st, rec, func() error {
+			announceRecovery(stream, rec, &announced)
 			fw = newForwarder(stream, s.secrets, s.log)
 			if op.outputsFromEvents {
 				watch(st, fw)
@@ -386,6 +389,22 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	s.carryKey(ctx, st.Workspace(), st.Name())
 	s.log.Info("operation succeeded", "kind", op.kind, "stack", st.Name())
 	return stream.Send(&agentpb.OperationStream{Response: &agentpb.OperationStream_Result{Result: res}})
+}
+
+// announceRecovery sends rec, the repairs made so far, when it holds more
+// than was last sent (*last): a caller whose stream breaks before the
+// Result (an agent killed, a connection lost) still learns what was
+// repaired, such as a pending create that may stand for a resource the
+// state no longer manages. A failed send is the stream's end, which the
+// operation finds out by itself.
+func announceRecovery(stream grpc.ServerStreamingServer[agentpb.OperationStream], rec *agentpb.Recovery, last **agentpb.Recovery) {
+	if proto.Size(rec) == 0 || (*last != nil && proto.Equal(rec, *last)) {
+		return
+	}
+	snapshot := proto.Clone(rec).(*agentpb.Recovery)
+	if stream.Send(&agentpb.OperationStream{Response: &agentpb.OperationStream_Recovery{Recovery: snapshot}}) == nil {
+		*last = snapshot
+	}
 }
 
 // observeState records whether the stack's state is known to hold no

@@ -18,6 +18,7 @@ import (
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 	"github.com/stackyard/stackyard/test/testenv"
+	"google.golang.org/protobuf/proto"
 )
 
 // agentProcess is `stackyard agent serve` running as a subprocess.
@@ -158,6 +159,11 @@ func TestAgentKilledMidUpRecovers(t *testing.T) {
 	if rec.GetMethod() != "refresh --clear-pending-creates" {
 		t.Errorf("recovery method = %q", rec.GetMethod())
 	}
+	// The repairs were announced before the operation ran, so that a
+	// caller whose stream broke would still know of them.
+	if n := len(r.recoveries); n == 0 || r.eventsBeforeRecovery != 0 || !proto.Equal(r.recoveries[n-1], rec) {
+		t.Errorf("recoveries announced = %v (after %d events); want the Result's %v, before any event", r.recoveries, r.eventsBeforeRecovery, rec)
+	}
 	if r.result.GetChanges()["create"] != 1 {
 		t.Errorf("changes after recovery = %v; want the Sleep resource created", r.result.GetChanges())
 	}
@@ -165,7 +171,7 @@ func TestAgentKilledMidUpRecovers(t *testing.T) {
 		t.Errorf("lock files after recovery = %v", got)
 	}
 	again := collect(client.Up(ctx, &agentpb.UpRequest{})).mustSucceed(t, "Up after recovery")
-	if again.result.GetRecovery() != nil || len(again.result.GetPendingOperations()) != 0 {
+	if again.result.GetRecovery() != nil || len(again.recoveries) != 0 || len(again.result.GetPendingOperations()) != 0 {
 		t.Errorf("a clean stack reported recovery %v, pending %v", again.result.GetRecovery(), again.result.GetPendingOperations())
 	}
 

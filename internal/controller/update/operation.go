@@ -137,7 +137,9 @@ func (r *Reconciler) operate(ctx context.Context, log logr.Logger, obj *autov1al
 		}
 	}
 	o.message = secrets.Redact(o.message)
-	o.recovery = describeRecovery(res.GetRecovery())
+	if rec := res.GetRecovery(); rec != nil {
+		o.recovery = describeRecovery(rec)
+	}
 	o.permalink = res.GetPermalink()
 	o.changes = res.GetChanges()
 	log.V(1).Info("operation ended", "events", o.events,
@@ -209,6 +211,11 @@ func consume(log logr.Logger, stream grpc.ServerStreamingClient[agentpb.Operatio
 					"sinceLast", time.Since(last).Round(time.Millisecond).String())
 			}
 			last = time.Now()
+		}
+		if r := msg.GetRecovery(); r != nil {
+			// Kept in case the stream breaks before the Result, which
+			// repeats it.
+			o.recovery = describeRecovery(r)
 		}
 		if r := msg.GetResult(); r != nil {
 			res = r
