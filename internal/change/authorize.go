@@ -15,6 +15,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 )
 
 // The choke point. Every operation the operator runs (preview, up,
@@ -107,6 +108,11 @@ type Verdict struct {
 	// Message says, naming the field, who authorized the operation, why
 	// it waits, or why it is refused.
 	Message string
+	// Reads are the versions of the Secrets and ConfigMaps the decision
+	// found to be what a promotion previewed, when it compared them (a
+	// governed Stack's up); nil otherwise. The agent runs the operation
+	// only with exactly these (readset.Mismatch).
+	Reads readset.Set
 }
 
 func allow(by Authority, format string, args ...any) Verdict {
@@ -282,11 +288,13 @@ func (a *authorizer) stack(ctx context.Context) (Verdict, error) {
 	case a.upd.Spec.PlanSecret != "":
 		return a.pin(ctx, stack, stage)
 	}
-	reason, msg, err := UnplannedUp(ctx, a.r, stack)
+	reason, msg, reads, err := unplannedUp(ctx, a.r, stack)
 	if err != nil || reason != "" {
 		return refuse(reason, "%s", msg), err
 	}
-	return allow(AuthorityStack, "the up of Stack %s (governed by stage %s) of what its governors wrote or its promotion approved", stack.Name, stage), nil
+	v := allow(AuthorityStack, "the up of Stack %s (governed by stage %s) of what its governors wrote or its promotion approved", stack.Name, stage)
+	v.Reads = reads
+	return v, nil
 }
 
 // UnplannedUp decides whether stack, which a stage governs, may run an up
@@ -301,35 +309,47 @@ func (a *authorizer) stack(ctx context.Context) (Verdict, error) {
 // may run. The Stack controller asks it before it makes the Update, and
 // the choke point again before the Update runs.
 func UnplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (reason, msg string, err error) {
+	reason, msg, _, err = unplannedUp(ctx, r, stack)
+	return reason, msg, err
+}
+
+// unplannedUp is UnplannedUp, with the versions of the Secrets and
+// ConfigMaps it found to be what the promotion previewed, when it
+// compared them.
+func unplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (reason, msg string, reads readset.Set, err error) {
 	lu := stack.Status.LastUpdate
 	if lu == nil || lu.State != shared.SucceededStackStateMessage || lu.Generation != stack.Generation {
-		return "", "", nil
+		return "", "", nil, nil
 	}
 	name, p, err := pinnedBy(ctx, r, stack)
 	switch {
 	case err != nil:
-		return "", "", err
+		return "", "", nil, err
 	case name == "":
 		return RefusedUnapproved, fmt.Sprintf("metadata.annotations[%s]: Stack %s would apply again generation %d, which no promotion pinned, "+
-			"with what it reads now, which nobody approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, stack.Name, stack.Generation), nil
+			"with what it reads now, which nobody approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, stack.Name, stack.Generation), nil, nil
 	case p == nil:
 		return RefusedUnapproved, fmt.Sprintf("metadata.annotations[%s]: promotion %s, which pinned Stack %s, no longer exists, "+
-			"so nothing says what it approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, name, stack.Name), nil
+			"so nothing says what it approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, name, stack.Name), nil, nil
 	}
 	pv := previewOf(p, stack.Name)
 	if pv == nil || pv.Inputs == "" {
 		return RefusedUnapproved, fmt.Sprintf("status.previews: promotion %s, which pinned Stack %s, recorded no digest of what it previewed: "+
-			"promote a release to deploy it again", name, stack.Name), nil
+			"promote a release to deploy it again", name, stack.Name), nil, nil
 	}
-	now, err := StackDigest(ctx, r, stack)
+	inputs, err := StackInputs(ctx, r, stack)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
+	}
+	now, err := Digest(inputs)
+	if err != nil {
+		return "", "", nil, err
 	}
 	if now != pv.Inputs {
 		return RefusedUnapproved, fmt.Sprintf("spec: what Stack %s reads (its spec, the Secrets and ConfigMaps it names) changed since promotion %s "+
-			"previewed it, so applying it again would deploy what nobody approved: promote a release for a new preview and new approvals", stack.Name, name), nil
+			"previewed it, so applying it again would deploy what nobody approved: promote a release for a new preview and new approvals", stack.Name, name), nil, nil
 	}
-	return "", "", nil
+	return "", "", Reads(inputs), nil
 }
 
 // pin decides on a governed Stack's up held to the plan a.upd names: it
@@ -361,12 +381,13 @@ func (a *authorizer) pin(ctx context.Context, stack *pulumiv1.Stack, stage strin
 	if pv == nil || pv.Plan != a.upd.Spec.PlanSecret {
 		return refuse(RefusedPin, "spec.planSecret: plan %s is not the one promotion %s previewed for Stack %s", a.upd.Spec.PlanSecret, name, stack.Name), nil
 	}
+	var reads readset.Set
 	if pv.Inputs != "" && pv.PlanDigest != "" {
 		approved, err := PinDigest(pv.Inputs, pv.PlanDigest)
 		if err != nil {
 			return Verdict{}, err
 		}
-		now, err := CurrentPinDigest(ctx, a.r, stack, pv.Plan)
+		now, checked, err := currentPin(ctx, a.r, stack, pv.Plan)
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -374,8 +395,11 @@ func (a *authorizer) pin(ctx context.Context, stack *pulumiv1.Stack, stage strin
 			return refuse(RefusedPin, "spec: what Stack %s reads (its spec, the Secrets and ConfigMaps it names, plan %s) changed since promotion %s previewed it",
 				stack.Name, pv.Plan, name), nil
 		}
+		reads = checked
 	}
-	return allow(AuthorityPromotion, "promotion %s into stage %s, which pinned Stack %s to %s with plan %s", name, stage, stack.Name, stack.Spec.Commit, pv.Plan), nil
+	v := allow(AuthorityPromotion, "promotion %s into stage %s, which pinned Stack %s to %s with plan %s", name, stage, stack.Name, stack.Spec.Commit, pv.Plan)
+	v.Reads = reads
+	return v, nil
 }
 
 // promotionPreview decides on a preview in a promotion's Workspace: the

@@ -49,6 +49,7 @@ type world struct {
 	pipe          *promotionv1alpha1.Pipeline
 	stage         *promotionv1alpha1.Stage
 	plan, cm      *corev1.Secret
+	token         *corev1.Secret
 }
 
 func newWorld(t *testing.T) (*world, client.Client) {
@@ -66,7 +67,8 @@ func newWorld(t *testing.T) (*world, client.Client) {
 			promotionv1alpha1.AuthorizedStageAnnotation: "prod",
 			shared.ReconcileRequestAnnotation:           PinRequest("promote", "uid-promote"),
 		}},
-		Spec: shared.StackSpec{Stack: "prod", GitSource: &shared.GitSource{ProjectRepo: "https://git.example/x.git", Commit: commit}},
+		Spec: shared.StackSpec{Stack: "prod", GitSource: &shared.GitSource{ProjectRepo: "https://git.example/x.git", Commit: commit},
+			AccessTokenSecret: "token"},
 		Status: pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "prod-up", UID: "uid-prod-up"},
 			Workspace: &shared.ObjectRecord{Name: "prod", UID: "uid-ws-prod"}},
 	}
@@ -79,6 +81,7 @@ func newWorld(t *testing.T) (*world, client.Client) {
 	w.plan = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promote-prod.plan"},
 		Data: map[string][]byte{autov1alpha1.PlanKey: []byte("the plan")}}
 	w.cm = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}}
+	w.token = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "token"}, Data: map[string][]byte{"accessToken": []byte("t")}}
 	w.promote = &promotionv1alpha1.Promotion{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promote", UID: "uid-promote"},
 		Spec:       promotionv1alpha1.PromotionSpec{Stage: "prod", Release: "r1"},
@@ -112,7 +115,7 @@ func newWorld(t *testing.T) (*world, client.Client) {
 				Recorded: previewRecord(PullRequestPreviewName("pipe", 7, "prod", strings.Repeat("e", 40)))}},
 		}}}},
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.prod, w.dev, w.plan, w.cm, w.promote, w.peek, w.stage, w.pipe).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.prod, w.dev, w.plan, w.cm, w.token, w.promote, w.peek, w.stage, w.pipe).
 		WithStatusSubresource(w.prod, w.dev, w.promote, w.peek, w.pipe).Build()
 	// The promotion recorded the digest of what it previewed.
 	inputs, err := StackDigest(context.Background(), c, w.prod)
@@ -174,6 +177,9 @@ func TestAuthorize(t *testing.T) {
 		wait   bool
 		reason string
 		uid    types.UID // the Update's metadata.uid
+		// checked: the verdict hands the agent the versions it found to
+		// be what the promotion previewed (Verdict.Reads).
+		checked bool
 	}{
 		{name: "a user's Update in a user's Workspace", upd: updateOf("mine", "mine", autov1alpha1.UpType, "", nil, time.Hour),
 			ws: workspaceOf("mine", nil), want: AuthorityOwnWorkspace},
@@ -200,10 +206,10 @@ func TestAuthorize(t *testing.T) {
 		{name: "a governed Stack's drift check", upd: updateOf("prod-up", "prod", autov1alpha1.PreviewType, "", byProd, 0),
 			ws: prodWS, want: AuthorityStack},
 		{name: "a governed Stack's up held to its promotion's plan", upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0),
-			ws: prodWS, want: AuthorityPromotion},
+			ws: prodWS, want: AuthorityPromotion, checked: true},
 		{name: "a governed Stack's up applying again what its promotion approved",
 			change: func(w *world, c client.Client) { deployed(w, c, nil) },
-			upd:    updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0), ws: prodWS, want: AuthorityStack},
+			upd:    updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0), ws: prodWS, want: AuthorityStack, checked: true},
 		{name: "a governed Stack's up applying again what it reads since its promotion",
 			change: func(w *world, c client.Client) {
 				deployed(w, c, func(s *pulumiv1.Stack) { s.Spec.Refresh = true })
@@ -308,6 +314,11 @@ func TestAuthorize(t *testing.T) {
 			}
 			if v.Message == "" {
 				t.Error("the verdict says nothing")
+			}
+			var token corev1.Secret
+			must(c.Get(ctx, client.ObjectKeyFromObject(w.token), &token))
+			if got, ok := v.Reads["Secret/token"]; tt.checked != ok || (ok && got != token.ResourceVersion) || (!tt.checked && v.Reads != nil) {
+				t.Errorf("Reads = %v; want the token Secret at %s: %v", v.Reads, token.ResourceVersion, tt.checked)
 			}
 			if !v.Allowed && !v.Wait && !strings.Contains(v.Message, ": ") {
 				t.Errorf("the refusal %q names no field", v.Message)

@@ -18,6 +18,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 )
 
 // InputsAnnotation, on a Stack a promotion pinned, is the digest of what
@@ -68,6 +69,19 @@ func StackInputs(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) ([
 		inputs = append(inputs, Input{Name: ref.String(), Value: version})
 	}
 	return inputs, nil
+}
+
+// Reads are the versions of the Secrets and ConfigMaps among inputs, in
+// the shape the agent checks them in (readset).
+func Reads(inputs []Input) readset.Set {
+	out := readset.Set{}
+	for _, in := range inputs {
+		kind, name, _ := strings.Cut(in.Name, "/")
+		if v, ok := in.Value.(string); ok && (kind == "Secret" || kind == "ConfigMap") {
+			out.Add(kind, name, v)
+		}
+	}
+	return out
 }
 
 // StackDigest is the Digest of StackInputs: what a promotion's preview of

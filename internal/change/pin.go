@@ -10,6 +10,7 @@ import (
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 )
 
 // PromotionEnded says how the promotion namespace/name with uid has ended
@@ -36,18 +37,30 @@ func PromotionEnded(ctx context.Context, r client.Reader, namespace, name, uid s
 // and of its plan Secret, named plan, now: what the Stack's annotation
 // InputsAnnotation, and the preview its promotion recorded, must match.
 func CurrentPinDigest(ctx context.Context, r client.Reader, stack *pulumiv1.Stack, plan string) (string, error) {
-	inputs, err := StackDigest(ctx, r, stack)
+	digest, _, err := currentPin(ctx, r, stack, plan)
+	return digest, err
+}
+
+// currentPin is CurrentPinDigest, with the versions of the Secrets and
+// ConfigMaps it digested.
+func currentPin(ctx context.Context, r client.Reader, stack *pulumiv1.Stack, plan string) (string, readset.Set, error) {
+	list, err := StackInputs(ctx, r, stack)
 	if err != nil {
-		return "", err
+		return "", nil, err
+	}
+	inputs, err := Digest(list)
+	if err != nil {
+		return "", nil, err
 	}
 	var sec corev1.Secret
 	var planDigest string
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: plan}, &sec); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return "", fmt.Errorf("reading the plan Secret %s: %w", plan, err)
+		return "", nil, fmt.Errorf("reading the plan Secret %s: %w", plan, err)
 	default:
 		planDigest = PlanDigest(&sec)
 	}
-	return PinDigest(inputs, planDigest)
+	digest, err := PinDigest(inputs, planDigest)
+	return digest, Reads(list), err
 }

@@ -71,6 +71,12 @@ const (
 	// since the preview that saved it. The engine stops before changing the
 	// resource concerned; only a new preview, with a new plan, can go on.
 	PlanViolation Reason = "PlanViolation"
+	// ReadsChanged means the operator checked versions of the Secrets and
+	// ConfigMaps the operation reads (readset) other than the ones the
+	// agent's environment was built from, or the agent does not know
+	// which it was built from. Nothing ran; the agent restarts with the
+	// current versions, and the operation is retried.
+	ReadsChanged Reason = "ReadsChanged"
 	// Unsupported means the backend does not support the request (for
 	// example ESC environments on a self-managed backend).
 	Unsupported Reason = "Unsupported"
@@ -88,7 +94,7 @@ func (r Reason) Code() codes.Code {
 		return codes.Aborted
 	case InvalidAccessToken:
 		return codes.Unauthenticated
-	case ProgramError, ResourceFailed, MissingPlugin, NoStackSelected, ProjectNotFound, UnexpectedChanges, PlanViolation:
+	case ProgramError, ResourceFailed, MissingPlugin, NoStackSelected, ProjectNotFound, UnexpectedChanges, PlanViolation, ReadsChanged:
 		return codes.FailedPrecondition
 	case StackNotFound:
 		return codes.NotFound

@@ -24,6 +24,7 @@ import (
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
 	"github.com/stackyard/stackyard/internal/agent/auth"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 	"github.com/stackyard/stackyard/internal/agent/server"
 	"github.com/stackyard/stackyard/test/testenv"
 )
@@ -113,6 +114,9 @@ type harness struct {
 	logs *testenv.SyncBuffer
 	// env is added to the CLI's environment, over the backend's URL.
 	env map[string]string
+	// reads are the versions the agent is told its environment was built
+	// from (server.Options.Reads); nil leaves them unknown.
+	reads readset.Set
 }
 
 // addr is the address the agent listens on.
@@ -145,6 +149,7 @@ func (h *harness) start(grace time.Duration) {
 		WorkDir:     h.dir,
 		Env:         env,
 		GracePeriod: grace,
+		Reads:       h.reads,
 		Log: funcr.New(func(prefix, args string) {
 			_, _ = fmt.Fprintln(h.logs, prefix, args)
 		}, funcr.Options{Verbosity: 10}),

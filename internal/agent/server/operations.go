@@ -13,10 +13,12 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
-	"google.golang.org/protobuf/proto"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 )
 
 // execAgent is what the CLI records as the agent that ran an update.
@@ -301,6 +303,9 @@ func (s *Server) Destroy(req *agentpb.DestroyRequest, stream grpc.ServerStreamin
 // stream with a Result. A failure once the engine was involved still sends
 // the Result (with its error) before the stream ends with the error status.
 func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStream], op operation) error {
+	if err := s.checkReads(stream.Context()); err != nil {
+		return err
+	}
 	st, err := s.selected()
 	if err != nil {
 		return err
@@ -389,6 +394,34 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	s.carryKey(ctx, st.Workspace(), st.Name())
 	s.log.Info("operation succeeded", "kind", op.kind, "stack", st.Name())
 	return stream.Send(&agentpb.OperationStream{Response: &agentpb.OperationStream_Result{Result: res}})
+}
+
+// checkReads refuses an operation the operator sent checked versions of
+// the Secrets and ConfigMaps it reads with (readset.Header) unless this
+// agent's environment was built from exactly those (Options.Reads): a
+// Secret written between the operator's check and this agent's start is
+// never used unseen. An operation sent without checked versions runs as
+// before (nothing was checked: an ungoverned Stack, a preview).
+func (s *Server) checkReads(ctx context.Context) error {
+	sent := metadata.ValueFromIncomingContext(ctx, readset.Header)
+	if len(sent) == 0 {
+		return nil
+	}
+	if len(sent) > 1 {
+		return agenterr.New(agenterr.InvalidArgument, "metadata %s: sent %d times, want once", readset.Header, len(sent))
+	}
+	checked, err := readset.Decode(sent[0])
+	if err != nil {
+		return agenterr.New(agenterr.InvalidArgument, "metadata %s: %v", readset.Header, err)
+	}
+	if s.opts.Reads == nil {
+		return agenterr.New(agenterr.ReadsChanged, "the operator checked the versions of the Secrets and ConfigMaps this operation reads, "+
+			"and this agent does not know which ones its environment was built from ($%s is unset): nothing ran", readset.EnvVar)
+	}
+	if msg := readset.Mismatch(s.opts.Reads, checked); msg != "" {
+		return agenterr.New(agenterr.ReadsChanged, "%s: nothing ran; the agent restarts with the current versions", msg)
+	}
+	return nil
 }
 
 // announceRecovery sends rec, the repairs made so far, when it holds more

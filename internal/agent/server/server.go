@@ -16,6 +16,7 @@ import (
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 	"github.com/stackyard/stackyard/internal/proc"
 	"github.com/stackyard/stackyard/internal/redact"
 )
@@ -41,6 +42,12 @@ type Options struct {
 	// the local runtime sets; when that is empty too nothing is recorded,
 	// and only the agent's own trees are ended.
 	ProcessRegistry string
+	// Reads are the versions of the Secrets and ConfigMaps the agent's
+	// environment was built from. Nil means $STACKYARD_READ_SET
+	// (readset.EnvVar), which the runtimes set; when that is unset too the
+	// agent does not know them, and refuses every operation the operator
+	// sends checked versions with (see checkReads).
+	Reads readset.Set
 	// Log receives the agent's own log lines; the zero value discards them.
 	Log logr.Logger
 }
@@ -96,6 +103,13 @@ func New(opts Options) (*Server, error) {
 	}
 	if cli.trees, err = sweepPredecessor(cmp.Or(opts.ProcessRegistry, os.Getenv(proc.RegistryEnv)), log); err != nil {
 		return nil, err
+	}
+	if opts.Reads == nil {
+		if text, ok := os.LookupEnv(readset.EnvVar); ok {
+			if opts.Reads, err = readset.Decode(text); err != nil {
+				return nil, fmt.Errorf("$%s: %w", readset.EnvVar, err)
+			}
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{

@@ -127,6 +127,12 @@ func (o *outcome) failure(err error, res *agentpb.Result, cause error) {
 		// operator restart was recorded as a failure of the program.
 		o.reason, o.message = ReasonInterrupted, stoppedAgentMessage
 		return
+	case o.agentReason == agenterr.ReadsChanged:
+		// Nothing ran. This Update's end wakes its Workspace, whose
+		// reconcile starts the agent again with the versions now current;
+		// the Stack retries.
+		o.reason, o.message = ReasonInterrupted, msg+"; the operation did not start and will be retried"
+		return
 	case status.Code(err) == codes.Unavailable && o.agentReason == agenterr.Unknown:
 		o.reason, o.message = ReasonInterrupted, lostAgentMessage
 		return

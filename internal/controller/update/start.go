@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
@@ -133,6 +135,7 @@ func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (srecon
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("deciding whether the Update may run: %w", err))
 	case v.Allowed:
 		log.FromContext(ctx).V(1).Info("operation authorized", "by", v.By, "because", v.Message)
+		s.reads = v.Reads
 		return sreconcile.ResultEmpty, nil
 	case v.Wait:
 		s.obj.Status.MarkProgressing(autov1alpha1.UpdateReasonPending, v.Message)
@@ -242,7 +245,7 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *session) (sreconcile
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("recording the start: %w", err))
 	}
 
-	obj, ws := s.obj.DeepCopy(), s.ws.DeepCopy()
+	obj, ws, reads := s.obj.DeepCopy(), s.ws.DeepCopy(), s.reads
 	opLog := r.log.WithValues("namespace", obj.Namespace, "name", obj.Name, "workspace", ws.Name,
 		"stack", spec.StackName, "type", spec.Type)
 	timeout := r.Options.OperationTimeout
@@ -257,6 +260,10 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *session) (sreconcile
 			ctx, cancel = context.WithCancelCause(ctx)
 			timer := time.AfterFunc(timeout, func() { cancel(timedOut{after: timeout}) })
 			defer func() { timer.Stop(); cancel(nil) }()
+		}
+		if reads != nil {
+			// The agent refuses to run with other versions than these.
+			ctx = metadata.AppendToOutgoingContext(ctx, readset.Header, reads.Encode())
 		}
 		return r.operate(ctx, opLog, obj, ws)
 	})

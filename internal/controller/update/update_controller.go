@@ -23,6 +23,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/shard"
@@ -190,6 +191,10 @@ type session struct {
 	patcher *sreconcile.Patcher
 	// ws is the ready Workspace, once reconcileWorkspace has found it.
 	ws *autov1alpha1.Workspace
+	// reads are the versions of the Secrets and ConfigMaps the choke
+	// point checked (change.Verdict.Reads); the agent runs the operation
+	// only with exactly these.
+	reads readset.Set
 	// requeueAfter overrides requeueSoon for a ResultRequeue.
 	requeueAfter time.Duration
 	// announce runs once the status has been written: events, metrics and

@@ -102,6 +102,9 @@ func (r *Runtime) Ensure(ctx context.Context, ws *autov1alpha1.Workspace) (runti
 	if err != nil {
 		return runtime.Status{}, err
 	}
+	if err := r.stampReads(ctx, ws, built); err != nil {
+		return runtime.Status{}, err
+	}
 	if err := r.checkCacheClaim(ctx, ws, built); err != nil {
 		return runtime.Status{}, err
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 	"github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/source"
@@ -374,5 +375,49 @@ func TestForeignCacheClaim(t *testing.T) {
 	claim(nil)
 	if _, err := rt.Ensure(ctx(t), ws); err != nil {
 		t.Fatalf("Ensure with the StatefulSet's own claim: %v", err)
+	}
+}
+
+// TestEnsureStampsReads: the agent container is told which versions of the
+// Secrets and ConfigMaps its environment names it starts with, read live
+// (an absent optional one as no version), and a write changes the pod
+// template, so that the pod is replaced and the agent told anew.
+func TestEnsureStampsReads(t *testing.T) {
+	ns := newNamespace(t)
+	rt := newTestRuntime(t, ns)
+	c := testEnv(t).Client
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, StringData: map[string]string{"token": "t1"}}
+	if err := c.Create(ctx(t), creds); err != nil {
+		t.Fatal(err)
+	}
+	ws := createWorkspace(t, ns, func(ws *autov1alpha1.Workspace) {
+		ws.Spec.Env = append(ws.Spec.Env, corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "token"}}})
+		ws.Spec.EnvFrom = append(ws.Spec.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Optional: ptr.To(true)}})
+	})
+	stamped := func() string {
+		t.Helper()
+		if _, err := rt.Ensure(ctx(t), ws); err != nil {
+			t.Fatal(err)
+		}
+		spec := getSTS(t, ws).Spec.Template.Spec
+		for _, e := range container(t, &spec, ContainerName).Env {
+			if e.Name == readset.EnvVar {
+				return e.Value
+			}
+		}
+		t.Fatalf("the agent container has no %s", readset.EnvVar)
+		return ""
+	}
+	if got, want := stamped(), "ConfigMap/absent=;Secret/creds="+creds.ResourceVersion; got != want {
+		t.Fatalf("%s = %q, want %q", readset.EnvVar, got, want)
+	}
+	creds.StringData = map[string]string{"token": "t2"}
+	if err := c.Update(ctx(t), creds); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stamped(), "ConfigMap/absent=;Secret/creds="+creds.ResourceVersion; got != want {
+		t.Fatalf("after a write, %s = %q, want %q", readset.EnvVar, got, want)
 	}
 }

@@ -11,8 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 	"github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/redact"
 )
@@ -60,12 +62,17 @@ func (r *Runtime) environment(ctx context.Context, ws *autov1alpha1.Workspace, d
 		vars[k] = v
 	}
 	secret := map[string]bool{}
-	if err := r.addEnvFrom(ctx, ws, vars, secret); err != nil {
+	e := &envReads{r: r, reads: readset.Set{}}
+	if err := e.addEnvFrom(ctx, ws, vars, secret); err != nil {
 		return nil, err
 	}
-	if err := r.addEnv(ctx, ws, vars, secret); err != nil {
+	if err := e.addEnv(ctx, ws, vars, secret); err != nil {
 		return nil, err
 	}
+	// The agent learns which versions its environment holds, to refuse
+	// an operation the operator checked other versions for; a new version
+	// changes the environment, which restarts the agent.
+	vars[readset.EnvVar] = e.reads.Encode()
 	var names []string
 	for name, isSecret := range secret {
 		if isSecret {
@@ -83,9 +90,16 @@ func (r *Runtime) environment(ctx context.Context, ws *autov1alpha1.Workspace, d
 	return out, nil
 }
 
+// envReads reads the Secrets and ConfigMaps an environment is built from,
+// and records the version of each (reads).
+type envReads struct {
+	r     *Runtime
+	reads readset.Set
+}
+
 // addEnvFrom adds every key of the Secrets and ConfigMaps of spec.envFrom.
 // Names read from Secrets are recorded in secret.
-func (r *Runtime) addEnvFrom(ctx context.Context, ws *autov1alpha1.Workspace, vars map[string]string, secret map[string]bool) error {
+func (r *envReads) addEnvFrom(ctx context.Context, ws *autov1alpha1.Workspace, vars map[string]string, secret map[string]bool) error {
 	for i, from := range ws.Spec.EnvFrom {
 		field := fmt.Sprintf("spec.envFrom[%d]", i)
 		var data map[string]string
@@ -113,7 +127,7 @@ func (r *Runtime) addEnvFrom(ctx context.Context, ws *autov1alpha1.Workspace, va
 
 // addEnv adds spec.env, reading valueFrom Secret and ConfigMap keys.
 // Names read from Secrets are recorded in secret.
-func (r *Runtime) addEnv(ctx context.Context, ws *autov1alpha1.Workspace, vars map[string]string, secret map[string]bool) error {
+func (r *envReads) addEnv(ctx context.Context, ws *autov1alpha1.Workspace, vars map[string]string, secret map[string]bool) error {
 	for i, e := range ws.Spec.Env {
 		field := fmt.Sprintf("spec.env[%d] (%s)", i, e.Name)
 		if e.ValueFrom == nil {
@@ -170,10 +184,11 @@ func missing(err error, field, kind, name string, optional *bool) error {
 	}
 }
 
-// secretData returns a Secret's data as strings.
-func (r *Runtime) secretData(ctx context.Context, namespace, name string) (map[string]string, error) {
+// secretData returns a Secret's data as strings, and records its version
+// ("" when it does not exist).
+func (r *envReads) secretData(ctx context.Context, namespace, name string) (map[string]string, error) {
 	var s corev1.Secret
-	if err := r.opts.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
+	if err := r.read(ctx, namespace, name, &s); err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(s.Data)+len(s.StringData))
@@ -183,10 +198,11 @@ func (r *Runtime) secretData(ctx context.Context, namespace, name string) (map[s
 	return out, nil
 }
 
-// configMapData returns a ConfigMap's data, binary data included.
-func (r *Runtime) configMapData(ctx context.Context, namespace, name string) (map[string]string, error) {
+// configMapData returns a ConfigMap's data, binary data included, and
+// records its version ("" when it does not exist).
+func (r *envReads) configMapData(ctx context.Context, namespace, name string) (map[string]string, error) {
 	var cm corev1.ConfigMap
-	if err := r.opts.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &cm); err != nil {
+	if err := r.read(ctx, namespace, name, &cm); err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(cm.Data)+len(cm.BinaryData))
@@ -197,4 +213,22 @@ func (r *Runtime) configMapData(ctx context.Context, namespace, name string) (ma
 		out[k] = v
 	}
 	return out, nil
+}
+
+// read gets the object of the Workspace's namespace and records the
+// version it read: a missing one as "", which is what the operator's check
+// records for it too.
+func (r *envReads) read(ctx context.Context, namespace, name string, obj client.Object) error {
+	kind := "Secret"
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		kind = "ConfigMap"
+	}
+	err := r.r.opts.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj)
+	switch {
+	case err == nil:
+		r.reads.Add(kind, name, obj.GetResourceVersion())
+	case apierrors.IsNotFound(err):
+		r.reads.Add(kind, name, "")
+	}
+	return err
 }

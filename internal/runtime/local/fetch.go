@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 	"github.com/stackyard/stackyard/internal/proc"
 	"github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/runtime"
@@ -134,8 +135,11 @@ func (r *Runtime) fetch(ctx context.Context, ws *autov1alpha1.Workspace, src run
 			return "", reconcile.NewGeneric("", err)
 		}
 		defer os.RemoveAll(credDir)
+		// The credentials fetch the source; the agent's environment does
+		// not hold them, so their versions are not the agent's reads.
+		creds := &envReads{r: r, reads: readset.Set{}}
 		for _, c := range src.Credentials {
-			data, err := r.secretData(ctx, ws.Namespace, c.Secret.Name)
+			data, err := creds.secretData(ctx, ws.Namespace, c.Secret.Name)
 			if err != nil {
 				return "", missing(err, c.Field, "secret", c.Secret.Name, nil)
 			}

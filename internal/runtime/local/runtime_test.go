@@ -13,11 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
+	"github.com/stackyard/stackyard/internal/agent/readset"
 	"github.com/stackyard/stackyard/internal/proc"
 	"github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/internal/redact"
@@ -104,6 +108,14 @@ func TestLifecycle(t *testing.T) {
 	if err != nil || !slices.Contains(strings.Split(string(environ), "\x00"), redact.SecretEnvVar+"=PULUMI_CONFIG_PASSPHRASE") {
 		t.Errorf("the agent's environment lacks %s=PULUMI_CONFIG_PASSPHRASE (%v)", redact.SecretEnvVar, err)
 	}
+	// ... and which version of the Secret its environment holds.
+	var passphrase corev1.Secret
+	if err := testEnv(t).Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: ws.Name + "-passphrase"}, &passphrase); err != nil {
+		t.Fatal(err)
+	}
+	if want := readset.EnvVar + "=Secret/" + passphrase.Name + "=" + passphrase.ResourceVersion; !slices.Contains(strings.Split(string(environ), "\x00"), want) {
+		t.Errorf("the agent's environment lacks %s", want)
+	}
 	ws.Status.Address = st.Address
 	if !rt.Running(ws) {
 		t.Error("Running = false for the agent just started")
@@ -149,6 +161,38 @@ func TestLifecycle(t *testing.T) {
 	if err != nil || rt.PID(ns, ws.Name) == pid || after.Instance == before.Instance {
 		t.Fatalf("after an env change: %+v, pid %d (was %d), %v", after, rt.PID(ns, ws.Name), pid, err)
 	}
+	pid = rt.PID(ns, ws.Name)
+
+	// A Secret written restarts the agent, with the version it holds now
+	// (the value stays: the stack's secrets are encrypted with it).
+	stale := passphrase.ResourceVersion
+	passphrase.Annotations = map[string]string{"written": "again"}
+	if err := testEnv(t).Client.Update(ctx(t), &passphrase); err != nil {
+		t.Fatal(err)
+	}
+	written, err := rt.Ensure(ctx(t), ws)
+	if err != nil || rt.PID(ns, ws.Name) == pid || written.Instance == after.Instance {
+		t.Fatalf("after a Secret write: %+v, pid %d (was %d), %v", written, rt.PID(ns, ws.Name), pid, err)
+	}
+	// The new agent (from the warm pool: its environment came with its
+	// spec, not at exec) runs only with the version written: an up the
+	// operator checked the old version for is refused before anything,
+	// one checked at the new version goes on (to find no stack selected).
+	ws.Status.Address = written.Address
+	fresh := client(t, rt, ws)
+	for version, want := range map[string]agenterr.Reason{
+		stale: agenterr.ReadsChanged, passphrase.ResourceVersion: agenterr.NoStackSelected,
+	} {
+		checked := metadata.AppendToOutgoingContext(ctx(t), readset.Header, "Secret/"+passphrase.Name+"="+version)
+		stream, err := fresh.Up(checked, &agentpb.UpRequest{})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		if got := agenterr.ReasonOf(err); got != want {
+			t.Errorf("an up checked at version %s: %v (reason %s); want reason %s", version, err, got, want)
+		}
+	}
+	after = written
 	pid = rt.PID(ns, ws.Name)
 
 	// Idle stops the process and keeps the state; Dial then waits.
