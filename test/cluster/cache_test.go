@@ -113,9 +113,25 @@ func TestWorkspaceCacheOnNode(t *testing.T) {
 	if len(gocache) != 1 || gocache[0] != "pulumi: /cache/packages/go/build" {
 		t.Errorf("GOCACHE %v, want the agent's at /cache/packages/go/build", gocache)
 	}
-	claim := "cache-cached-workspace-0"
-	if !podMountsClaim(pod, claim) {
-		t.Fatalf("the cached Stack's pod does not mount its claim %s: %v", claim, pod.Spec.Volumes)
+	// The runtime made the claim, under a name the API server generated,
+	// controlled by the Workspace and recorded on its StatefulSet.
+	claim := cacheClaimOf(pod)
+	if !strings.HasPrefix(claim, "cached-workspace-cache-") {
+		t.Fatalf("the cached Stack's pod mounts the claim %q, want one the runtime made: %v", claim, pod.Spec.Volumes)
+	}
+	pvc, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.Kind != "Workspace" || ref.Name != "cached" {
+		t.Errorf("the cache claim's controller is %+v, want Workspace cached", ref)
+	}
+	sts, err := c.cs.AppsV1().StatefulSets(ns).Get(ctx, "cached-workspace", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sts.Annotations["stackyard.dev/cache-claim"], claim+"/"+string(pvc.UID); got != want {
+		t.Errorf("the StatefulSet records the cache claim %q, want %q", got, want)
 	}
 	step("cached: first deployment in %s, provider fetched once, claim %s mounted", first.Round(time.Second), claim)
 
@@ -166,7 +182,7 @@ func TestWorkspaceCacheOnNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -282,14 +298,14 @@ func checkEphemeralStorage(t *testing.T, pod corev1.Pod) {
 	}
 }
 
-// podMountsClaim reports whether the pod has the claim as a volume.
-func podMountsClaim(pod corev1.Pod, claim string) bool {
+// cacheClaimOf is the claim the pod mounts as its cache volume, or "".
+func cacheClaimOf(pod corev1.Pod) string {
 	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
-			return true
+		if v.Name == "cache" && v.PersistentVolumeClaim != nil {
+			return v.PersistentVolumeClaim.ClaimName
 		}
 	}
-	return false
+	return ""
 }
 
 // podHasClaims reports whether the pod has any claim as a volume.

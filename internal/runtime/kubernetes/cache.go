@@ -4,26 +4,35 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 )
 
 // The workspace cache: a volume named CacheVolume, mounted in the agent's
 // container at cacheDir, where the agent keeps what `pulumi install`
 // fetches (provider plugins) across pods. By default it is a
-// PersistentVolumeClaim of the StatefulSet (one per Workspace), which
-// outlives the pod when the Workspace idles and goes with the Workspace.
-// A Workspace whose spec.podTemplate declares a volume of that name uses
-// that volume instead: a claim several Workspaces share, or an emptyDir
-// to opt out.
+// PersistentVolumeClaim the runtime makes for the Workspace (bindCacheClaim),
+// controlled by it, under a name the API server generates, so that nobody
+// can make one first with content of their choosing; its name and UID are
+// recorded on the StatefulSet (CacheClaimAnnotation), which only the
+// operator writes. It outlives the pod when the Workspace idles and goes
+// with the Workspace. A Workspace whose spec.podTemplate declares a volume
+// of that name uses that volume instead: a claim several Workspaces share,
+// or an emptyDir to opt out.
 const (
-	// CacheVolume is the name of the cache volume, and of the
-	// StatefulSet's claim template.
+	// CacheVolume is the name of the cache volume.
 	CacheVolume = "cache"
-	cacheDir    = "/cache"
+	// CacheClaimAnnotation, on a Workspace's StatefulSet, records the
+	// cache claim the runtime made for it, as "<name>/<uid>".
+	CacheClaimAnnotation = "stackyard.dev/cache-claim"
+	cacheDir             = "/cache"
 	// cacheBudgetPercent is the share of the claim's size the agent keeps
 	// its cache within, leaving room for an install in progress.
 	cacheBudgetPercent = 80
@@ -75,9 +84,31 @@ func addCache(sts *appsv1.StatefulSet, opts CacheOptions) {
 		return
 	}
 	main.Args = append(main.Args, "--cache-max-bytes", strconv.FormatInt(opts.budget(), 10))
-	sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: metav1.ObjectMeta{Name: CacheVolume, Labels: sts.Spec.Selector.MatchLabels},
+	// The claim's name is the one the API server gives the claim the
+	// runtime makes (bindCacheClaim); until then it is empty.
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: CacheVolume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{},
+	}})
+}
+
+// ownCacheVolume is the volume of sts whose claim the runtime makes: the
+// cache volume addCache added with no claim name yet; nil when the
+// Workspace brings its own cache volume or has none.
+func ownCacheVolume(sts *appsv1.StatefulSet) *corev1.PersistentVolumeClaimVolumeSource {
+	for i, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Name == CacheVolume && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "" {
+			return sts.Spec.Template.Spec.Volumes[i].PersistentVolumeClaim
+		}
+	}
+	return nil
+}
+
+// cacheClaim is the claim the runtime makes for ws's cache: named by the
+// API server, labelled as ws's pod is, ReadWriteOnce, of opts' size and
+// class.
+func cacheClaim(ws *autov1alpha1.Workspace, opts CacheOptions) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: ObjectName(ws) + "-cache-", Namespace: ws.Namespace, Labels: Labels(ws)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: opts.StorageClassName,
@@ -85,13 +116,17 @@ func addCache(sts *appsv1.StatefulSet, opts CacheOptions) {
 				Requests: corev1.ResourceList{corev1.ResourceStorage: opts.Size},
 			},
 		},
-	}}
-	// The claim stays while the Workspace idles at zero replicas (that is
-	// its point) and goes with the StatefulSet, and so with the Workspace.
-	sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-		WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-		WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
 	}
+}
+
+// claimRecord is CacheClaimAnnotation's value for a claim.
+func claimRecord(name string, uid types.UID) string { return name + "/" + string(uid) }
+
+// parseClaimRecord reads CacheClaimAnnotation's value; ok is false when
+// it is absent or not one.
+func parseClaimRecord(v string) (name string, uid types.UID, ok bool) {
+	n, u, found := strings.Cut(v, "/")
+	return n, types.UID(u), found && n != "" && u != ""
 }
 
 // PackageCache is a package manager's download cache: the environment

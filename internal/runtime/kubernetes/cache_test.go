@@ -69,25 +69,21 @@ func TestCache(t *testing.T) {
 			if init := container(t, &sts.Spec.Template.Spec, InitContainerName); len(init.VolumeMounts) != 1 {
 				t.Errorf("the init container mounts %v; the cache is the agent's alone", init.VolumeMounts)
 			}
+			own := ownCacheVolume(sts)
+			if len(sts.Spec.VolumeClaimTemplates) != 0 || sts.Spec.PersistentVolumeClaimRetentionPolicy != nil {
+				t.Errorf("claim templates %v %v: the runtime makes the claim itself", sts.Spec.VolumeClaimTemplates, sts.Spec.PersistentVolumeClaimRetentionPolicy)
+			}
+			if (own != nil) != tc.wantClaim {
+				t.Errorf("a volume for the runtime's claim: %v, want %v (volumes %v)", own != nil, tc.wantClaim, sts.Spec.Template.Spec.Volumes)
+			}
 			if !tc.wantClaim {
-				if len(sts.Spec.VolumeClaimTemplates) != 0 || sts.Spec.PersistentVolumeClaimRetentionPolicy != nil {
-					t.Errorf("unexpected claim: %v %v", sts.Spec.VolumeClaimTemplates, sts.Spec.PersistentVolumeClaimRetentionPolicy)
-				}
 				return
 			}
-			if len(sts.Spec.VolumeClaimTemplates) != 1 {
-				t.Fatalf("want one claim template, got %v", sts.Spec.VolumeClaimTemplates)
-			}
-			claim := sts.Spec.VolumeClaimTemplates[0]
-			if claim.Name != CacheVolume || *claim.Spec.StorageClassName != "fast" ||
+			claim := cacheClaim(ws, tc.opts.Cache)
+			if claim.Name != "" || claim.GenerateName != ObjectName(ws)+"-cache-" || *claim.Spec.StorageClassName != "fast" ||
 				claim.Spec.Resources.Requests.Storage().String() != "1Gi" ||
 				len(claim.Spec.AccessModes) != 1 || claim.Spec.AccessModes[0] != corev1.ReadWriteOnce {
-				t.Errorf("claim template %+v", claim)
-			}
-			policy := sts.Spec.PersistentVolumeClaimRetentionPolicy
-			if policy == nil || policy.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType ||
-				policy.WhenDeleted != appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
-				t.Errorf("retention %+v: the claim must outlive scale-to-zero and go with the Workspace", policy)
+				t.Errorf("claim %+v", claim)
 			}
 		})
 	}

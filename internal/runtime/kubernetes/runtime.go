@@ -37,7 +37,7 @@ const DefaultFieldOwner = "stackyard-workspace"
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;create;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 
 // Options configure a Runtime.
@@ -105,12 +105,18 @@ func (r *Runtime) Ensure(ctx context.Context, ws *autov1alpha1.Workspace) (runti
 	if err := r.stampReads(ctx, ws, built); err != nil {
 		return runtime.Status{}, err
 	}
-	if err := r.checkCacheClaim(ctx, ws, built); err != nil {
+	claim, err := r.bindCacheClaim(ctx, ws, built)
+	if err != nil {
 		return runtime.Status{}, err
 	}
 	sts, err := r.apply(ctx, ws, built)
 	if err != nil {
 		return runtime.Status{}, err
+	}
+	if claim != "" {
+		if err := r.dropUnrecordedClaims(ctx, ws, claim); err != nil {
+			return runtime.Status{}, err
+		}
 	}
 	pod, err := r.pod(ctx, ws)
 	if err != nil {
@@ -244,57 +250,75 @@ func immutable(err error) bool {
 	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "updates to statefulset spec for fields other than")
 }
 
-// checkCacheClaim refuses a cache claim the StatefulSet did not make. The
-// StatefulSet controller takes over an existing claim of the name it
-// would give its own (cache-<statefulset>-0), and the agent runs the
-// plugins it finds there: someone allowed to create claims in the
-// namespace, but not to run the Workspace's programs, could otherwise
-// hand them plugins of their own.
+// bindCacheClaim gives the cache volume of sts, when the runtime makes its
+// claim (ownCacheVolume), the claim the live StatefulSet records, or a new
+// one, and records it on sts. It returns the claim's name, "" when the
+// Workspace has no such volume.
 //
-// A claim newer than the live StatefulSet is its own. One owned by a
-// StatefulSet of the Workspace's that is gone (replaced when the claim
-// templates changed) is being collected: the Workspace waits for it. Any
-// other (made before the StatefulSet, or older than it) stalls the
-// Workspace, naming the claim. What this does not catch: a claim made in
-// the moment between the StatefulSet and its controller's own, and one
-// someone deletes and makes again while the Workspace idles (the
-// replacement is newer than the StatefulSet); closing those takes a claim
-// the operator makes under a name nobody can guess.
-func (r *Runtime) checkCacheClaim(ctx context.Context, ws *autov1alpha1.Workspace, sts *appsv1.StatefulSet) error {
-	if len(sts.Spec.VolumeClaimTemplates) == 0 {
-		return nil
-	}
-	name := CacheVolume + "-" + ObjectName(ws) + "-0"
-	var claim corev1.PersistentVolumeClaim
-	switch err := r.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ws.Namespace, Name: name}, &claim); {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return reconcile.NewGeneric("", fmt.Errorf("reading the cache claim %s: %w", name, err))
+// The record (CacheClaimAnnotation, on a StatefulSet only the operator may
+// write) is the claim's name and UID, from the create's answer. A recorded
+// claim is used only while it exists with that UID, controlled by ws, and
+// is not being deleted. Otherwise (it was deleted, or someone made another
+// under its name, which the API server generated and anyone may now know)
+// a new one is made, under a name nobody can know before it exists: no
+// claim made first, with content of someone's choosing, reaches the agent.
+func (r *Runtime) bindCacheClaim(ctx context.Context, ws *autov1alpha1.Workspace, sts *appsv1.StatefulSet) (string, error) {
+	vol := ownCacheVolume(sts)
+	if vol == nil {
+		return "", nil
 	}
 	var live appsv1.StatefulSet
 	err := r.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ws.Namespace, Name: ObjectName(ws)}, &live)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return reconcile.NewGeneric("", fmt.Errorf("reading StatefulSet %s: %w", ObjectName(ws), err))
+		return "", reconcile.NewGeneric("", fmt.Errorf("reading StatefulSet %s: %w", ObjectName(ws), err))
 	}
-	exists := err == nil
-	if exists && !claim.CreationTimestamp.Before(&live.CreationTimestamp) {
-		return nil
-	}
-	collected := !claim.DeletionTimestamp.IsZero()
-	for _, ref := range claim.OwnerReferences {
-		if ref.Kind == "StatefulSet" && ref.Name == ObjectName(ws) && (!exists || ref.UID != live.UID) {
-			// Its owner is gone: the garbage collector deletes it.
-			collected = true
+	name, uid, recorded := parseClaimRecord(live.Annotations[CacheClaimAnnotation])
+	if recorded {
+		var claim corev1.PersistentVolumeClaim
+		err := r.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ws.Namespace, Name: name}, &claim)
+		switch {
+		case err != nil && !apierrors.IsNotFound(err):
+			return "", reconcile.NewGeneric("", fmt.Errorf("reading the cache claim %s: %w", name, err))
+		case err != nil, claim.UID != uid, !claim.DeletionTimestamp.IsZero(), !metav1.IsControlledBy(&claim, ws):
+			recorded = false
 		}
 	}
-	if collected {
-		return reconcile.NewWaiting("", fmt.Errorf("waiting for the cache claim %s of the replaced StatefulSet to be deleted", name), 2*time.Second)
+	if !recorded {
+		claim := cacheClaim(ws, r.opts.Build.Cache)
+		if err := controllerutil.SetControllerReference(ws, claim, r.opts.Scheme); err != nil {
+			return "", err
+		}
+		if err := r.opts.Client.Create(ctx, claim); err != nil {
+			return "", reconcile.NewGeneric("", fmt.Errorf("making the cache claim: %w", err))
+		}
+		name, uid = claim.Name, claim.UID
 	}
-	// Looked at again every half minute: deleting the claim is the fix,
-	// and nothing about it wakes the Workspace.
-	return reconcile.NewStallingRequeue(reconcile.StalledSpecInvalidReason, fmt.Errorf(
-		"PersistentVolumeClaim %s was not made by this Workspace's StatefulSet (it is older), and the agent would run "+
-			"the plugins it holds: delete it, or give the Workspace a volume named %q of its own in spec.podTemplate", name, CacheVolume),
-		30*time.Second)
+	vol.ClaimName = name
+	if sts.Annotations == nil {
+		sts.Annotations = map[string]string{}
+	}
+	sts.Annotations[CacheClaimAnnotation] = claimRecord(name, uid)
+	return name, nil
+}
+
+// dropUnrecordedClaims deletes the cache claims controlled by ws other than
+// the one its StatefulSet now records: made by an Ensure that did not get
+// to record them (the operator stopped between the create and the apply),
+// or replaced. It runs once the StatefulSet holding the record is applied.
+func (r *Runtime) dropUnrecordedClaims(ctx context.Context, ws *autov1alpha1.Workspace, recorded string) error {
+	var list corev1.PersistentVolumeClaimList
+	if err := r.opts.Reader.List(ctx, &list, client.InNamespace(ws.Namespace), client.MatchingLabels(Labels(ws))); err != nil {
+		return reconcile.NewGeneric("", fmt.Errorf("listing the Workspace's cache claims: %w", err))
+	}
+	for i := range list.Items {
+		claim := &list.Items[i]
+		if claim.Name == recorded || !metav1.IsControlledBy(claim, ws) || !claim.DeletionTimestamp.IsZero() {
+			continue
+		}
+		uid := claim.UID
+		if err := r.opts.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return reconcile.NewGeneric("", fmt.Errorf("deleting cache claim %s, which the Workspace does not record: %w", claim.Name, err))
+		}
+	}
+	return nil
 }

@@ -260,121 +260,108 @@ func TestIdleWithoutStatefulSet(t *testing.T) {
 	}
 }
 
-// TestCacheTurnedOn: a StatefulSet made before the cache was turned on
-// cannot take a claim template (the API server refuses the change); the
-// runtime replaces it, and the next Ensure makes it with the claim.
-func TestCacheTurnedOn(t *testing.T) {
+// TestCacheClaimMadeAndRecorded: with the cache on, the runtime makes the
+// Workspace's claim itself, under a name the API server generates,
+// controlled by the Workspace, and records its name and UID on the
+// StatefulSet; the agent's pod mounts exactly that claim. A claim planted
+// first under the name the StatefulSet controller would once have used is
+// never mounted; one made in place of the recorded claim (deleted, then
+// made again under its name) is not taken for it: a new claim is made,
+// and the Workspace's claims nobody records are deleted.
+func TestCacheClaimMadeAndRecorded(t *testing.T) {
 	ns := newNamespace(t)
 	rt := newTestRuntime(t, ns)
-	ws := createWorkspace(t, ns, nil)
-	if _, err := rt.Ensure(ctx(t), ws); err != nil {
-		t.Fatal(err)
-	}
-	old := getSTS(t, ws)
-	if len(old.Spec.VolumeClaimTemplates) != 0 {
-		t.Fatalf("claim templates without a cache: %v", old.Spec.VolumeClaimTemplates)
-	}
-
-	rt.opts.Build.Cache = CacheOptions{Size: resource.MustParse("1Gi")}
-	_, err := rt.Ensure(ctx(t), ws)
-	var waiting *reconcile.Waiting
-	if !errors.As(err, &waiting) || !strings.Contains(err.Error(), "volume claim templates changed") {
-		t.Fatalf("Ensure: %v, want a wait while the StatefulSet is replaced", err)
-	}
-	// The API server runs no garbage collector here: the old StatefulSet
-	// has no dependents and goes at once.
-	var gone appsv1.StatefulSet
-	if err := testEnv(t).Client.Get(ctx(t), client.ObjectKeyFromObject(old), &gone); !apierrors.IsNotFound(err) {
-		t.Fatalf("the old StatefulSet should be gone: %v", err)
-	}
-	if _, err := rt.Ensure(ctx(t), ws); err != nil {
-		t.Fatal(err)
-	}
-	sts := getSTS(t, ws)
-	if len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Name != CacheVolume {
-		t.Errorf("claim templates %v", sts.Spec.VolumeClaimTemplates)
-	}
-	if sts.UID == old.UID {
-		t.Error("the StatefulSet was not made anew")
-	}
-}
-
-// TestForeignCacheClaim: a claim of the cache's name that the
-// StatefulSet did not make (created before it) is never handed to the
-// agent: the Workspace stalls, naming it, until it is deleted. A claim
-// of a replaced StatefulSet is waited for while it is collected.
-func TestForeignCacheClaim(t *testing.T) {
-	ns := newNamespace(t)
-	rt := newTestRuntime(t, ns)
-	rt.opts.Build.Cache = CacheOptions{Size: resource.MustParse("1Gi")}
 	c := testEnv(t).Client
 	ws := createWorkspace(t, ns, nil)
-	claimName := CacheVolume + "-" + ObjectName(ws) + "-0"
-	claim := func(owner *metav1.OwnerReference) *corev1.PersistentVolumeClaim {
-		pvc := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: claimName},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-			},
-		}
-		if owner != nil {
-			pvc.OwnerReferences = []metav1.OwnerReference{*owner}
-		}
-		if err := c.Create(ctx(t), pvc); err != nil {
-			t.Fatal(err)
-		}
-		return pvc
+	if _, err := rt.Ensure(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	if v := ownCacheVolume(getSTS(t, ws)); v != nil || getSTS(t, ws).Annotations[CacheClaimAnnotation] != "" {
+		t.Fatalf("a cache claim without a cache: %v", v)
+	}
+	legacy := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CacheVolume + "-" + ObjectName(ws) + "-0"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := c.Create(ctx(t), legacy); err != nil {
+		t.Fatal(err)
 	}
 
-	// Made before the StatefulSet: refused, and no StatefulSet is made.
-	planted := claim(nil)
-	_, err := rt.Ensure(ctx(t), ws)
-	var stalled *reconcile.Stalling
-	if !errors.As(err, &stalled) || !strings.Contains(err.Error(), claimName) {
-		t.Fatalf("Ensure with a planted claim: %v, want a stall naming %s", err, claimName)
-	}
-	var sts appsv1.StatefulSet
-	if err := c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: ObjectName(ws)}, &sts); !apierrors.IsNotFound(err) {
-		t.Fatalf("a StatefulSet was made over the planted claim: %v", err)
-	}
-	// Deleted: the API server's claim protection holds it (here no
-	// controller ever lets go); while it goes, the Workspace waits.
-	remove := func(pvc *corev1.PersistentVolumeClaim) {
+	// mounted runs Ensure and returns the claim the pod mounts, checking
+	// that the StatefulSet records it and the Workspace controls it.
+	mounted := func() *corev1.PersistentVolumeClaim {
 		t.Helper()
-		if err := c.Delete(ctx(t), pvc); err != nil {
+		if _, err := rt.Ensure(ctx(t), ws); err != nil {
 			t.Fatal(err)
 		}
-		_, err := rt.Ensure(ctx(t), ws)
-		var waiting *reconcile.Waiting
-		if !errors.As(err, &waiting) {
-			t.Fatalf("Ensure with a claim being deleted: %v, want a wait", err)
+		sts := getSTS(t, ws)
+		var name string
+		for _, v := range sts.Spec.Template.Spec.Volumes {
+			if v.Name == CacheVolume && v.PersistentVolumeClaim != nil {
+				name = v.PersistentVolumeClaim.ClaimName
+			}
 		}
+		var claim corev1.PersistentVolumeClaim
+		if err := c.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, &claim); err != nil {
+			t.Fatalf("the mounted claim %q: %v", name, err)
+		}
+		ownedBy(t, &claim, ws)
+		if got, want := sts.Annotations[CacheClaimAnnotation], claimRecord(claim.Name, claim.UID); got != want {
+			t.Errorf("%s = %q, want %q", CacheClaimAnnotation, got, want)
+		}
+		return &claim
+	}
+	rt.opts.Build.Cache = CacheOptions{Size: resource.MustParse("1Gi")}
+	first := mounted()
+	if !strings.HasPrefix(first.Name, ObjectName(ws)+"-cache-") || first.Name == legacy.Name {
+		t.Fatalf("the claim is %s, want one named by the API server after %s-cache-", first.Name, ObjectName(ws))
+	}
+	if again := mounted(); again.UID != first.UID {
+		t.Fatalf("a second Ensure made another claim: %s", again.Name)
+	}
+
+	// The recorded claim deleted (the claim protection lets go at once
+	// here, as nothing mounts it) and made again under its name, claiming
+	// the Workspace: not taken for it.
+	unprotect := func(pvc *corev1.PersistentVolumeClaim) {
+		t.Helper()
 		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
 		if err := c.Patch(ctx(t), pvc, patch); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
 	}
-	remove(planted)
-
-	// A claim of a StatefulSet that is gone: waited for, as the garbage
-	// collector deletes it.
-	orphan := claim(&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: ObjectName(ws), UID: "0bd0e4a6-0000-4000-8000-000000000000"})
-	_, err = rt.Ensure(ctx(t), ws)
-	var waiting *reconcile.Waiting
-	if !errors.As(err, &waiting) {
-		t.Fatalf("Ensure with a claim being collected: %v, want a wait", err)
-	}
-	remove(orphan)
-
-	// Without a claim the StatefulSet is made; a claim made after it (or
-	// in the same second: timestamps have whole seconds) is its own.
-	if _, err := rt.Ensure(ctx(t), ws); err != nil {
+	if err := c.Delete(ctx(t), first); err != nil {
 		t.Fatal(err)
 	}
-	claim(nil)
-	if _, err := rt.Ensure(ctx(t), ws); err != nil {
-		t.Fatalf("Ensure with the StatefulSet's own claim: %v", err)
+	unprotect(first)
+	planted := legacy.DeepCopy()
+	planted.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: first.Name, Labels: first.Labels, OwnerReferences: first.OwnerReferences}
+	if err := c.Create(ctx(t), planted); err != nil {
+		t.Fatal(err)
+	}
+	// And a claim an Ensure stopped before its record would leave.
+	orphan := cacheClaim(ws, rt.opts.Build.Cache)
+	orphan.OwnerReferences = first.OwnerReferences
+	if err := c.Create(ctx(t), orphan); err != nil {
+		t.Fatal(err)
+	}
+	second := mounted()
+	if second.Name == first.Name || second.UID == planted.UID || second.UID == orphan.UID {
+		t.Fatalf("the claim made in place of the recorded one, or an unrecorded one, was taken: %s", second.Name)
+	}
+	for _, pvc := range []*corev1.PersistentVolumeClaim{planted, orphan} {
+		var left corev1.PersistentVolumeClaim
+		err := c.Get(ctx(t), client.ObjectKeyFromObject(pvc), &left)
+		if err == nil && left.DeletionTimestamp.IsZero() {
+			t.Errorf("claim %s, controlled by the Workspace but not recorded, was not deleted", pvc.Name)
+		}
+	}
+	var kept corev1.PersistentVolumeClaim
+	if err := c.Get(ctx(t), client.ObjectKeyFromObject(legacy), &kept); err != nil || !kept.DeletionTimestamp.IsZero() {
+		t.Errorf("the claim nobody claimed for the Workspace was touched: %v", err)
 	}
 }
 
