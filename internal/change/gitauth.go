@@ -35,12 +35,19 @@ func PipelineGitAuth(ctx context.Context, secrets client.Reader, p *promotionv1a
 }
 
 // authFromSecret picks the credentials out of a Secret's data: an SSH key
-// first (password is then its passphrase), then an access token, then a
-// user name and password.
+// first (password is then its passphrase; knownHosts is required), then
+// an access token, then a user name and password.
 func authFromSecret(name string, data map[string][]byte) (*source.GitAuth, error) {
 	value := func(key string) string { return string(data[key]) }
 	has := func(key string) bool { return len(data[key]) > 0 }
 	switch {
+	case has(promotionv1alpha1.GitSecretKeySSHPrivateKey) && !has(promotionv1alpha1.GitSecretKeyKnownHosts):
+		// A Pipeline decides what becomes a release: a server it cannot
+		// tell from an impostor could hand it a commit nobody made.
+		return nil, sreconcile.NewMissing(promotionv1alpha1.PipelineReasonReferenceNotFound,
+			fmt.Errorf("spec.git.secretRef: Secret %q has %s but no %s: a Pipeline verifies the SSH server's host key, "+
+				"since what it reads becomes a release; add the server's known_hosts lines (ssh-keyscan HOST) under %s",
+				name, promotionv1alpha1.GitSecretKeySSHPrivateKey, promotionv1alpha1.GitSecretKeyKnownHosts, promotionv1alpha1.GitSecretKeyKnownHosts))
 	case has(promotionv1alpha1.GitSecretKeySSHPrivateKey):
 		return &source.GitAuth{
 			SSHPrivateKey: value(promotionv1alpha1.GitSecretKeySSHPrivateKey),

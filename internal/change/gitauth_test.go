@@ -35,7 +35,15 @@ func TestAuthFromSecret(t *testing.T) {
 			}
 		})
 	}
-	_, err := authFromSecret("creds", map[string][]byte{"username": []byte("only-a-name"), "note": []byte("s3cret")})
+	// An SSH key without known hosts: the server's host key could not be
+	// verified, and a Pipeline's reads become releases.
+	_, err := authFromSecret("creds", map[string][]byte{"sshPrivateKey": []byte("s3cret-key")})
+	var unverified *sreconcile.Waiting
+	if !errors.As(err, &unverified) || !strings.HasPrefix(err.Error(), `spec.git.secretRef: Secret "creds" has sshPrivateKey but no knownHosts`) ||
+		strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("an SSH key without known hosts: %v, want a wait naming spec.git.secretRef and knownHosts", err)
+	}
+	_, err = authFromSecret("creds", map[string][]byte{"username": []byte("only-a-name"), "note": []byte("s3cret")})
 	var w *sreconcile.Waiting
 	if !errors.As(err, &w) || !w.Bounded || !strings.HasPrefix(err.Error(), `spec.git.secretRef: Secret "creds" has none of the keys`) ||
 		strings.Contains(err.Error(), "s3cret") {

@@ -79,8 +79,9 @@ type GitSubscription struct {
 
 	// SecretRef names a Secret, in the Pipeline's namespace, holding the
 	// repository's credentials under the keys username and password, or
-	// accessToken, or sshPrivateKey (with optional password and
-	// knownHosts). Read by the operator only.
+	// accessToken, or sshPrivateKey with knownHosts (the server's
+	// known_hosts lines: its host key is always verified) and an optional
+	// password. Read by the operator only.
 	// +optional
 	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
 }
@@ -100,7 +101,7 @@ const (
 	// user@host:path URLs.
 	GitSecretKeySSHPrivateKey = "sshPrivateKey"
 	// GitSecretKeyKnownHosts is known_hosts content that the SSH server's
-	// host key is checked against.
+	// host key is checked against; required with GitSecretKeySSHPrivateKey.
 	GitSecretKeyKnownHosts = "knownHosts"
 )
 
