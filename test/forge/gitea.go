@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,22 +50,34 @@ type Gitea struct {
 // addresses, which Gitea refuses by default.
 func StartGitea(t testing.TB) *Gitea {
 	t.Helper()
+	return startGitea(t, testenv.FreeAddr)
+}
+
+// startGitea is StartGitea taking its addresses from addrs.
+func startGitea(t testing.TB, addrs func(testing.TB) string) *Gitea {
+	t.Helper()
 	if err := testenv.RequireBinaries("gitea", "gitea-static/.version"); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	addr := testenv.FreeAddr(t)
-	host, port, _ := strings.Cut(addr, ":")
-	g := &Gitea{URL: "http://" + addr, t: t}
+	g := &Gitea{t: t}
 	me, err := user.Current()
 	if err != nil {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "app.ini")
-	ini := fmt.Sprintf(giteaINI, me.Username, dir, filepath.Join(testenv.BinDir(), "gitea-static"), host, port, g.URL)
-	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
-		t.Fatal(err)
+	// configure points Gitea at a free address.
+	configure := func() {
+		t.Helper()
+		addr := addrs(t)
+		host, port, _ := strings.Cut(addr, ":")
+		g.URL = "http://" + addr
+		ini := fmt.Sprintf(giteaINI, me.Username, dir, filepath.Join(testenv.BinDir(), "gitea-static"), host, port, g.URL)
+		if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
+	configure()
 	env := giteaEnv(dir)
 	run := func(args ...string) {
 		t.Helper()
@@ -77,8 +90,22 @@ func StartGitea(t testing.TB) *Gitea {
 	run("migrate")
 	run("admin", "user", "create", "--admin", "--username", Owner, "--password", password,
 		"--email", Owner+"@example.invalid", "--must-change-password=false")
-	g.daemon = testenv.StartDaemon(t, "gitea", []string{"web", "--config", conf, "--work-path", dir}, env)
-	g.daemon.WaitHTTP(t, g.URL+"/api/v1/version", func(status int) bool { return status == http.StatusOK }, time.Minute)
+	// Another process can take the port FreeAddr found free before Gitea
+	// listens on it (Gitea then waits, listening nowhere): start it again
+	// on another.
+	for attempt := 1; ; attempt++ {
+		g.daemon = testenv.StartDaemon(t, "gitea", []string{"web", "--config", conf, "--work-path", dir}, env)
+		err := g.daemon.AwaitHTTP(g.URL+"/api/v1/version", func(status int) bool { return status == http.StatusOK }, time.Minute)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, testenv.ErrAddressInUse) || attempt == 3 {
+			t.Fatalf("%v\n%s", err, g.daemon.Tail(50))
+		}
+		t.Logf("gitea lost its address (attempt %d): starting it on another", attempt)
+		g.daemon.Stop()
+		configure()
+	}
 
 	var token struct {
 		SHA1 string `json:"sha1"`

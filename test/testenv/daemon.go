@@ -35,7 +35,14 @@ type Daemon struct {
 	output SyncBuffer
 	exited chan struct{}
 	err    error // how the process exited; read after exited is closed
+	// stopped is set by Stop: the test ended the daemon on purpose.
+	stopped bool
 }
+
+// ErrAddressInUse is what AwaitHTTP returns when the daemon could not
+// listen on the address it was given: another process took the port
+// FreeAddr found free. Start the daemon again on another address.
+var ErrAddressInUse = errors.New("the daemon's address was taken by another process")
 
 // StartDaemon starts BinDir()/name with args, in this process's environment
 // plus env ("NAME=value" entries), and stops it when the test ends: SIGTERM,
@@ -61,6 +68,9 @@ func StartDaemon(t testing.TB, name string, args, env []string) *Daemon {
 		close(d.exited)
 	}()
 	t.Cleanup(func() {
+		if d.stopped {
+			return
+		}
 		if err := d.stop(); err != nil {
 			t.Errorf("stopping %s: %v", name, err)
 		}
@@ -89,6 +99,24 @@ func (d *Daemon) stop() error {
 	return fmt.Errorf("%s did not exit within %s of SIGTERM and was killed", d.Name, daemonStopGrace)
 }
 
+// Stop ends the daemon before the test does (one that lost its address,
+// to start another): SIGTERM, then SIGKILL after the grace period.
+func (d *Daemon) Stop() {
+	d.stopped = true
+	select {
+	case <-d.exited:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(daemonStopGrace):
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+	}
+}
+
 // Output returns everything the daemon has written to stdout and stderr.
 func (d *Daemon) Output() string { return d.output.String() }
 
@@ -105,26 +133,38 @@ func (d *Daemon) Tail(n int) string {
 // accepts, failing the test when the daemon exits first or timeout passes.
 func (d *Daemon) WaitHTTP(t testing.TB, url string, ready func(status int) bool, timeout time.Duration) {
 	t.Helper()
+	if err := d.AwaitHTTP(url, ready, timeout); err != nil {
+		t.Fatalf("%v\n%s", err, d.Tail(daemonLogLines))
+	}
+}
+
+// AwaitHTTP is WaitHTTP returning the failure instead: ErrAddressInUse
+// (wrapped) when the daemon says it could not listen because its address
+// is taken, which a caller can answer by starting it on another one.
+func (d *Daemon) AwaitHTTP(url string, ready func(status int) bool, timeout time.Duration) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
 		select {
 		case <-d.exited:
-			t.Fatalf("%s exited before serving %s: %v\n%s", d.Name, url, d.err, d.Tail(daemonLogLines))
+			return fmt.Errorf("%s exited before serving %s: %v", d.Name, url, d.err)
 		default:
 		}
 		resp, err := client.Get(url)
 		if err == nil {
 			_ = resp.Body.Close()
 			if ready(resp.StatusCode) {
-				return
+				return nil
 			}
 			err = fmt.Errorf("status %s", resp.Status)
 		}
 		last = err
+		if strings.Contains(d.Output(), "address already in use") {
+			return fmt.Errorf("%s does not serve %s: %w", d.Name, url, ErrAddressInUse)
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s does not serve %s after %s: %v\n%s", d.Name, url, timeout, last, d.Tail(daemonLogLines))
+			return fmt.Errorf("%s does not serve %s after %s: %v", d.Name, url, timeout, last)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
