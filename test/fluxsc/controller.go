@@ -88,10 +88,7 @@ func Start(t testing.TB, env *testenv.Env) *Controller {
 	if err := testenv.RequireBinaries(Required()...); err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{
-		Label:       fmt.Sprintf("sc-%d-%d", os.Getpid(), started.Add(1)),
-		StorageAddr: testenv.FreeAddr(t),
-	}
+	c := &Controller{Label: fmt.Sprintf("sc-%d-%d", os.Getpid(), started.Add(1))}
 	cfg, err := env.ServiceAccountConfig(context.Background(), namespace, "source-controller-"+c.Label, RoleFile())
 	if err != nil {
 		t.Fatalf("source-controller's ServiceAccount: %v", err)
@@ -107,27 +104,34 @@ func Start(t testing.TB, env *testenv.Env) *Controller {
 			t.Fatal(err)
 		}
 	}
-	healthAddr := testenv.FreeAddr(t)
-	daemon := testenv.StartDaemon(t, Binary, []string{
-		"--storage-path=" + storage,
-		"--storage-addr=" + c.StorageAddr,
-		"--storage-adv-addr=" + c.StorageAddr,
-		"--metrics-addr=" + testenv.FreeAddr(t),
-		"--health-addr=" + healthAddr,
-		"--enable-leader-election=false",
-		"--watch-all-namespaces=true",
-		"--watch-label-selector=" + LabelKey + "=" + c.Label,
-		"--log-encoding=console",
-	}, []string{
-		"KUBECONFIG=" + kubeconfig,
-		"RUNTIME_NAMESPACE=" + namespace,
-		// Its git clones and downloads go to the test's directory.
-		"TMPDIR=" + tmp,
-		"HOME=" + dir,
+	// Its storage, metrics and health addresses; started again on others
+	// when one was taken before it bound it.
+	_, addrs := testenv.StartListening(t, 3, func(addrs []string) (*testenv.Daemon, error) {
+		storageAddr, metricsAddr, healthAddr := addrs[0], addrs[1], addrs[2]
+		daemon := testenv.StartDaemon(t, Binary, []string{
+			"--storage-path=" + storage,
+			"--storage-addr=" + storageAddr,
+			"--storage-adv-addr=" + storageAddr,
+			"--metrics-addr=" + metricsAddr,
+			"--health-addr=" + healthAddr,
+			"--enable-leader-election=false",
+			"--watch-all-namespaces=true",
+			"--watch-label-selector=" + LabelKey + "=" + c.Label,
+			"--log-encoding=console",
+		}, []string{
+			"KUBECONFIG=" + kubeconfig,
+			"RUNTIME_NAMESPACE=" + namespace,
+			// Its git clones and downloads go to the test's directory.
+			"TMPDIR=" + tmp,
+			"HOME=" + dir,
+		})
+		if err := daemon.AwaitHTTP("http://"+healthAddr+"/readyz", func(status int) bool { return status == 200 }, startTimeout); err != nil {
+			return daemon, err
+		}
+		// The artifact server answers 404 at its root once it listens.
+		return daemon, daemon.AwaitHTTP("http://"+storageAddr+"/", func(status int) bool { return status > 0 }, startTimeout)
 	})
-	daemon.WaitHTTP(t, "http://"+healthAddr+"/readyz", func(status int) bool { return status == 200 }, startTimeout)
-	// The artifact server answers 404 at its root once it listens.
-	daemon.WaitHTTP(t, "http://"+c.StorageAddr+"/", func(status int) bool { return status > 0 }, startTimeout)
+	c.StorageAddr = addrs[0]
 	return c
 }
 

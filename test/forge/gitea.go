@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -66,18 +65,6 @@ func startGitea(t testing.TB, addrs func(testing.TB) string) *Gitea {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "app.ini")
-	// configure points Gitea at a free address.
-	configure := func() {
-		t.Helper()
-		addr := addrs(t)
-		host, port, _ := strings.Cut(addr, ":")
-		g.URL = "http://" + addr
-		ini := fmt.Sprintf(giteaINI, me.Username, dir, filepath.Join(testenv.BinDir(), "gitea-static"), host, port, g.URL)
-		if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	configure()
 	env := giteaEnv(dir)
 	run := func(args ...string) {
 		t.Helper()
@@ -87,25 +74,28 @@ func startGitea(t testing.TB, addrs func(testing.TB) string) *Gitea {
 			t.Fatalf("gitea %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	// configure points Gitea at addr.
+	configure := func(addr string) {
+		t.Helper()
+		host, port, _ := strings.Cut(addr, ":")
+		g.URL = "http://" + addr
+		ini := fmt.Sprintf(giteaINI, me.Username, dir, filepath.Join(testenv.BinDir(), "gitea-static"), host, port, g.URL)
+		if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Setting Gitea up listens nowhere: the address comes at its start.
+	configure("127.0.0.1:0")
 	run("migrate")
 	run("admin", "user", "create", "--admin", "--username", Owner, "--password", password,
 		"--email", Owner+"@example.invalid", "--must-change-password=false")
-	// Another process can take the port FreeAddr found free before Gitea
-	// listens on it (Gitea then waits, listening nowhere): start it again
-	// on another.
-	for attempt := 1; ; attempt++ {
-		g.daemon = testenv.StartDaemon(t, "gitea", []string{"web", "--config", conf, "--work-path", dir}, env)
-		err := g.daemon.AwaitHTTP(g.URL+"/api/v1/version", func(status int) bool { return status == http.StatusOK }, time.Minute)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, testenv.ErrAddressInUse) || attempt == 3 {
-			t.Fatalf("%v\n%s", err, g.daemon.Tail(50))
-		}
-		t.Logf("gitea lost its address (attempt %d): starting it on another", attempt)
-		g.daemon.Stop()
-		configure()
-	}
+	// Gitea does not exit when its port was taken; StartListeningFrom
+	// notices and starts it again elsewhere.
+	g.daemon, _ = testenv.StartListeningFrom(t, 1, addrs, func(a []string) (*testenv.Daemon, error) {
+		configure(a[0])
+		d := testenv.StartDaemon(t, "gitea", []string{"web", "--config", conf, "--work-path", dir}, env)
+		return d, d.AwaitHTTP(g.URL+"/api/v1/version", func(status int) bool { return status == http.StatusOK }, time.Minute)
+	})
 
 	var token struct {
 		SHA1 string `json:"sha1"`

@@ -66,7 +66,6 @@ func Start(t testing.TB, creds Credentials) *Server {
 		}
 	}
 	s := &Server{
-		Endpoint:    testenv.FreeAddr(t),
 		Credentials: creds,
 		client:      &http.Client{Timeout: 30 * time.Second},
 	}
@@ -74,12 +73,16 @@ func Start(t testing.TB, creds Credentials) *Server {
 	// where any process on the machine could read the secret key. Object
 	// metadata goes to a sidecar directory rather than extended
 	// attributes, which not every file system holding a test's temporary
-	// directory supports.
-	daemon := testenv.StartDaemon(t, Binary,
-		[]string{"--port", s.Endpoint, "--region", Region, "--quiet", "posix", "--sidecar", sidecar, root},
-		[]string{"ROOT_ACCESS_KEY_ID=" + creds.AccessKeyID, "ROOT_SECRET_ACCESS_KEY=" + creds.SecretAccessKey})
-	// An unsigned request is refused with 403 once the server listens.
-	daemon.WaitHTTP(t, s.URL()+"/", func(status int) bool { return status == http.StatusForbidden }, startTimeout)
+	// directory supports. It is started again on another port when its
+	// port was taken before it bound it.
+	_, addrs := testenv.StartListening(t, 1, func(addrs []string) (*testenv.Daemon, error) {
+		daemon := testenv.StartDaemon(t, Binary,
+			[]string{"--port", addrs[0], "--region", Region, "--quiet", "posix", "--sidecar", sidecar, root},
+			[]string{"ROOT_ACCESS_KEY_ID=" + creds.AccessKeyID, "ROOT_SECRET_ACCESS_KEY=" + creds.SecretAccessKey})
+		// An unsigned request is refused with 403 once the server listens.
+		return daemon, daemon.AwaitHTTP("http://"+addrs[0]+"/", func(status int) bool { return status == http.StatusForbidden }, startTimeout)
+	})
+	s.Endpoint = addrs[0]
 	return s
 }
 

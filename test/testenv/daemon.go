@@ -148,6 +148,9 @@ func (d *Daemon) AwaitHTTP(url string, ready func(status int) bool, timeout time
 	for {
 		select {
 		case <-d.exited:
+			if strings.Contains(d.Output(), "address already in use") {
+				return fmt.Errorf("%s exited before serving %s: %w", d.Name, url, ErrAddressInUse)
+			}
 			return fmt.Errorf("%s exited before serving %s: %v", d.Name, url, d.err)
 		default:
 		}
@@ -167,6 +170,47 @@ func (d *Daemon) AwaitHTTP(url string, ready func(status int) bool, timeout time
 			return fmt.Errorf("%s does not serve %s after %s: %v", d.Name, url, timeout, last)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// maxAddressAttempts is how many times StartListening starts a daemon
+// whose address another process took first.
+const maxAddressAttempts = 3
+
+// StartListening starts a daemon that listens on n addresses FreeAddr
+// finds free, and waits until it serves: start starts it on addrs and
+// waits (StartDaemon, then AwaitHTTP). Another process can take a port
+// between FreeAddr and the daemon's bind; when that happens
+// (ErrAddressInUse), the daemon is stopped and started again on new
+// addresses, up to three times. It returns the daemon and the addresses
+// it serves on.
+func StartListening(t testing.TB, n int, start func(addrs []string) (*Daemon, error)) (*Daemon, []string) {
+	t.Helper()
+	return StartListeningFrom(t, n, FreeAddr, start)
+}
+
+// StartListeningFrom is StartListening taking its addresses from free
+// (FreeAddr; a test of the retry hands out a taken one).
+func StartListeningFrom(t testing.TB, n int, free func(testing.TB) string, start func(addrs []string) (*Daemon, error)) (*Daemon, []string) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		addrs := make([]string, n)
+		for i := range addrs {
+			addrs[i] = free(t)
+		}
+		d, err := start(addrs)
+		if err == nil {
+			return d, addrs
+		}
+		if d == nil || !errors.Is(err, ErrAddressInUse) || attempt == maxAddressAttempts {
+			tail := ""
+			if d != nil {
+				tail = d.Tail(daemonLogLines)
+			}
+			t.Fatalf("%v\n%s", err, tail)
+		}
+		t.Logf("%s: %v (attempt %d); starting it on other addresses", d.Name, err, attempt)
+		d.Stop()
 	}
 }
 
