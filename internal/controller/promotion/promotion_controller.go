@@ -152,6 +152,13 @@ func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res s
 		s.p.Status.Reason = ""
 	}
 	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{})
+	if s.observing() {
+		// What this reconcile saw end (a check, the promotion) is counted
+		// once it is stored: stored only over the status it was decided
+		// on, so that a reconcile of a cached copy that was behind, which
+		// would decide the same end again, conflicts and counts nothing.
+		patcher.Locked()
+	}
 	if perr := patcher.Patch(ctx, s.p); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}

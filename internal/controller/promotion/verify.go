@@ -366,20 +366,36 @@ type checkOutcome struct {
 	passed bool
 }
 
+// began is the promotion's phase when the reconcile began.
+func (s *session) began() promotionv1alpha1.PromotionPhase {
+	if s.obs.began == "" {
+		return promotionv1alpha1.PromotionPending
+	}
+	return s.obs.began
+}
+
+// ended reports whether this reconcile finished the promotion.
+func (s *session) ended() bool { return s.p.Status.Phase.IsFinished() && !s.began().IsFinished() }
+
+// started reports whether this reconcile started the promotion.
+func (s *session) started() bool {
+	return s.began() == promotionv1alpha1.PromotionPending && s.p.Status.Phase == promotionv1alpha1.PromotionRunning && s.p.Status.StartTime != nil
+}
+
+// observing reports whether this reconcile has something for observe to
+// count once its status is stored.
+func (s *session) observing() bool { return s.ended() || s.started() || len(s.obs.checks) > 0 }
+
 // observe records the metrics of what this reconcile stored: the end of
 // the promotion, its start (the wait for approvals, on a stage that
 // requires them), and the checks that ended.
 func (s *session) observe() {
 	m, p := s.r.Metrics, s.p
 	ns, stageName, phase := p.Namespace, p.Spec.Stage, p.Status.Phase
-	began := s.obs.began
-	if began == "" {
-		began = promotionv1alpha1.PromotionPending
-	}
-	if phase.IsFinished() && !began.IsFinished() {
+	if s.ended() {
 		m.ObservePromotion(ns, stageName, strings.ToLower(string(phase)))
 	}
-	if began == promotionv1alpha1.PromotionPending && phase == promotionv1alpha1.PromotionRunning && p.Status.StartTime != nil && s.awaitedApproval() {
+	if s.started() && s.awaitedApproval() {
 		m.ObserveApprovalWait(ns, stageName, p.Status.StartTime.Sub(p.CreationTimestamp.Time))
 	}
 	for _, c := range s.obs.checks {
