@@ -103,18 +103,7 @@ func (d *Daemon) stop() error {
 // to start another): SIGTERM, then SIGKILL after the grace period.
 func (d *Daemon) Stop() {
 	d.stopped = true
-	select {
-	case <-d.exited:
-		return
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(daemonStopGrace):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
+	_ = d.stop() // an exit before, or a kill after the grace, is expected here
 }
 
 // Output returns everything the daemon has written to stdout and stderr.

@@ -34,30 +34,35 @@ func (r *Runtime) stampReads(ctx context.Context, ws *autov1alpha1.Workspace, st
 			continue
 		}
 		c := &containers[i]
-		reads := readset.Set{}
+		// The objects the environment names, each read once however many
+		// variables it fills.
+		var refs []objectRef
+		name := func(kind, n string) {
+			if !slices.Contains(refs, objectRef{kind, n}) {
+				refs = append(refs, objectRef{kind, n})
+			}
+		}
 		for _, e := range c.Env {
 			switch from := e.ValueFrom; {
 			case from == nil:
 			case from.SecretKeyRef != nil:
-				if err := r.readVersion(ctx, ws.Namespace, from.SecretKeyRef.Name, &corev1.Secret{}, reads); err != nil {
-					return err
-				}
+				name("Secret", from.SecretKeyRef.Name)
 			case from.ConfigMapKeyRef != nil:
-				if err := r.readVersion(ctx, ws.Namespace, from.ConfigMapKeyRef.Name, &corev1.ConfigMap{}, reads); err != nil {
-					return err
-				}
+				name("ConfigMap", from.ConfigMapKeyRef.Name)
 			}
 		}
 		for _, from := range c.EnvFrom {
 			switch {
 			case from.SecretRef != nil:
-				if err := r.readVersion(ctx, ws.Namespace, from.SecretRef.Name, &corev1.Secret{}, reads); err != nil {
-					return err
-				}
+				name("Secret", from.SecretRef.Name)
 			case from.ConfigMapRef != nil:
-				if err := r.readVersion(ctx, ws.Namespace, from.ConfigMapRef.Name, &corev1.ConfigMap{}, reads); err != nil {
-					return err
-				}
+				name("ConfigMap", from.ConfigMapRef.Name)
+			}
+		}
+		reads := readset.Set{}
+		for _, ref := range refs {
+			if err := r.readVersion(ctx, ws.Namespace, ref, reads); err != nil {
+				return err
 			}
 		}
 		env := corev1.EnvVar{Name: readset.EnvVar, Value: reads.Encode()}
@@ -67,20 +72,23 @@ func (r *Runtime) stampReads(ctx context.Context, ws *autov1alpha1.Workspace, st
 	return nil
 }
 
-// readVersion records in reads the resourceVersion of the object of the
-// namespace named name ("" when it does not exist), read into obj.
-func (r *Runtime) readVersion(ctx context.Context, namespace, name string, obj client.Object, reads readset.Set) error {
-	kind := "Secret"
-	if _, ok := obj.(*corev1.ConfigMap); ok {
-		kind = "ConfigMap"
+// objectRef names a Secret or ConfigMap of the Workspace's namespace.
+type objectRef struct{ kind, name string }
+
+// readVersion records in reads the resourceVersion of the object ref
+// names ("" when it does not exist).
+func (r *Runtime) readVersion(ctx context.Context, namespace string, ref objectRef, reads readset.Set) error {
+	var obj client.Object = &corev1.ConfigMap{}
+	if ref.kind == "Secret" {
+		obj = &corev1.Secret{}
 	}
-	switch err := r.opts.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); {
+	switch err := r.opts.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.name}, obj); {
 	case apierrors.IsNotFound(err):
-		reads.Add(kind, name, "")
+		reads.Add(ref.kind, ref.name, "")
 	case err != nil:
-		return reconcile.NewGeneric("", fmt.Errorf("reading %s %s, which the agent's environment names: %w", kind, name, err))
+		return reconcile.NewGeneric("", fmt.Errorf("reading %s %s, which the agent's environment names: %w", ref.kind, ref.name, err))
 	default:
-		reads.Add(kind, name, obj.GetResourceVersion())
+		reads.Add(ref.kind, ref.name, obj.GetResourceVersion())
 	}
 	return nil
 }
