@@ -1615,9 +1615,10 @@ type OperationStream_Result struct {
 
 type OperationStream_Recovery struct {
 	// Recovery is what the agent has repaired so far before the operation
-	// (the whole of it, each time it grows), sent before the operation
-	// runs: a caller whose stream breaks before the Result still learns
-	// what was repaired. The Result repeats it.
+	// (the whole of it, each time it grows), sent as each repair begins
+	// and ends: a caller whose stream breaks before the Result, even in
+	// the middle of a repair, still learns what was repaired. The Result
+	// repeats it.
 	Recovery *Recovery `protobuf:"bytes,3,opt,name=recovery,proto3,oneof"`
 }
 
@@ -2091,8 +2092,14 @@ type Recovery struct {
 	// attribute sidecars (".attrs") a CLI killed while writing leaves empty,
 	// which make the blob they describe unreadable. They hold no state.
 	RepairedFiles []string `protobuf:"bytes,4,rep,name=repaired_files,json=repairedFiles,proto3" json:"repaired_files,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// ClearingPendingOperations are the pending operations the agent found
+	// and was clearing (with Method) when this Recovery was sent; once
+	// cleared they move to cleared_pending_operations. A stream that ends
+	// while some are listed here leaves their clearing unknown: the next
+	// operation finds them again, or the clearing removed them first.
+	ClearingPendingOperations []*PendingOperation `protobuf:"bytes,5,rep,name=clearing_pending_operations,json=clearingPendingOperations,proto3" json:"clearing_pending_operations,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *Recovery) Reset() {
@@ -2149,6 +2156,13 @@ func (x *Recovery) GetMethod() string {
 func (x *Recovery) GetRepairedFiles() []string {
 	if x != nil {
 		return x.RepairedFiles
+	}
+	return nil
+}
+
+func (x *Recovery) GetClearingPendingOperations() []*PendingOperation {
+	if x != nil {
+		return x.ClearingPendingOperations
 	}
 	return nil
 }
@@ -2381,12 +2395,13 @@ const file_agent_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"8\n" +
 	"\x10PendingOperation\x12\x10\n" +
 	"\x03urn\x18\x01 \x01(\tR\x03urn\x12\x12\n" +
-	"\x04type\x18\x02 \x01(\tR\x04type\"\xf1\x01\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\"\xd7\x02\n" +
 	"\bRecovery\x12B\n" +
 	"\rcleared_locks\x18\x01 \x03(\v2\x1d.stackyard.agent.v1.StackLockR\fclearedLocks\x12b\n" +
 	"\x1acleared_pending_operations\x18\x02 \x03(\v2$.stackyard.agent.v1.PendingOperationR\x18clearedPendingOperations\x12\x16\n" +
 	"\x06method\x18\x03 \x01(\tR\x06method\x12%\n" +
-	"\x0erepaired_files\x18\x04 \x03(\tR\rrepairedFiles\"\xa1\x01\n" +
+	"\x0erepaired_files\x18\x04 \x03(\tR\rrepairedFiles\x12d\n" +
+	"\x1bclearing_pending_operations\x18\x05 \x03(\v2$.stackyard.agent.v1.PendingOperationR\x19clearingPendingOperations\"\xa1\x01\n" +
 	"\tStackLock\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x1a\n" +
 	"\busername\x18\x02 \x01(\tR\busername\x12\x1a\n" +
@@ -2479,35 +2494,36 @@ var file_agent_proto_depIdxs = []int32{
 	33, // 19: stackyard.agent.v1.OutputValue.value:type_name -> google.protobuf.Value
 	29, // 20: stackyard.agent.v1.Recovery.cleared_locks:type_name -> stackyard.agent.v1.StackLock
 	27, // 21: stackyard.agent.v1.Recovery.cleared_pending_operations:type_name -> stackyard.agent.v1.PendingOperation
-	32, // 22: stackyard.agent.v1.StackLock.timestamp:type_name -> google.protobuf.Timestamp
-	25, // 23: stackyard.agent.v1.Result.OutputsEntry.value:type_name -> stackyard.agent.v1.OutputValue
-	0,  // 24: stackyard.agent.v1.AutomationService.WhoAmI:input_type -> stackyard.agent.v1.WhoAmIRequest
-	2,  // 25: stackyard.agent.v1.AutomationService.Info:input_type -> stackyard.agent.v1.InfoRequest
-	5,  // 26: stackyard.agent.v1.AutomationService.PulumiVersion:input_type -> stackyard.agent.v1.PulumiVersionRequest
-	7,  // 27: stackyard.agent.v1.AutomationService.SelectStack:input_type -> stackyard.agent.v1.SelectStackRequest
-	9,  // 28: stackyard.agent.v1.AutomationService.SetAllConfig:input_type -> stackyard.agent.v1.SetAllConfigRequest
-	13, // 29: stackyard.agent.v1.AutomationService.AddEnvironments:input_type -> stackyard.agent.v1.AddEnvironmentsRequest
-	15, // 30: stackyard.agent.v1.AutomationService.Install:input_type -> stackyard.agent.v1.InstallRequest
-	17, // 31: stackyard.agent.v1.AutomationService.Preview:input_type -> stackyard.agent.v1.PreviewRequest
-	18, // 32: stackyard.agent.v1.AutomationService.Up:input_type -> stackyard.agent.v1.UpRequest
-	19, // 33: stackyard.agent.v1.AutomationService.Refresh:input_type -> stackyard.agent.v1.RefreshRequest
-	20, // 34: stackyard.agent.v1.AutomationService.Destroy:input_type -> stackyard.agent.v1.DestroyRequest
-	1,  // 35: stackyard.agent.v1.AutomationService.WhoAmI:output_type -> stackyard.agent.v1.WhoAmIResult
-	3,  // 36: stackyard.agent.v1.AutomationService.Info:output_type -> stackyard.agent.v1.InfoResult
-	6,  // 37: stackyard.agent.v1.AutomationService.PulumiVersion:output_type -> stackyard.agent.v1.PulumiVersionResult
-	8,  // 38: stackyard.agent.v1.AutomationService.SelectStack:output_type -> stackyard.agent.v1.SelectStackResult
-	12, // 39: stackyard.agent.v1.AutomationService.SetAllConfig:output_type -> stackyard.agent.v1.SetAllConfigResult
-	14, // 40: stackyard.agent.v1.AutomationService.AddEnvironments:output_type -> stackyard.agent.v1.AddEnvironmentsResult
-	16, // 41: stackyard.agent.v1.AutomationService.Install:output_type -> stackyard.agent.v1.InstallResult
-	21, // 42: stackyard.agent.v1.AutomationService.Preview:output_type -> stackyard.agent.v1.OperationStream
-	21, // 43: stackyard.agent.v1.AutomationService.Up:output_type -> stackyard.agent.v1.OperationStream
-	21, // 44: stackyard.agent.v1.AutomationService.Refresh:output_type -> stackyard.agent.v1.OperationStream
-	21, // 45: stackyard.agent.v1.AutomationService.Destroy:output_type -> stackyard.agent.v1.OperationStream
-	35, // [35:46] is the sub-list for method output_type
-	24, // [24:35] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	27, // 22: stackyard.agent.v1.Recovery.clearing_pending_operations:type_name -> stackyard.agent.v1.PendingOperation
+	32, // 23: stackyard.agent.v1.StackLock.timestamp:type_name -> google.protobuf.Timestamp
+	25, // 24: stackyard.agent.v1.Result.OutputsEntry.value:type_name -> stackyard.agent.v1.OutputValue
+	0,  // 25: stackyard.agent.v1.AutomationService.WhoAmI:input_type -> stackyard.agent.v1.WhoAmIRequest
+	2,  // 26: stackyard.agent.v1.AutomationService.Info:input_type -> stackyard.agent.v1.InfoRequest
+	5,  // 27: stackyard.agent.v1.AutomationService.PulumiVersion:input_type -> stackyard.agent.v1.PulumiVersionRequest
+	7,  // 28: stackyard.agent.v1.AutomationService.SelectStack:input_type -> stackyard.agent.v1.SelectStackRequest
+	9,  // 29: stackyard.agent.v1.AutomationService.SetAllConfig:input_type -> stackyard.agent.v1.SetAllConfigRequest
+	13, // 30: stackyard.agent.v1.AutomationService.AddEnvironments:input_type -> stackyard.agent.v1.AddEnvironmentsRequest
+	15, // 31: stackyard.agent.v1.AutomationService.Install:input_type -> stackyard.agent.v1.InstallRequest
+	17, // 32: stackyard.agent.v1.AutomationService.Preview:input_type -> stackyard.agent.v1.PreviewRequest
+	18, // 33: stackyard.agent.v1.AutomationService.Up:input_type -> stackyard.agent.v1.UpRequest
+	19, // 34: stackyard.agent.v1.AutomationService.Refresh:input_type -> stackyard.agent.v1.RefreshRequest
+	20, // 35: stackyard.agent.v1.AutomationService.Destroy:input_type -> stackyard.agent.v1.DestroyRequest
+	1,  // 36: stackyard.agent.v1.AutomationService.WhoAmI:output_type -> stackyard.agent.v1.WhoAmIResult
+	3,  // 37: stackyard.agent.v1.AutomationService.Info:output_type -> stackyard.agent.v1.InfoResult
+	6,  // 38: stackyard.agent.v1.AutomationService.PulumiVersion:output_type -> stackyard.agent.v1.PulumiVersionResult
+	8,  // 39: stackyard.agent.v1.AutomationService.SelectStack:output_type -> stackyard.agent.v1.SelectStackResult
+	12, // 40: stackyard.agent.v1.AutomationService.SetAllConfig:output_type -> stackyard.agent.v1.SetAllConfigResult
+	14, // 41: stackyard.agent.v1.AutomationService.AddEnvironments:output_type -> stackyard.agent.v1.AddEnvironmentsResult
+	16, // 42: stackyard.agent.v1.AutomationService.Install:output_type -> stackyard.agent.v1.InstallResult
+	21, // 43: stackyard.agent.v1.AutomationService.Preview:output_type -> stackyard.agent.v1.OperationStream
+	21, // 44: stackyard.agent.v1.AutomationService.Up:output_type -> stackyard.agent.v1.OperationStream
+	21, // 45: stackyard.agent.v1.AutomationService.Refresh:output_type -> stackyard.agent.v1.OperationStream
+	21, // 46: stackyard.agent.v1.AutomationService.Destroy:output_type -> stackyard.agent.v1.OperationStream
+	36, // [36:47] is the sub-list for method output_type
+	25, // [25:36] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }

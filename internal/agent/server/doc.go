@@ -56,8 +56,9 @@
 // when every one of them is stale. The operation is then retried once, and
 // the Result's Recovery lists the cleared locks with the reason each holder
 // was judged gone. Every repair is also sent on the stream as a Recovery
-// message before the operation runs, so that a caller whose stream breaks
-// before the Result (this agent killed in turn) still learns of it.
+// message as it begins and as it ends (repairLog), so that a caller whose
+// stream breaks before the Result, even in the middle of a repair (this
+// agent killed in turn), still learns of it.
 //
 // # Pending operations
 //
@@ -72,8 +73,10 @@
 // clears them with the engine's own mechanism,
 // `pulumi refresh --clear-pending-creates`, which drops the pending creates,
 // writes a snapshot without the other pending operations, and brings the
-// state in line with the real resources. Recovery lists the cleared
-// operations and the method. A pending create may stand for a resource that
+// state in line with the real resources. Recovery lists the operations
+// being cleared (ClearingPendingOperations, sent before the clearing
+// starts), then the cleared ones, and the method. A pending create may
+// stand for a resource that
 // was in fact created and is now unmanaged; the Result is where the
 // operator surfaces that to a human.
 //

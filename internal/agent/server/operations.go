@@ -14,7 +14,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
 	"github.com/stackyard/stackyard/internal/agent/agentpb"
@@ -320,8 +319,9 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	defer done()
 
 	start := time.Now()
-	rec := &agentpb.Recovery{}
-	var announced *agentpb.Recovery
+	repairs := newRepairLog(func(rec *agentpb.Recovery) error {
+		return stream.Send(&agentpb.OperationStream{Response: &agentpb.OperationStream_Recovery{Recovery: rec}})
+	})
 	var out outcome
 	var fw *forwarder
 	var pending []*agentpb.PendingOperation
@@ -336,7 +336,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 	viewOf(st) // drop what an earlier call saw
 	// A run whose engine began a resource step is not repeated.
 	repeatable := func() bool { return fw == nil || fw.steps == 0 }
-	err = s.withSidecarRepair(ctx, st.Name(), rec, repeatable, func() error {
+	err = s.withSidecarRepair(ctx, st.Name(), repairs, repeatable, func() error {
 		if check {
 			var err error
 			if pending, err = s.pendingOperations(ctx, st); err != nil {
@@ -349,12 +349,11 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 			s.log.Info("stack has pending operations", "stack", st.Name(), "count", len(pending))
 		}
 		if op.mutating && len(pending) > 0 {
-			if err := s.clearPending(ctx, st, rec, pending); err != nil {
+			if err := s.clearPending(ctx, st, repairs, pending); err != nil {
 				return err
 			}
 		}
-		return s.withLockRecovery(ctx, st, rec, func() error {
-			announceRecovery(stream, rec, &announced)
+		return s.withLockRecovery(ctx, st, repairs, func() error {
 			fw = newForwarder(stream, s.secrets, s.log)
 			if op.outputsFromEvents {
 				watch(st, fw)
@@ -368,7 +367,7 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 		})
 	})
 
-	res := s.result(op, out, fw, start, rec, pending)
+	res := s.result(op, out, fw, start, repairs.recovery(), pending)
 	left := s.observeState(st, op, err, fw, pending)
 	if len(left) > 0 && len(pending) == 0 {
 		res.PendingOperations = left
@@ -422,22 +421,6 @@ func (s *Server) checkReads(ctx context.Context) error {
 		return agenterr.New(agenterr.ReadsChanged, "%s: nothing ran; the agent restarts with the current versions", msg)
 	}
 	return nil
-}
-
-// announceRecovery sends rec, the repairs made so far, when it holds more
-// than was last sent (*last): a caller whose stream breaks before the
-// Result (an agent killed, a connection lost) still learns what was
-// repaired, such as a pending create that may stand for a resource the
-// state no longer manages. A failed send is the stream's end, which the
-// operation finds out by itself.
-func announceRecovery(stream grpc.ServerStreamingServer[agentpb.OperationStream], rec *agentpb.Recovery, last **agentpb.Recovery) {
-	if proto.Size(rec) == 0 || (*last != nil && proto.Equal(rec, *last)) {
-		return
-	}
-	snapshot := proto.Clone(rec).(*agentpb.Recovery)
-	if stream.Send(&agentpb.OperationStream{Response: &agentpb.OperationStream_Recovery{Recovery: snapshot}}) == nil {
-		*last = snapshot
-	}
 }
 
 // observeState records whether the stack's state is known to hold no

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/stackyard/stackyard/internal/agent/agenterr"
@@ -147,9 +148,9 @@ func (s *Server) clearStaleLocks(ctx context.Context, st auto.Stack, err error) 
 }
 
 // withLockRecovery runs attempt; if it fails because of a lock whose holder
-// is provably gone, it clears the lock, records that in rec and runs attempt
-// once more.
-func (s *Server) withLockRecovery(ctx context.Context, st auto.Stack, rec *agentpb.Recovery, attempt func() error) error {
+// is provably gone, it clears the lock, records that in log and runs
+// attempt once more.
+func (s *Server) withLockRecovery(ctx context.Context, st auto.Stack, log *repairLog, attempt func() error) error {
 	err := attempt()
 	if !isLockError(err) || ctx.Err() != nil {
 		return err
@@ -158,7 +159,7 @@ func (s *Server) withLockRecovery(ctx context.Context, st auto.Stack, rec *agent
 	if cerr != nil {
 		return cerr
 	}
-	rec.ClearedLocks = append(rec.ClearedLocks, cleared...)
+	log.locksCleared(cleared)
 	return attempt()
 }
 
@@ -178,9 +179,10 @@ func (s *Server) pendingOperations(ctx context.Context, st auto.Stack) ([]*agent
 // the snapshot the refresh writes keeps no other pending operation either.
 // It also brings the state in line with the resources, which is what an
 // interrupted run needs before the next update.
-func (s *Server) clearPending(ctx context.Context, st auto.Stack, rec *agentpb.Recovery, pending []*agentpb.PendingOperation) error {
+func (s *Server) clearPending(ctx context.Context, st auto.Stack, log *repairLog, pending []*agentpb.PendingOperation) error {
 	s.log.Info("clearing pending operations", "stack", st.Name(), "count", len(pending))
-	err := s.withLockRecovery(ctx, st, rec, func() error {
+	log.clearing(pending, clearPendingMethod)
+	err := s.withLockRecovery(ctx, st, log, func() error {
 		_, err := st.Refresh(ctx,
 			optrefresh.ClearPendingCreates(),
 			optrefresh.Message("stackyard: clear pending operations of an interrupted run"),
@@ -191,7 +193,85 @@ func (s *Server) clearPending(ctx context.Context, st auto.Stack, rec *agentpb.R
 	if err != nil {
 		return err
 	}
-	rec.ClearedPendingOperations = append(rec.ClearedPendingOperations, pending...)
-	rec.Method = clearPendingMethod
+	log.pendingCleared()
 	return nil
+}
+
+// repairLog is what the agent repaired before an operation (rec), and
+// how it tells the caller: each repair is sent (the whole Recovery, each
+// time it changes) as it begins and as it ends, so that a caller whose
+// stream breaks before the Result, even in the middle of a repair (an
+// agent killed, a connection lost), still learns what was repaired or
+// was being repaired. A pending create can stand for a resource the state
+// no longer manages: its report must not die with the stream. A nil
+// *repairLog records nothing, for a call without a stream.
+type repairLog struct {
+	rec  *agentpb.Recovery
+	send func(*agentpb.Recovery) error
+	// last is what was last sent.
+	last *agentpb.Recovery
+}
+
+// newRepairLog starts an empty log that sends with send.
+func newRepairLog(send func(*agentpb.Recovery) error) *repairLog {
+	return &repairLog{rec: &agentpb.Recovery{}, send: send}
+}
+
+// locksCleared records stale locks removed.
+func (l *repairLog) locksCleared(locks []*agentpb.StackLock) {
+	if l == nil {
+		return
+	}
+	l.rec.ClearedLocks = append(l.rec.ClearedLocks, locks...)
+	l.announce()
+}
+
+// clearing records pending operations about to be cleared with method.
+func (l *repairLog) clearing(pending []*agentpb.PendingOperation, method string) {
+	if l == nil {
+		return
+	}
+	l.rec.ClearingPendingOperations = append(l.rec.ClearingPendingOperations, pending...)
+	l.rec.Method = method
+	l.announce()
+}
+
+// pendingCleared records that the operations being cleared are.
+func (l *repairLog) pendingCleared() {
+	if l == nil {
+		return
+	}
+	l.rec.ClearedPendingOperations = append(l.rec.ClearedPendingOperations, l.rec.ClearingPendingOperations...)
+	l.rec.ClearingPendingOperations = nil
+	l.announce()
+}
+
+// filesRemoved records damaged backend files removed.
+func (l *repairLog) filesRemoved(files []string) {
+	if l == nil {
+		return
+	}
+	l.rec.RepairedFiles = append(l.rec.RepairedFiles, files...)
+	l.announce()
+}
+
+// recovery is what was repaired, for the Result; nil when nothing was.
+func (l *repairLog) recovery() *agentpb.Recovery {
+	if l == nil || proto.Size(l.rec) == 0 {
+		return nil
+	}
+	return l.rec
+}
+
+// announce sends the Recovery when it differs from what was last sent. A
+// failed send is the stream's end, which the operation finds out by
+// itself.
+func (l *repairLog) announce() {
+	if proto.Size(l.rec) == 0 || (l.last != nil && proto.Equal(l.rec, l.last)) {
+		return
+	}
+	snapshot := proto.Clone(l.rec).(*agentpb.Recovery)
+	if l.send(snapshot) == nil {
+		l.last = snapshot
+	}
 }

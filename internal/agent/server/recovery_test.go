@@ -160,9 +160,24 @@ func TestAgentKilledMidUpRecovers(t *testing.T) {
 		t.Errorf("recovery method = %q", rec.GetMethod())
 	}
 	// The repairs were announced before the operation ran, so that a
-	// caller whose stream broke would still know of them.
+	// caller whose stream broke would still know of them; the pending
+	// create before its clearing began, so that one whose stream broke
+	// during the clearing would too.
 	if n := len(r.recoveries); n == 0 || r.eventsBeforeRecovery != 0 || !proto.Equal(r.recoveries[n-1], rec) {
 		t.Errorf("recoveries announced = %v (after %d events); want the Result's %v, before any event", r.recoveries, r.eventsBeforeRecovery, rec)
+	}
+	if len(rec.GetClearingPendingOperations()) != 0 {
+		t.Errorf("the Result's recovery still lists operations being cleared: %v", rec.GetClearingPendingOperations())
+	}
+	announcedClearing := false
+	for _, a := range r.recoveries {
+		if len(a.GetClearedPendingOperations()) > 0 {
+			break
+		}
+		announcedClearing = announcedClearing || equalStrings(pendingStrings(a.GetClearingPendingOperations()), wantPending)
+	}
+	if !announcedClearing {
+		t.Errorf("recoveries announced = %v; want the pending create announced as being cleared before it was cleared", r.recoveries)
 	}
 	if r.result.GetChanges()["create"] != 1 {
 		t.Errorf("changes after recovery = %v; want the Sleep resource created", r.result.GetChanges())

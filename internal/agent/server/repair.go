@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-
-	"github.com/stackyard/stackyard/internal/agent/agentpb"
 )
 
 // attrsSuffix is the suffix of the sidecar files in which a file://
@@ -136,11 +134,11 @@ func removeDamagedSidecars(dir string) ([]string, error) {
 
 // withSidecarRepair runs attempt; if it fails in a way a damaged
 // attributes sidecar of a file:// backend explains, and such sidecars are
-// found and removed, it records them in rec (when not nil) and, if
+// found and removed, it records them in log (when not nil) and, if
 // repeatable says the failed attempt changed nothing, runs it once more;
 // otherwise the caller's next call finds the backend readable. stack names
 // the stack in the log.
-func (s *Server) withSidecarRepair(ctx context.Context, stack string, rec *agentpb.Recovery, repeatable func() bool, attempt func() error) error {
+func (s *Server) withSidecarRepair(ctx context.Context, stack string, log *repairLog, repeatable func() bool, attempt func() error) error {
 	err := attempt()
 	if !damagedSidecar(err) || ctx.Err() != nil {
 		return err
@@ -157,9 +155,7 @@ func (s *Server) withSidecarRepair(ctx context.Context, stack string, rec *agent
 		return err
 	}
 	s.log.Info("removed damaged attribute files from the backend", "stack", stack, "files", removed)
-	if rec != nil {
-		rec.RepairedFiles = append(rec.RepairedFiles, removed...)
-	}
+	log.filesRemoved(removed)
 	if !repeatable() {
 		return err
 	}

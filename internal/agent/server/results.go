@@ -71,7 +71,8 @@ func (s *Server) result(op operation, out outcome, fw *forwarder, start time.Tim
 	if out.outputs != nil {
 		res.Outputs = s.outputs(out.outputs, op.showSecrets)
 	}
-	if len(rec.GetClearedLocks()) > 0 || len(rec.GetClearedPendingOperations()) > 0 || len(rec.GetRepairedFiles()) > 0 {
+	if rec != nil {
+		// A clearing that failed is reported too (ClearingPendingOperations).
 		res.Recovery = proto.Clone(rec).(*agentpb.Recovery)
 	}
 	return res

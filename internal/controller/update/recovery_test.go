@@ -32,6 +32,13 @@ func TestDescribeRecovery(t *testing.T) {
 				"(creating urn:pulumi:dev::p::t::a, deleting urn:pulumi:dev::p::t::b); a pending create may stand for a " +
 				"resource that exists and is no longer managed: look for it, and import it if so; and removed 1 damaged file " +
 				"of the backend (.pulumi/stacks/p/dev.json.attrs)"},
+		{"a create whose clearing did not end", &agentpb.Recovery{Method: "refresh --clear-pending-creates",
+			ClearedLocks:              []*agentpb.StackLock{lock},
+			ClearingPendingOperations: []*agentpb.PendingOperation{{Type: "creating", Urn: "urn:pulumi:dev::p::t::a"}}},
+			"cleared 1 stale lock of the stack (pid 42 on ws-pod: process 42 is not running); and found 1 pending operation " +
+				"an interrupted run left, whose clearing with refresh --clear-pending-creates did not finish " +
+				"(creating urn:pulumi:dev::p::t::a); a pending create may stand for a resource that exists and is no longer " +
+				"managed: look for it, and import it if so"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := describeRecovery(tt.rec); got != tt.want {
