@@ -33,7 +33,7 @@ func (s *suite) testAgentKilled(t *testing.T) {
 	name := ns + "-0"
 	repo := s.newRepo(ns, program(s.outDir, ""))
 	if err := s.client.Create(context.Background(), s.stackOf(ns, name, repo, "v0", journal)); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	s.waitConverged(t, ns, 3*time.Minute, name)
 	wsDir := s.workspaceDir(ns, name)
@@ -53,10 +53,10 @@ func (s *suite) testAgentKilled(t *testing.T) {
 		time.Sleep(delay)
 		agents := testenv.ProcessesOf(wsDir, local.LeanAgent)
 		if len(agents) != 1 {
-			t.Fatalf("kill %d: want one agent running in %s, found %v", i, wsDir, agents)
+			fatalf(t, "kill %d: want one agent running in %s, found %v", i, wsDir, agents)
 		}
 		if err := syscall.Kill(agents[0], syscall.SIGKILL); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 
 		var upd autov1alpha1.Update
@@ -73,7 +73,7 @@ func (s *suite) testAgentKilled(t *testing.T) {
 		if upd.Status.IsFailed() {
 			outcome = failureReason(&upd)
 			if outcome != autov1alpha1.UpdateReasonInterrupted {
-				t.Errorf("kill %d: Update %s failed with reason %q, want %q: %s", i, upd.Name, outcome, autov1alpha1.UpdateReasonInterrupted, upd.Status.Message)
+				errorf(t, "kill %d: Update %s failed with reason %q, want %q: %s", i, upd.Name, outcome, autov1alpha1.UpdateReasonInterrupted, upd.Status.Message)
 			}
 			interrupted++
 		}
@@ -81,7 +81,7 @@ func (s *suite) testAgentKilled(t *testing.T) {
 
 		s.waitConverged(t, ns, 3*time.Minute, name)
 		if got := readFile(t, filepath.Join(s.outDir, name+".txt")); got != value {
-			t.Errorf("kill %d: the file holds %q, want %q", i, got, value)
+			errorf(t, "kill %d: the file holds %q, want %q", i, got, value)
 		}
 		// The dead run's CLI, language host and provider are gone.
 		waitFor(t, 30*time.Second, "no process of the killed run left", func() string {
@@ -92,7 +92,7 @@ func (s *suite) testAgentKilled(t *testing.T) {
 		})
 	}
 	if left := s.inProgress(t, ns); len(left) > 0 {
-		t.Errorf("Updates still in progress: %v", left)
+		errorf(t, "Updates still in progress: %v", left)
 	}
 	report := s.checkWrites(t, ns, []string{name}, readJournal(t, journal))
 	t.Logf("RESULT agent-killed: kills=%d interrupted=%d %s", s.params.AgentKills, interrupted, report)

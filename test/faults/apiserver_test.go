@@ -36,16 +36,16 @@ func (s *suite) testAPIServerRestart(t *testing.T) {
 		t.Logf("restart %d: kube-apiserver stopped %s after the change for %s, %d updates running %v",
 			i, fmtDuration(delay), fmtDuration(down), len(running), running)
 		if !s.op.Running() {
-			t.Fatalf("restart %d: the operator exited while the API server was down:\n%s", i, s.op.LogTail(40))
+			fatalf(t, "restart %d: the operator exited while the API server was down:\n%s", i, s.op.LogTail(40))
 		}
 		s.waitConverged(t, ns, 5*time.Minute, names...)
 		for _, name := range names {
 			if got := readFile(t, filepath.Join(s.outDir, name+".txt")); got != value {
-				t.Errorf("restart %d: %s: the file holds %q, want %q", i, name, got, value)
+				errorf(t, "restart %d: %s: the file holds %q, want %q", i, name, got, value)
 			}
 		}
 		if left := s.inProgress(t, ns); len(left) > 0 {
-			t.Errorf("restart %d: Updates still in progress after every Stack converged: %v", i, left)
+			errorf(t, "restart %d: Updates still in progress after every Stack converged: %v", i, left)
 		}
 	}
 	report := s.checkWrites(t, ns, names, readJournal(t, journal))
@@ -63,25 +63,25 @@ func (s *suite) restartAPIServer(t *testing.T, down time.Duration) {
 	api := s.env.Environment.ControlPlane.APIServer
 	keep, err := os.MkdirTemp(s.tmp, "apiserver-")
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if err := os.CopyFS(keep, os.DirFS(api.CertDir)); err != nil {
-		t.Fatalf("keeping the API server's certificates: %v", err)
+		fatalf(t, "keeping the API server's certificates: %v", err)
 	}
 	// A graceful stop waits for the operator's watches and can outlast
 	// envtest's timeout: the API server is killed, as a crash would end
 	// it, and envtest then only records that it is gone.
 	pid := childProcess(t, "kube-apiserver")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("killing kube-apiserver: %v", err)
+		fatalf(t, "killing kube-apiserver: %v", err)
 	}
 	if err := api.Stop(); err != nil {
-		t.Fatalf("stopping kube-apiserver: %v", err)
+		fatalf(t, "stopping kube-apiserver: %v", err)
 	}
 	time.Sleep(down)
 	api.CertDir = keep
 	if err := api.Start(); err != nil {
-		t.Fatalf("starting kube-apiserver again: %v", err)
+		fatalf(t, "starting kube-apiserver again: %v", err)
 	}
 }
 
@@ -91,7 +91,7 @@ func childProcess(t *testing.T, exe string) int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	var found []int
 	for _, e := range entries {
@@ -114,7 +114,7 @@ func childProcess(t *testing.T, exe string) int {
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("want one %s child of this process, found %v", exe, found)
+		fatalf(t, "want one %s child of this process, found %v", exe, found)
 	}
 	return found[0]
 }

@@ -30,7 +30,7 @@ func (s *suite) testDiskFull(t *testing.T) {
 	repo := s.git.CreateRepo(name)
 	repo.Commit("main", map[string]string{"Pulumi.yaml": s.revisionProgram("revision 0")})
 	if err := s.client.Create(context.Background(), s.stackOf(ns, name, repo.URL, "v0", journal)); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	s.waitConverged(t, ns, 3*time.Minute, name)
 	wsDir := s.workspaceDir(ns, name)
@@ -62,17 +62,17 @@ func (s *suite) testDiskFull(t *testing.T) {
 		})
 		t.Logf("fill %d (new %s): the Stack says %s", i, change, said)
 		if err := os.Remove(filler); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		freed := time.Now()
 		s.waitConverged(t, ns, 3*time.Minute, name)
 		t.Logf("fill %d: converged %s after the space was freed", i, fmtDuration(time.Since(freed)))
 		if got := readFile(t, filepath.Join(s.outDir, name+".txt")); got != value {
-			t.Errorf("fill %d: the file holds %q, want %q", i, got, value)
+			errorf(t, "fill %d: the file holds %q, want %q", i, got, value)
 		}
 		if change == "commit" {
 			if got := readFile(t, filepath.Join(s.outDir, name+"-static.txt")); got != revision {
-				t.Errorf("fill %d: the file of the commit holds %q, want %q", i, got, revision)
+				errorf(t, "fill %d: the file of the commit holds %q, want %q", i, got, revision)
 			}
 		}
 	}
@@ -99,17 +99,17 @@ func mentions(st *pulumiv1.Stack, text string) string {
 func mountTmpfs(t *testing.T, dir, size string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0755"); err != nil {
-		t.Fatalf("mounting a tmpfs at %s (this scenario runs as root): %v", dir, err)
+		fatalf(t, "mounting a tmpfs at %s (this scenario runs as root): %v", dir, err)
 	}
 	t.Cleanup(func() {
 		// Processes may still hold the directory (an idle agent's working
 		// directory); a lazy unmount detaches it all the same.
 		if err := syscall.Unmount(dir, 0); err != nil {
 			if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-				t.Errorf("unmounting %s: %v", dir, err)
+				errorf(t, "unmounting %s: %v", dir, err)
 			}
 		}
 	})
@@ -120,7 +120,7 @@ func fill(t *testing.T, path string) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	defer f.Close()
 	chunk := make([]byte, 1<<20)
@@ -129,7 +129,7 @@ func fill(t *testing.T, path string) {
 			if errors.Is(err, syscall.ENOSPC) {
 				return
 			}
-			t.Fatal(err)
+			fatal(t, err)
 		}
 	}
 }

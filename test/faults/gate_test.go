@@ -26,7 +26,7 @@ func newGate(t *testing.T, target string) *gate {
 	g := &gate{target: target, conns: map[net.Conn]struct{}{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	g.addr = ln.Addr().String()
 	g.serve(ln)

@@ -33,12 +33,12 @@ func (s *suite) testGitUnreachable(t *testing.T) {
 	repo.Commit("main", map[string]string{"Pulumi.yaml": s.revisionProgram("revision 0")})
 	u, err := url.Parse(repo.URL)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	host := newGate(t, u.Host)
 	u.Host = host.addr
 	if err := s.client.Create(context.Background(), s.stackOf(ns, name, u.String(), "v0", journal)); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	s.waitConverged(t, ns, 3*time.Minute, name)
 
@@ -65,16 +65,16 @@ func (s *suite) testGitUnreachable(t *testing.T) {
 		time.Sleep(down)
 		st := s.getStack(t, ns, name)
 		if c := condition(st, sreconcile.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
-			t.Errorf("outage %d: the Stack stalled on an unreachable git host: %s", i, describe(st))
+			errorf(t, "outage %d: the Stack stalled on an unreachable git host: %s", i, describe(st))
 		}
 		if c := condition(st, sreconcile.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue &&
 			st.Status.LastUpdate != nil && st.Status.LastUpdate.LastSuccessfulCommit == commit {
-			t.Fatalf("outage %d: the Stack deployed a commit it could not fetch: %s", i, describe(st))
+			fatalf(t, "outage %d: the Stack deployed a commit it could not fetch: %s", i, describe(st))
 		}
 		t.Logf("outage %d: down %s more after the Stack said %q", i, fmtDuration(down), said)
 
 		if err := host.Open(); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		back := time.Now()
 		waitFor(t, 3*time.Minute, "the Stack to deploy the commit once git is back", func() string {
@@ -89,7 +89,7 @@ func (s *suite) testGitUnreachable(t *testing.T) {
 		})
 		t.Logf("outage %d: deployed %s after git came back", i, fmtDuration(time.Since(back)))
 		if got := readFile(t, filepath.Join(s.outDir, name+"-static.txt")); got != revision {
-			t.Errorf("outage %d: the file holds %q, want %q", i, got, revision)
+			errorf(t, "outage %d: the file holds %q, want %q", i, got, revision)
 		}
 	}
 	t.Logf("RESULT git-unreachable: outages=%d, each reported and recovered from without help", s.params.GitOutages)

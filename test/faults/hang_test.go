@@ -55,7 +55,7 @@ func (s *suite) testHang(t *testing.T) {
 	repo := s.git.CreateRepo(name)
 	repo.Commit("main", map[string]string{"Pulumi.yaml": hangProgram(3600)})
 	if err := s.client.Create(context.Background(), s.stackOf(ns, name, repo.URL, "v0", journal)); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 
 	var st *pulumiv1.Stack
@@ -68,13 +68,13 @@ func (s *suite) testHang(t *testing.T) {
 	})
 	lu := st.Status.LastUpdate
 	if lu == nil || lu.State != shared.FailedStackStateMessage || !strings.Contains(lu.Message, "timed out after") {
-		t.Fatalf("the last update does not say it timed out: %s", describe(st))
+		fatalf(t, "the last update does not say it timed out: %s", describe(st))
 	}
 	if ready := condition(st, sreconcile.ReadyCondition); ready == nil || ready.Status != metav1.ConditionFalse {
-		t.Errorf("a Stack whose updates time out is Ready: %s", describe(st))
+		errorf(t, "a Stack whose updates time out is Ready: %s", describe(st))
 	}
 	if st.Status.CurrentUpdate != nil {
-		t.Errorf("a stalled Stack still has an update in progress: %s", describe(st))
+		errorf(t, "a stalled Stack still has an update in progress: %s", describe(st))
 	}
 	t.Logf("stalled: %s", lu.Message)
 	projectDir := filepath.Join(s.workspaceDir(ns, name), "source")
@@ -91,7 +91,7 @@ func (s *suite) testHang(t *testing.T) {
 	s.requestReconcile(t, ns, name, "fixed")
 	s.waitConverged(t, ns, 3*time.Minute, name)
 	if got := s.getStack(t, ns, name).Status.LastUpdate.LastSuccessfulCommit; got != fixed {
-		t.Errorf("converged at commit %s, want the fix %s", got, fixed)
+		errorf(t, "converged at commit %s, want the fix %s", got, fixed)
 	}
 	t.Log("RESULT hang: the custom timeout failed the update, the Stack stalled, nothing was left running, the fix deployed")
 
@@ -113,7 +113,7 @@ func (s *suite) testStubbornHang(t *testing.T) {
 	stack := s.stackOf(ns, name, repo.URL, "v0", journal)
 	stack.Spec.EnvRefs[provider.StubbornEnv] = shared.NewLiteralResourceRef("1")
 	if err := s.client.Create(context.Background(), stack); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	var running []string
 	waitFor(t, 2*time.Minute, "the stubborn update to run", func() string {
@@ -135,7 +135,7 @@ func (s *suite) testStubbornHang(t *testing.T) {
 	deleted := time.Now()
 	upd := &autov1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: running[0]}}
 	if err := s.client.Delete(context.Background(), upd); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	projectDir := filepath.Join(s.workspaceDir(ns, name), "source")
 	waitFor(t, 2*time.Minute, "the deleted Update to go, and its processes with it", func() string {
@@ -151,7 +151,7 @@ func (s *suite) testStubbornHang(t *testing.T) {
 	t.Logf("the deleted Update and its provider were gone %s after the delete", fmtDuration(time.Since(deleted)))
 	s.waitConverged(t, ns, 3*time.Minute, name)
 	if got := s.getStack(t, ns, name).Status.LastUpdate.LastSuccessfulCommit; got != fixed {
-		t.Errorf("converged at commit %s, want the fix %s", got, fixed)
+		errorf(t, "converged at commit %s, want the fix %s", got, fixed)
 	}
 	waitFor(t, 30*time.Second, "no process left in the project directory", func() string {
 		if left := testenv.ProcessesIn(projectDir); len(left) > 0 {
@@ -173,6 +173,6 @@ func (s *suite) requestReconcile(t *testing.T, ns, name, value string) {
 	}
 	st.Annotations[shared.ReconcileRequestAnnotation] = value
 	if err := s.client.Patch(context.Background(), st, patch); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 }

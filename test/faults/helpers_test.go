@@ -109,7 +109,7 @@ func (s *suite) deployStacks(t *testing.T, ns, repoURL, journal string, n int) (
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", ns, i)
 		if err := s.client.Create(context.Background(), s.stackOf(ns, name, repoURL, "v0", journal)); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		names = append(names, name)
 	}
@@ -133,14 +133,14 @@ func (s *suite) setConfig(t *testing.T, ns, name string, values map[string]any) 
 	ctx := context.Background()
 	var st pulumiv1.Stack
 	if err := s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &st); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	patch := client.MergeFrom(st.DeepCopy())
 	for k, v := range values {
 		st.Spec.Config[project+":"+k] = jsonValue(v)
 	}
 	if err := s.client.Patch(ctx, &st, patch); err != nil {
-		t.Fatalf("changing the config of Stack %s/%s: %v", ns, name, err)
+		fatalf(t, "changing the config of Stack %s/%s: %v", ns, name, err)
 	}
 	return st.Generation
 }
@@ -150,7 +150,7 @@ func (s *suite) getStack(t *testing.T, ns, name string) *pulumiv1.Stack {
 	t.Helper()
 	var st pulumiv1.Stack
 	if err := s.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &st); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	return &st
 }
@@ -171,10 +171,10 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() strin
 			return
 		}
 		if strings.HasPrefix(missing, errGiveUp) {
-			t.Fatalf("%s: %s", what, missing)
+			fatalf(t, "%s: %s", what, missing)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %s", what, timeout, missing)
+			fatalf(t, "%s: not within %s: %s", what, timeout, missing)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -269,7 +269,7 @@ func (s *suite) updates(t *testing.T, ns string) []autov1alpha1.Update {
 	t.Helper()
 	var list autov1alpha1.UpdateList
 	if err := s.client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	return list.Items
 }
@@ -301,7 +301,7 @@ func readJournal(t *testing.T, path string) []provider.JournalEntry {
 	t.Helper()
 	entries, err := provider.ReadJournal(path)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	return entries
 }
@@ -332,7 +332,7 @@ func (s *suite) pulumiCLI(t *testing.T, args ...string) []byte {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("pulumi %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		fatalf(t, "pulumi %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return out
 }
@@ -346,7 +346,7 @@ func (s *suite) history(t *testing.T, name string) []historyEntry {
 	t.Helper()
 	var out []historyEntry
 	if err := json.Unmarshal(s.pulumiCLI(t, "stack", "history", "--stack", fullName(name), "--json", "--page-size", "100000"), &out); err != nil {
-		t.Fatalf("decoding the history of %s: %v", name, err)
+		fatalf(t, "decoding the history of %s: %v", name, err)
 	}
 	return out
 }
@@ -373,11 +373,11 @@ func (s *suite) checkpoint(t *testing.T, name string) apitype.DeploymentV3 {
 	t.Helper()
 	var untyped apitype.UntypedDeployment
 	if err := json.Unmarshal(s.pulumiCLI(t, "stack", "export", "--stack", fullName(name)), &untyped); err != nil {
-		t.Fatalf("decoding the export of %s: %v", name, err)
+		fatalf(t, "decoding the export of %s: %v", name, err)
 	}
 	var d apitype.DeploymentV3
 	if err := json.Unmarshal(untyped.Deployment, &d); err != nil {
-		t.Fatalf("decoding the deployment of %s: %v", name, err)
+		fatalf(t, "decoding the deployment of %s: %v", name, err)
 	}
 	return d
 }
@@ -405,10 +405,10 @@ func (s *suite) checkState(t *testing.T, name string) []historyEntry {
 	t.Helper()
 	d := s.checkpoint(t, name)
 	for _, op := range d.PendingOperations {
-		t.Errorf("stack %s: pending operation %s %s left in the checkpoint", name, op.Type, op.Resource.URN)
+		errorf(t, "stack %s: pending operation %s %s left in the checkpoint", name, op.Type, op.Resource.URN)
 	}
 	if l := s.locks(name); len(l) > 0 {
-		t.Errorf("stack %s: lock left behind: %v", name, l)
+		errorf(t, "stack %s: lock left behind: %v", name, l)
 	}
 	return s.history(t, name)
 }
@@ -418,7 +418,7 @@ func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	return string(b)
 }

@@ -82,13 +82,14 @@ const operatorNamespace = "stackyard-system"
 // TestFaults starts the shared components and runs every scenario as a
 // subtest: `-run TestFaults/operator-killed` runs one.
 func TestFaults(t *testing.T) {
-	// Registered first, so it runs last: a failure's messages sit above
-	// the operator's log, and a report that keeps only the end of the
-	// output still names the scenario.
+	// Registered first, so it runs last: the operator's log comes
+	// between a failure's messages and the end of the output, so they
+	// are repeated here, with the seeds that replay them, for a report
+	// that keeps only the end.
 	var failed []string
 	t.Cleanup(func() {
 		if len(failed) > 0 {
-			t.Logf("failed scenarios (their messages and seeds are above the operator's log): %s", strings.Join(failed, ", "))
+			t.Logf("failed scenarios: %s; what failed, again:\n%s", strings.Join(failed, ", "), failureSummary())
 		}
 	})
 	s := startSuite(t)
@@ -115,17 +116,17 @@ func TestFaults(t *testing.T) {
 func startSuite(t *testing.T) *suite {
 	t.Helper()
 	if err := testenv.RequireBinaries(append([]string{"etcd", "kube-apiserver"}, testenv.PulumiBinaries...)...); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	tmp := t.TempDir()
 	if err := testenv.IsolatePulumi(tmp, passphrase); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	s := &suite{tmp: tmp, backend: filepath.Join(tmp, "backend"), outDir: filepath.Join(tmp, "out"), params: defaults}
 	s.params.OperatorKills = testenv.PositiveIntEnv(t, envN, s.params.OperatorKills)
 	for _, dir := range []string{s.backend, s.outDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 	}
 	s.git = gitserver.New(t)
@@ -134,20 +135,20 @@ func startSuite(t *testing.T) *suite {
 		pulumiv1.AddToScheme, autov1alpha1.AddToScheme, promotionv1alpha1.AddToScheme,
 	}})
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 	s.env, s.client = env, env.Client
 
 	bin, err := testenv.BuildStackyard(tmp)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	// The operator acts as its ServiceAccount with the packaged roles
 	// only, as in a cluster.
 	cfg, err := env.ServiceAccountConfig(context.Background(), operatorNamespace, "stackyard", testenv.OperatorRoles()...)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	s.bin, s.opConfig = bin, cfg
 	s.op = testenv.StartOperator(t, testenv.OperatorOptions{Bin: bin, Dir: tmp, Config: cfg})
@@ -162,10 +163,11 @@ func seeded(t *testing.T) *rand.Rand {
 	if v := strings.TrimSpace(os.Getenv(envSeed)); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			t.Fatalf("%s=%q: want an unsigned integer", envSeed, v)
+			fatalf(t, "%s=%q: want an unsigned integer", envSeed, v)
 		}
 		seed = n
 	}
+	rememberSeed(t, seed)
 	t.Logf("seed %d (replay: %s=%d go test [-tags faults] -run '^%s$' ./test/faults/)", seed, envSeed, seed, t.Name())
 	return rand.New(rand.NewPCG(seed, seed^0x5eed))
 }

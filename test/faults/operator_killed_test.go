@@ -67,14 +67,14 @@ func (s *suite) testOperatorKilled(t *testing.T) {
 		}
 		running := s.runningUpdates(t, ns)
 		if err := s.op.Kill(); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		lastKill = time.Now()
 		kills = append(kills, fmt.Sprintf("kill %d: %s, %s after the change, %d updates running %v",
 			i, mode, fmtDuration(time.Since(changed)), len(running), running))
 		t.Log(kills[len(kills)-1])
 		if err := s.op.Start(); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 	}
 	final := fmt.Sprintf("v%d", s.params.OperatorKills)
@@ -82,11 +82,11 @@ func (s *suite) testOperatorKilled(t *testing.T) {
 	t.Logf("converged %s after the last kill", fmtDuration(time.Since(lastKill)))
 
 	if left := s.inProgress(t, ns); len(left) > 0 {
-		t.Errorf("Updates still in progress after every Stack converged: %v", left)
+		errorf(t, "Updates still in progress after every Stack converged: %v", left)
 	}
 	for _, name := range names {
 		if got := readFile(t, filepath.Join(s.outDir, name+".txt")); got != final {
-			t.Errorf("%s: the file holds %q, want the last value %q", name, got, final)
+			errorf(t, "%s: the file holds %q, want the last value %q", name, got, final)
 		}
 	}
 	report := s.checkWrites(t, ns, names, readJournal(t, journal))
@@ -161,11 +161,11 @@ func (s *suite) checkWrites(t *testing.T, ns string, names []string, journal []p
 				if e.Op != "create" || slices.ContainsFunc(journal, func(o provider.JournalEntry) bool {
 					return o.URN == e.URN && o.Time.Before(e.Time)
 				}) {
-					t.Errorf("%s: the unchanged file was written again: %s at %s", name, e.Op, e.Time)
+					errorf(t, "%s: the unchanged file was written again: %s at %s", name, e.Op, e.Time)
 				}
 			case "greeting":
 				if e.Op == "delete" {
-					t.Errorf("%s: the file was deleted at %s", name, e.Time)
+					errorf(t, "%s: the file was deleted at %s", name, e.Time)
 					continue
 				}
 				v, _ := e.Inputs["content"].(string)
@@ -207,7 +207,7 @@ func (s *suite) checkWrites(t *testing.T, ns string, names []string, journal []p
 			for _, w := range at[1:] {
 				// History times are whole seconds, cut down.
 				if applied && !w.Before(end.Add(time.Second)) {
-					t.Errorf("%s: %q was written again at %s after an update that applied it ended at %s: a change applied twice",
+					errorf(t, "%s: %q was written again at %s after an update that applied it ended at %s: a change applied twice",
 						name, v, w.Format(time.RFC3339Nano), end.Format(time.RFC3339))
 				}
 			}
@@ -216,7 +216,7 @@ func (s *suite) checkWrites(t *testing.T, ns string, names []string, journal []p
 		}
 		for v := range appliedAt {
 			if len(byValue[v]) == 0 && v != "" {
-				t.Errorf("%s: the history applied %q, which the journal never saw written", name, v)
+				errorf(t, "%s: the history applied %q, which the journal never saw written", name, v)
 			}
 		}
 		appliedUnrecorded += s.matchHistory(t, name, hist, updates)
@@ -261,7 +261,7 @@ func (s *suite) matchHistory(t *testing.T, name string, hist []historyEntry, upd
 			}
 		}
 		if i < 0 {
-			t.Errorf("%s: Update %s succeeded (%s to %s) but the stack's history has no update then: %s",
+			errorf(t, "%s: Update %s succeeded (%s to %s) but the stack's history has no update then: %s",
 				name, u.Name, u.Status.StartTime.Format(time.RFC3339), u.Status.EndTime.Format(time.RFC3339), summarizeHistory(hist))
 			continue
 		}

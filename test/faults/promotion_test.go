@@ -32,11 +32,11 @@ func (s *suite) testPromotionLeaderKilled(t *testing.T) {
 
 	// The replicas replace the suite's operator, which comes back after.
 	if err := s.op.Stop(); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Cleanup(func() {
 		if err := s.op.Start(); err != nil {
-			t.Errorf("starting the suite's operator again: %v", err)
+			errorf(t, "starting the suite's operator again: %v", err)
 		}
 	})
 	replicas := []*testenv.Operator{s.replica(t), s.replica(t)}
@@ -54,7 +54,7 @@ func (s *suite) testPromotionLeaderKilled(t *testing.T) {
 	stage.Spec.AutoPromotionOptions = &promotionv1alpha1.AutoPromotionOptions{Enabled: true}
 	for _, obj := range []client.Object{stack, pipeline, stage} {
 		if err := s.client.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+			fatalf(t, "creating %T %s: %v", obj, obj.GetName(), err)
 		}
 	}
 	began := time.Now()
@@ -74,7 +74,7 @@ func (s *suite) testPromotionLeaderKilled(t *testing.T) {
 			}},
 		}
 		if err := s.client.Create(ctx, release); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		waitFor(t, 2*time.Minute, "the stage to promote "+revision, func() string {
 			if len(s.promotionsOf(t, ns, revision)) == 0 {
@@ -99,12 +99,12 @@ func (s *suite) testPromotionLeaderKilled(t *testing.T) {
 			phase = string(ps[0].Status.Phase)
 		}
 		if err := replicas[leader].Kill(); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		killed := time.Now()
 		t.Logf("release %s: leader %c killed %s after its Promotion appeared, in phase %q", revision, 'a'+leader, fmtDuration(delay), phase)
 		if err := replicas[leader].Start(); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 
 		var done promotionv1alpha1.Promotion
@@ -120,14 +120,14 @@ func (s *suite) testPromotionLeaderKilled(t *testing.T) {
 			return ""
 		})
 		if done.Status.Phase != promotionv1alpha1.PromotionSucceeded {
-			t.Errorf("release %s: Promotion %s ended %s: %s", revision, done.Name, done.Status.Phase, done.Status.Message)
+			errorf(t, "release %s: Promotion %s ended %s: %s", revision, done.Name, done.Status.Phase, done.Status.Message)
 		}
 		s.waitConverged(t, ns, 3*time.Minute, name)
 		if got := s.getStack(t, ns, name).Status.LastUpdate.LastSuccessfulCommit; got != sha {
-			t.Errorf("release %s: the Stack is at %s, want %s", revision, got, sha)
+			errorf(t, "release %s: the Stack is at %s, want %s", revision, got, sha)
 		}
 		if got := readFile(t, filepath.Join(s.outDir, name+"-static.txt")); got != revision {
-			t.Errorf("release %s: the file holds %q", revision, got)
+			errorf(t, "release %s: the file holds %q", revision, got)
 		}
 		t.Logf("release %s: Promotion %s %s %s after the kill", revision, done.Name, done.Status.Phase, fmtDuration(time.Since(killed)))
 	}
@@ -142,7 +142,7 @@ func (s *suite) testPromotionLeaderKilled(t *testing.T) {
 	}
 	for i := 0; i <= s.params.PromotionLeaderKills; i++ {
 		if n := writes[fmt.Sprintf("r%d", i)]; n != 1 {
-			t.Errorf("release r%d was written %d times", i, n)
+			errorf(t, "release r%d was written %d times", i, n)
 		}
 	}
 	s.checkState(t, name)
@@ -164,7 +164,7 @@ func (s *suite) promotionsOf(t *testing.T, ns, release string) []promotionv1alph
 	t.Helper()
 	var list promotionv1alpha1.PromotionList
 	if err := s.client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	var out []promotionv1alpha1.Promotion
 	for _, p := range list.Items {
