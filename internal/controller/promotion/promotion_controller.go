@@ -86,6 +86,9 @@ type session struct {
 	releaseFailed bool
 	// obs is what the metrics record once the status is stored.
 	obs observations
+	// current says p was found to be the Promotion as stored (see
+	// session.isCurrent).
+	current bool
 }
 
 // Reconcile moves one Promotion along its lifecycle. The chain is:

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/change"
@@ -167,6 +168,15 @@ func (s *session) runCheck(ctx context.Context, c *promotionv1alpha1.Verificatio
 	if s.now.Before(due) {
 		return due.Sub(s.now), fmt.Sprintf("measurement %d of %d at %s", taken+1, max(c.Count, 1), due.UTC().Format(time.RFC3339)), nil
 	}
+	// A measurement is taken from the API or an endpoint, then stored
+	// with the status: decided on a cached copy that is behind the status
+	// the last reconcile stored, it would be one that was taken already,
+	// taken again, and its patch would conflict or overwrite the other.
+	if current, err := s.isCurrent(ctx); err != nil {
+		return 0, "", err
+	} else if !current {
+		return cacheLag, fmt.Sprintf("measurement %d of %d: waiting for the operator's cache to catch up", taken+1, max(c.Count, 1)), nil
+	}
 	var (
 		got measured
 		err error
@@ -194,6 +204,24 @@ func (s *session) runCheck(ctx context.Context, c *promotionv1alpha1.Verificatio
 	}
 	next := ceilSecond(policy.Next(start, lastTime(cs)))
 	return max(next.Sub(s.now), 10*time.Millisecond), fmt.Sprintf("measurement %d of %d at %s", taken+2, max(c.Count, 1), next.UTC().Format(time.RFC3339)), nil
+}
+
+// cacheLag is how long a reconcile whose cached Promotion is behind waits
+// for the cache before it looks again.
+const cacheLag = 100 * time.Millisecond
+
+// isCurrent reports whether the Promotion this reconcile decides on is
+// the one stored, read once per reconcile without the cache.
+func (s *session) isCurrent(ctx context.Context) (bool, error) {
+	if s.current {
+		return true, nil
+	}
+	stored := &promotionv1alpha1.Promotion{}
+	if err := s.r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.p), stored); err != nil {
+		return false, fmt.Errorf("reading promotion %s: %w", s.p.Name, err)
+	}
+	s.current = stored.ResourceVersion == s.p.ResourceVersion
+	return s.current, nil
 }
 
 // policyOf is how check c schedules and counts.
