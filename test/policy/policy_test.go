@@ -1,26 +1,32 @@
 // Package policy_test runs the admission policies of config/policy in the
-// real API server, with real RBAC, acting as users through impersonation.
+// real API server, with real RBAC, acting as users through impersonation,
+// and the admission webhook of config/webhook, which the test serves.
 package policy_test
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/editstamp"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -30,12 +36,22 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*k8sruntime.Scheme) error{promotionv1alpha1.AddToScheme, pulumiv1.AddToScheme, autov1alpha1.AddToScheme, notificationv1alpha1.AddToScheme}})
+	env, err = testenv.Start(testenv.Options{
+		AddToScheme: []func(*k8sruntime.Scheme) error{promotionv1alpha1.AddToScheme, pulumiv1.AddToScheme, autov1alpha1.AddToScheme, notificationv1alpha1.AddToScheme},
+		Webhooks:    []string{filepath.Join(testenv.RepoRoot(), "config", "webhook")},
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ctrllog.SetLogger(logr.Discard())
+	if err := env.ServeWebhooks(ctx, func(srv webhook.Server) { editstamp.Register(srv, env.Scheme) }); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
 	if err := env.InstallPolicies(context.Background()); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1

@@ -78,6 +78,11 @@ type Options struct {
 	ExtraCRDDirs []string
 	// CRDs are installed in addition to those read from directories.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// Webhooks are manifests of admission webhook configurations (files
+	// under config/webhook) to install: envtest points them at a local
+	// address, with a serving certificate of its own, where
+	// Env.ServeWebhooks serves them.
+	Webhooks []string
 }
 
 // Start brings up etcd and kube-apiserver from BinDir and installs the CRDs.
@@ -106,6 +111,7 @@ func Start(opts Options) (*Env, error) {
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+		WebhookInstallOptions:    envtest.WebhookInstallOptions{Paths: opts.Webhooks},
 	}
 	if path := os.Getenv(AuditLogEnv); path != "" {
 		if err := auditWrites(env, path); err != nil {

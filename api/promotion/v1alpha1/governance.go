@@ -44,3 +44,19 @@ const (
 	// the operator's role holds it.
 	VerbRecord = "record"
 )
+
+// EditedByAnnotation, on a governed Stack, names who last changed its
+// spec apart from spec.commit, as the API server authenticated them (the
+// request's username): the operator's admission webhook writes it, with
+// EditedSpecAnnotation, on every write that changes a governed Stack's
+// spec, over whatever the request said. config/policy refuses a write
+// that sets either annotation to anyone but its own author, so the name
+// here is always that of the user whose request wrote it. The operator
+// believes it only for the spec whose digest EditedSpecAnnotation holds:
+// a spec changed since (while no webhook ran) has no known editor.
+const EditedByAnnotation = "promotion.stackyard.dev/edited-by"
+
+// EditedSpecAnnotation is the digest of the spec, apart from
+// spec.commit, that EditedByAnnotation's user wrote
+// (change.SpecDigest).
+const EditedSpecAnnotation = "promotion.stackyard.dev/edited-spec"
