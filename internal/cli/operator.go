@@ -106,12 +106,42 @@ func newOperatorCommand() *cobra.Command {
 	f.DurationVar(&opts.StallAfter, "stall-after", sreconcile.DefaultStallAfter, "mark an object Stalled once the same failure (an API call, a missing Secret) has lasted this long")
 	f.IntVar(&opts.WarmAgents, "warm-agents", local.DefaultWarmAgents, "local runtime: agents kept pre-started while agents are being started, so that a Workspace's agent start does not wait for a process to start; they hold no place of --max-agents, and go 2 minutes after the last start (0: none)")
 	f.IntVar(&opts.MaxAgents, "max-agents", local.DefaultMaxAgents(), "local runtime: agents (and so operations) running at once; more wait their turn, first come first served (0: unbounded; default: 2 per usable core, at most one per 256 MiB of memory, within the container's limits)")
+	f.StringVar(&opts.Webhook.Addr, "webhook-bind-address", "0", `admission webhook that records who edited a governed Stack, e.g. ":9443" ("0" disables)`)
+	f.Var(namespacedName{&opts.Webhook.Secret}, "webhook-secret", "the Secret, namespace/name, that keeps the webhook's CA and serving certificate, which the operator makes when it is missing")
+	f.StringSliceVar(&opts.Webhook.Hosts, "webhook-hosts", nil, "comma-separated DNS names and IP addresses the webhook's serving certificate covers (the webhook Service's names)")
+	f.StringVar(&opts.Webhook.Configuration, "webhook-configuration", "", "the MutatingWebhookConfiguration whose caBundle the operator sets to the webhook's CA (empty: none)")
 	f.IntVar(&opts.StackConcurrency, "stack-concurrency", 4, "Stacks reconciled at once (reconciles never wait for operations)")
 	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)
 	return cmd
 }
+
+// namespacedName is a flag holding namespace/name; empty is the zero
+// value.
+type namespacedName struct{ n *types.NamespacedName }
+
+func (v namespacedName) String() string {
+	if v.n == nil || v.n.Name == "" {
+		return ""
+	}
+	return v.n.String()
+}
+
+func (v namespacedName) Set(s string) error {
+	if s == "" {
+		*v.n = types.NamespacedName{}
+		return nil
+	}
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("%q: want namespace/name", s)
+	}
+	*v.n = types.NamespacedName{Namespace: ns, Name: name}
+	return nil
+}
+
+func (namespacedName) Type() string { return "namespace/name" }
 
 // ownPod is the operator's own Pod as the downward API names it in the
 // environment, namespace/name, or "" outside a Pod.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	notificationv1alpha1 "github.com/stackyard/stackyard/api/notification/v1alpha1"
@@ -45,6 +47,7 @@ import (
 	"github.com/stackyard/stackyard/internal/controller/update"
 	"github.com/stackyard/stackyard/internal/controller/workspace"
 	"github.com/stackyard/stackyard/internal/dashboard"
+	"github.com/stackyard/stackyard/internal/editstamp"
 	"github.com/stackyard/stackyard/internal/leader"
 	"github.com/stackyard/stackyard/internal/metrics"
 	"github.com/stackyard/stackyard/internal/notify"
@@ -52,6 +55,7 @@ import (
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
 	"github.com/stackyard/stackyard/internal/runtime/local"
+	"github.com/stackyard/stackyard/internal/servingcert"
 	"github.com/stackyard/stackyard/internal/shard"
 	"github.com/stackyard/stackyard/internal/source"
 )
@@ -173,11 +177,31 @@ type Options struct {
 	// MinResync lowers the 60 s floor of a Stack's poll/resync interval;
 	// only tests set it.
 	MinResync time.Duration
+	// Webhook serves the admission webhook that records who edited a
+	// governed Stack (internal/editstamp); an empty Addr disables it.
+	Webhook WebhookOptions
 	// SkipControllerNameValidation lets the operator be assembled again in
 	// a process where an earlier one was stopped: controller-runtime
 	// otherwise refuses controller names it has seen before. Only tests
 	// that restart the operator set it.
 	SkipControllerNameValidation bool
+}
+
+// WebhookOptions configure the admission webhook's server and its
+// serving certificate (internal/servingcert).
+type WebhookOptions struct {
+	// Addr is where the webhook server listens, host:port; empty or "0"
+	// disables it.
+	Addr string
+	// Secret keeps the CA and the serving certificate every replica
+	// serves, in the operator's own namespace.
+	Secret types.NamespacedName
+	// Hosts are the names and addresses the certificate covers (the
+	// webhook Service's DNS names).
+	Hosts []string
+	// Configuration is the MutatingWebhookConfiguration whose caBundle
+	// the operator sets; empty sets none.
+	Configuration string
 }
 
 // Scheme returns a scheme with the built-in kinds and stackyard's API.
@@ -224,7 +248,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err != nil {
 		return nil, err
 	}
+	webhooks, err := webhookServer(ctx, cfg, scheme, opts)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:           webhooks,
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: cmp.Or(opts.MetricsAddr, "0")},
 		HealthProbeBindAddress:  cmp.Or(opts.ProbeAddr, "0"),
@@ -255,6 +284,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
+	}
+
+	if webhooks != nil {
+		// The manager runs the server (on every replica, leader or not)
+		// once it has been asked for it.
+		editstamp.Register(mgr.GetWebhookServer(), scheme)
 	}
 
 	store, err := addArtifactServer(mgr, opts)
@@ -371,6 +406,44 @@ func newRuntime(mgr manager.Manager, opts Options, notify func(types.NamespacedN
 	default:
 		return nil, nil, fmt.Errorf("unknown runtime %q: use %q or %q", opts.Runtime, RuntimeKubernetes, RuntimeLocal)
 	}
+}
+
+// The webhook's configuration, whose caBundle the operator sets, by name;
+// the Secret of its certificate is in the operator's own namespace
+// (config/rbac/leader_election_role.yaml).
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update,resourceNames=stackyard-edit-stamp
+
+// webhookServer makes, or reads, the webhook's serving certificate,
+// sets its CA in the webhook's configuration and returns the server that
+// serves it; nil when Options.Webhook disables it.
+func webhookServer(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts Options) (webhook.Server, error) {
+	o := opts.Webhook
+	if o.Addr == "" || o.Addr == "0" {
+		return nil, nil
+	}
+	host, portText, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-bind-address=%s: %w", o.Addr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("--webhook-bind-address=%s: the port must be a number from 1 to 65535", o.Addr)
+	}
+	if o.Secret.Name == "" || o.Secret.Namespace == "" {
+		return nil, errors.New("--webhook-secret: the webhook's serving certificate needs a Secret, namespace/name")
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(opts.StateDir, "webhook")
+	if _, err := servingcert.Ensure(ctx, c, time.Now(), servingcert.Options{
+		Secret: o.Secret, Hosts: o.Hosts, Dir: dir, Configuration: o.Configuration,
+	}); err != nil {
+		return nil, err
+	}
+	return webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: dir}), nil
 }
 
 // addArtifactServer opens the artifact store and serves it; the store's

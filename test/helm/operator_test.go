@@ -31,6 +31,7 @@ var listenerFlags = map[string]string{
 	"cloud-api": "cloud-api-bind-address",
 	"dashboard": "dashboard-bind-address",
 	"receivers": "receiver-bind-address",
+	"webhook":   "webhook-bind-address",
 }
 
 // operator is the rendered Deployment, decoded, with the flags its

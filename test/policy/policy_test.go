@@ -38,7 +38,7 @@ func run(m *testing.M) int {
 	var err error
 	env, err = testenv.Start(testenv.Options{
 		AddToScheme: []func(*k8sruntime.Scheme) error{promotionv1alpha1.AddToScheme, pulumiv1.AddToScheme, autov1alpha1.AddToScheme, notificationv1alpha1.AddToScheme},
-		Webhooks:    []string{filepath.Join(testenv.RepoRoot(), "config", "webhook")},
+		Webhooks:    []string{filepath.Join(testenv.RepoRoot(), "config", "webhook", "edit-stamp.yaml")},
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)

@@ -41,7 +41,7 @@ func ClusterScopedRules(mapper meta.RESTMapper, rules []rbacv1.PolicyRule) ([]rb
 			}
 		}
 		if len(resources) > 0 {
-			out = append(out, rbacv1.PolicyRule{APIGroups: rule.APIGroups, Resources: resources, Verbs: rule.Verbs})
+			out = append(out, rbacv1.PolicyRule{APIGroups: rule.APIGroups, Resources: resources, ResourceNames: rule.ResourceNames, Verbs: rule.Verbs})
 		}
 	}
 	return out, nil
