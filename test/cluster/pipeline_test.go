@@ -58,10 +58,19 @@ func TestPipelineOnNode(t *testing.T) {
 
 	// The Stacks start at v1, where a new environment starts; from then
 	// on only their stage moves them.
+	// The operator's admission webhook, reached through its Service,
+	// records who made each (config/webhook).
+	self, err := c.cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, env := range []string{"dev", "prod"} {
 		s := programStack(t, ns, repoURL, v1, "web-"+env, agent, stateDir, ns+"-"+env)
 		s.SetAnnotations(map[string]string{"promotion.stackyard.dev/authorized-stage": env})
-		create(t, c.dyn, stackGVR, ns, s)
+		made := create(t, c.dyn, stackGVR, ns, s)
+		if by := made.GetAnnotations()["promotion.stackyard.dev/edited-by"]; by != self.Status.UserInfo.Username {
+			t.Errorf("Stack web-%s was stamped as edited by %q, want %q: %v", env, by, self.Status.UserInfo.Username, made.GetAnnotations())
+		}
 	}
 	for _, env := range []string{"dev", "prod"} {
 		waitStackState(t, c, ns, "web-"+env, 6*time.Minute, "the first commit deployed", succeededAt(v1))
