@@ -110,6 +110,7 @@ func newOperatorCommand() *cobra.Command {
 	f.Var(namespacedName{&opts.Webhook.Secret}, "webhook-secret", "the Secret, namespace/name, that keeps the webhook's CA and serving certificate, which the operator makes when it is missing")
 	f.StringSliceVar(&opts.Webhook.Hosts, "webhook-hosts", nil, "comma-separated DNS names and IP addresses the webhook's serving certificate covers (the webhook Service's names)")
 	f.StringVar(&opts.Webhook.Configuration, "webhook-configuration", "", "the MutatingWebhookConfiguration whose caBundle the operator sets to the webhook's CA (empty: none)")
+	f.StringVar(&opts.Webhook.ValidatingConfiguration, "webhook-validating-configuration", "", "the ValidatingWebhookConfiguration whose caBundle the operator sets to the webhook's CA (empty: none)")
 	f.IntVar(&opts.StackConcurrency, "stack-concurrency", 4, "Stacks reconciled at once (reconciles never wait for operations)")
 	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)

@@ -52,25 +52,11 @@ type Handler struct {
 // is refused, naming why: the API server then refuses the write
 // (failurePolicy Fail), so no edit goes unrecorded.
 func (h *Handler) Handle(_ context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
-	}
-	next := &pulumiv1.Stack{}
-	if err := h.Decoder.Decode(req, next); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Stack: %w", err))
-	}
-	var prev *pulumiv1.Stack
-	if req.Operation == admissionv1.Update {
-		prev = &pulumiv1.Stack{}
-		if err := h.Decoder.DecodeRaw(req.OldObject, prev); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Stack's previous version: %w", err))
-		}
-	}
-	stamps, err := change.StampsEdit(prev, next)
+	next, edited, err := EditOf(h.Decoder, req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if !stamps {
+	if !edited {
 		return admission.Allowed("")
 	}
 	stamped := next.DeepCopy()
@@ -78,6 +64,30 @@ func (h *Handler) Handle(_ context.Context, req admission.Request) admission.Res
 		return admission.Errored(http.StatusForbidden, err)
 	}
 	return admission.Patched("", patches(stamped.Annotations)...)
+}
+
+// EditOf decodes the Stack req writes, and reports whether the write is
+// an edit of a governed Stack's spec apart from the commit
+// (change.StampsEdit): what this webhook stamps, and what
+// internal/readcheck checks. A request that is neither a create nor an
+// update edits nothing.
+func EditOf(dec admission.Decoder, req admission.Request) (next *pulumiv1.Stack, edited bool, err error) {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return nil, false, nil
+	}
+	next = &pulumiv1.Stack{}
+	if err := dec.Decode(req, next); err != nil {
+		return nil, false, fmt.Errorf("decoding the Stack: %w", err)
+	}
+	var prev *pulumiv1.Stack
+	if req.Operation == admissionv1.Update {
+		prev = &pulumiv1.Stack{}
+		if err := dec.DecodeRaw(req.OldObject, prev); err != nil {
+			return nil, false, fmt.Errorf("decoding the Stack's previous version: %w", err)
+		}
+	}
+	edited, err = change.StampsEdit(prev, next)
+	return next, edited, err
 }
 
 // patches are the JSON patch operations that make the object's

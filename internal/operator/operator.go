@@ -51,6 +51,7 @@ import (
 	"github.com/stackyard/stackyard/internal/leader"
 	"github.com/stackyard/stackyard/internal/metrics"
 	"github.com/stackyard/stackyard/internal/notify"
+	"github.com/stackyard/stackyard/internal/readcheck"
 	"github.com/stackyard/stackyard/internal/receiver"
 	stackruntime "github.com/stackyard/stackyard/internal/runtime"
 	"github.com/stackyard/stackyard/internal/runtime/kubernetes"
@@ -202,6 +203,9 @@ type WebhookOptions struct {
 	// Configuration is the MutatingWebhookConfiguration whose caBundle
 	// the operator sets; empty sets none.
 	Configuration string
+	// ValidatingConfiguration is the ValidatingWebhookConfiguration whose
+	// caBundle the operator sets; empty sets none.
+	ValidatingConfiguration string
 }
 
 // Scheme returns a scheme with the built-in kinds and stackyard's API.
@@ -290,6 +294,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		// The manager runs the server (on every replica, leader or not)
 		// once it has been asked for it.
 		editstamp.Register(mgr.GetWebhookServer(), scheme)
+		readcheck.Register(mgr.GetWebhookServer(), scheme, mgr.GetClient())
 	}
 
 	store, err := addArtifactServer(mgr, opts)
@@ -408,11 +413,14 @@ func newRuntime(mgr manager.Manager, opts Options, notify func(types.NamespacedN
 	}
 }
 
-// The webhook's configuration, whose caBundle the operator sets, by name;
+// The webhooks' configurations, whose caBundle the operator sets, by name
+// (readcheck asks the authorizer with SubjectAccessReviews);
 // the Secret of its certificate is in the operator's own namespace
 // (config/rbac/leader_election_role.yaml).
 //
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update,resourceNames=stackyard-edit-stamp
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;update,resourceNames=stackyard-read-check
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // webhookServer makes, or reads, the webhook's serving certificate,
 // sets its CA in the webhook's configuration and returns the server that
@@ -439,7 +447,7 @@ func webhookServer(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	}
 	dir := filepath.Join(opts.StateDir, "webhook")
 	if _, err := servingcert.Ensure(ctx, c, time.Now(), servingcert.Options{
-		Secret: o.Secret, Hosts: o.Hosts, Dir: dir, Configuration: o.Configuration,
+		Secret: o.Secret, Hosts: o.Hosts, Dir: dir, Configuration: o.Configuration, ValidatingConfiguration: o.ValidatingConfiguration,
 	}); err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/editstamp"
 	"github.com/stackyard/stackyard/internal/operator"
+	"github.com/stackyard/stackyard/internal/readcheck"
 	"github.com/stackyard/stackyard/internal/servingcert"
 	"github.com/stackyard/stackyard/test/testenv"
 )
@@ -33,9 +34,10 @@ import (
 // webhook configuration config/webhook ships (pointed at the operator's
 // loopback address, since no Service routes here, and with no caBundle):
 // the operator makes its serving certificate and the Secret that keeps
-// it, sets the CA in the configuration, and stamps the author of a
-// governed Stack's edit, a user authenticated by a bearer token. A second
-// start reads the same certificate.
+// it, sets the CA in both configurations, stamps the author of a
+// governed Stack's edit, a user authenticated by a bearer token, and
+// refuses her edit naming a Secret she may not read. A second start reads
+// the same certificate.
 func TestWebhookServed(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -52,12 +54,23 @@ func TestWebhookServed(t *testing.T) {
 		mwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + editstamp.Path)}
 	}
 	g.Expect(env.Client.Create(ctx, mwc)).To(Succeed())
-	// Without its server, the webhook fails governed writes closed: gone
-	// with the test.
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), mwc) })
+	data, err = os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "webhook", "read-check.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	g.Expect(sigsyaml.UnmarshalStrict(data, vwc)).To(Succeed())
+	for i := range vwc.Webhooks {
+		vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + readcheck.Path)}
+	}
+	g.Expect(env.Client.Create(ctx, vwc)).To(Succeed())
+	// Without their server, the webhooks fail governed writes closed:
+	// gone with the test.
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), mwc)
+		_ = env.Client.Delete(context.Background(), vwc)
+	})
 
 	secret := types.NamespacedName{Namespace: "stackyard-system", Name: "stackyard-webhook-tls"}
-	webhook := operator.WebhookOptions{Addr: addr, Secret: secret, Hosts: []string{host}, Configuration: mwc.Name}
+	webhook := operator.WebhookOptions{Addr: addr, Secret: secret, Hosts: []string{host}, Configuration: mwc.Name, ValidatingConfiguration: vwc.Name}
 	startOperator(t, cfg, operator.Options{Webhook: webhook})
 
 	// The CA is in the configuration and in the Secret.
@@ -68,6 +81,8 @@ func TestWebhookServed(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(mwc), mwc)).To(Succeed())
 		g.Expect(mwc.Webhooks[0].ClientConfig.CABundle).To(Equal(ca))
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(vwc), vwc)).To(Succeed())
+		g.Expect(vwc.Webhooks[0].ClientConfig.CABundle).To(Equal(ca))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 
 	// A user's edit of a governed Stack is stamped with their name.
@@ -85,6 +100,11 @@ func TestWebhookServed(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeTrue(), "no known editor: %v", stack.Annotations)
 	g.Expect(ed.Username).To(Equal("system:serviceaccount:" + ns + ":alice"))
+	// Naming a Secret she may not read is refused, the operator asking the
+	// authorizer with its own rights.
+	g.Expect(alice.Patch(ctx, stack.DeepCopy(), client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"envRefs":{"TOKEN":{"type":"Secret","secret":{"name":"prod-creds","key":"token"}}}}}`)))).
+		To(MatchError(ContainSubstring(`may not read (the verb "get") Secret/prod-creds`)))
 
 	// Another start finds the certificate and keeps it.
 	again, err := servingcert.Ensure(ctx, env.Client, time.Now(), servingcert.Options{

@@ -76,6 +76,9 @@ type Options struct {
 	// Configuration names the MutatingWebhookConfiguration whose webhooks'
 	// caBundle is set to the CA; empty sets none.
 	Configuration string
+	// ValidatingConfiguration names the ValidatingWebhookConfiguration
+	// whose webhooks' caBundle is set to the CA; empty sets none.
+	ValidatingConfiguration string
 }
 
 // Ensure makes or reads the pair, writes it into o.Dir and sets the
@@ -99,7 +102,28 @@ func Ensure(ctx context.Context, c client.Client, now time.Time, o Options) ([]b
 	}
 	ca := sec.Data[CAKey]
 	if o.Configuration != "" {
-		if err := injectCA(ctx, c, o.Configuration, ca); err != nil {
+		m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		configs := func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, 0, len(m.Webhooks))
+			for i := range m.Webhooks {
+				out = append(out, &m.Webhooks[i].ClientConfig)
+			}
+			return out
+		}
+		if err := injectCA(ctx, c, "MutatingWebhookConfiguration", o.Configuration, m, configs, ca); err != nil {
+			return nil, err
+		}
+	}
+	if o.ValidatingConfiguration != "" {
+		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		configs := func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, 0, len(v.Webhooks))
+			for i := range v.Webhooks {
+				out = append(out, &v.Webhooks[i].ClientConfig)
+			}
+			return out
+		}
+		if err := injectCA(ctx, c, "ValidatingWebhookConfiguration", o.ValidatingConfiguration, v, configs, ca); err != nil {
 			return nil, err
 		}
 	}
@@ -256,29 +280,30 @@ func newPair(now time.Time, hosts []string, ca *x509.Certificate, caKey *ecdsa.P
 	}, nil
 }
 
-// injectCA sets ca as the caBundle of every webhook of the named
-// MutatingWebhookConfiguration that does not hold it already.
-func injectCA(ctx context.Context, c client.Client, name string, ca []byte) error {
+// injectCA sets ca as the caBundle of every webhook of the configuration
+// kind/name, read into obj, whose client configurations configs lists,
+// where it is not set already.
+func injectCA(ctx context.Context, c client.Client, kind, name string, obj client.Object,
+	configs func() []*admissionregistrationv1.WebhookClientConfig, ca []byte) error {
 	for attempt := 0; ; attempt++ {
-		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
-			return fmt.Errorf("reading MutatingWebhookConfiguration %s to set its caBundle: %w", name, err)
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+			return fmt.Errorf("reading %s %s to set its caBundle: %w", kind, name, err)
 		}
 		changed := false
-		for i := range cfg.Webhooks {
-			if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, ca) {
-				cfg.Webhooks[i].ClientConfig.CABundle = slices.Clone(ca)
+		for _, cc := range configs() {
+			if !bytes.Equal(cc.CABundle, ca) {
+				cc.CABundle = slices.Clone(ca)
 				changed = true
 			}
 		}
 		if !changed {
 			return nil
 		}
-		switch err := c.Update(ctx, cfg); {
+		switch err := c.Update(ctx, obj); {
 		case err == nil:
 			return nil
 		case !apierrors.IsConflict(err) || attempt > 2:
-			return fmt.Errorf("setting the caBundle of MutatingWebhookConfiguration %s: %w", name, err)
+			return fmt.Errorf("setting the caBundle of %s %s: %w", kind, name, err)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func TestRenderDefaults(t *testing.T) {
 	m := render(t)
 	crds, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "*.yaml"))
 	want := map[string]int{
-		"CustomResourceDefinition": len(crds), "ValidatingAdmissionPolicy": 9, "ValidatingAdmissionPolicyBinding": 9, "MutatingWebhookConfiguration": 1,
+		"CustomResourceDefinition": len(crds), "ValidatingAdmissionPolicy": 9, "ValidatingAdmissionPolicyBinding": 9, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
 		"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 		"Deployment": 1, "Service": 3,
 	}

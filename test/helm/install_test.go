@@ -196,7 +196,7 @@ func checkClusterScope(t *testing.T, mapper meta.RESTMapper) {
 var clusterScoped = map[string]bool{
 	"ClusterRole": true, "ClusterRoleBinding": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
-	"MutatingWebhookConfiguration": true,
+	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
 }
 
 // crdNames returns the names of the CRDs in config/crd/bases.

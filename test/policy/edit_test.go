@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -92,4 +93,43 @@ func TestEditRecord(t *testing.T) {
 	g.Expect(mallory.Create(ctx, free)).To(MatchError(ContainSubstring("forbidden")), "mallory may not create Stacks")
 	g.Expect(env.Client.Create(ctx, free)).To(Succeed())
 	g.Expect(free.Annotations).NotTo(HaveKey(byKey))
+}
+
+// TestReadCheck: an edit of a governed Stack's spec that names a Secret or
+// ConfigMap its author may not read is refused by the webhook of
+// config/webhook/read-check.yaml, after the admission policies: a user
+// without "govern" still hears about govern first. Each user is a
+// ServiceAccount authenticated by a bearer token only.
+func TestReadCheck(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	secrets := func(verbs ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"prod-creds"}, Verbs: verbs}
+	}
+	alice := attacker(t, f.ns, "alice", stackRule("stacks", "get", "update", "patch"), govern("prod"))
+	carol := attacker(t, f.ns, "carol", stackRule("stacks", "get", "update", "patch"), govern("prod"), secrets("get"))
+	mallory := attacker(t, f.ns, "mallory", stackRule("stacks", "get", "update", "patch"), secrets("get"))
+	aliceName := whoAmI(t, alice)
+	prod := &pulumiv1.Stack{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "prod"}, prod)).To(Succeed())
+	withSecret := mergePatch(t, map[string]any{"spec": map[string]any{"envRefs": map[string]any{
+		"TOKEN": map[string]any{"type": "Secret", "secret": map[string]any{"name": "prod-creds", "key": "token"}}}}})
+
+	eventually(t, func() error { return alice.Patch(ctx, prod.DeepCopy(), withSecret) }).Should(MatchError(ContainSubstring(
+		"spec: Stack prod is governed by stage prod, and a change to it is previewed with everything it names; " +
+			aliceName + ` may not read (the verb "get") Secret/prod-creds, which it names`)))
+	unchanged(t, &pulumiv1.Stack{}, prod)
+	g.Expect(mallory.Patch(ctx, prod.DeepCopy(), withSecret)).To(MatchError(ContainSubstring(
+		"spec: Stack prod is governed by stage prod and changes only through its promotions")), "the policies answer first")
+
+	// One who may read it may name it; then whoever edits the spec again
+	// must be able to read it too, even for another field.
+	g.Expect(carol.Patch(ctx, prod.DeepCopy(), withSecret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(prod), prod)).To(Succeed())
+	g.Expect(alice.Patch(ctx, prod.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"repoDir": "infra"}}))).
+		To(MatchError(ContainSubstring("may not read (the verb \"get\") Secret/prod-creds")))
+	// A promotion's pin of the commit is not an edit.
+	g.Expect(env.Client.Patch(ctx, prod.DeepCopy(), mergePatch(t, map[string]any{
+		"spec": map[string]any{"commit": "fedcba9876543210fedcba9876543210fedcba98"}}))).To(Succeed())
 }

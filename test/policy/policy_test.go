@@ -27,6 +27,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/editstamp"
+	"github.com/stackyard/stackyard/internal/readcheck"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -38,7 +39,10 @@ func run(m *testing.M) int {
 	var err error
 	env, err = testenv.Start(testenv.Options{
 		AddToScheme: []func(*k8sruntime.Scheme) error{promotionv1alpha1.AddToScheme, pulumiv1.AddToScheme, autov1alpha1.AddToScheme, notificationv1alpha1.AddToScheme},
-		Webhooks:    []string{filepath.Join(testenv.RepoRoot(), "config", "webhook", "edit-stamp.yaml")},
+		Webhooks: []string{
+			filepath.Join(testenv.RepoRoot(), "config", "webhook", "edit-stamp.yaml"),
+			filepath.Join(testenv.RepoRoot(), "config", "webhook", "read-check.yaml"),
+		},
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
@@ -48,7 +52,10 @@ func run(m *testing.M) int {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	ctrllog.SetLogger(logr.Discard())
-	if err := env.ServeWebhooks(ctx, func(srv webhook.Server) { editstamp.Register(srv, env.Scheme) }); err != nil {
+	if err := env.ServeWebhooks(ctx, func(srv webhook.Server) {
+		editstamp.Register(srv, env.Scheme)
+		readcheck.Register(srv, env.Scheme, env.Client)
+	}); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
