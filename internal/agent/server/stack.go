@@ -159,7 +159,7 @@ func (s *Server) selectStack(ctx context.Context, sel selection) (auto.Workspace
 	case created:
 		s.setStateClean(st.Name(), true)
 	case s.loadCarried(st.Name()).Clean:
-		s.log.V(1).Info("the previous agent left the state without pending operations", "stack", st.Name())
+		s.log.Info("the previous agent left the state without pending operations", "stack", st.Name())
 		s.setStateClean(st.Name(), true)
 	}
 	return ws, nil

@@ -44,6 +44,7 @@ func TestAgentKilledMidUpdate(t *testing.T) {
 	ctx := context.Background()
 	s, target := newFileStack(t, "victim", func(target string) string { return slowProgram(target, 8) })
 	ns, dir := s.Namespace, filepath.Dir(target)
+	dumpLogsOnFailure(t, ns)
 	s.Spec.RetryMaxBackoffDurationSeconds = 1
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 
@@ -99,6 +100,27 @@ func TestAgentKilledMidUpdate(t *testing.T) {
 		g.Expect(strings.Join(notes, "\n")).To(And(ContainSubstring("stale lock"), ContainSubstring("is not running"),
 			ContainSubstring("creating urn:pulumi:"), ContainSubstring("no longer managed")))
 	}, opTimeout, 250*time.Millisecond).Should(Succeed())
+}
+
+// dumpLogsOnFailure prints, when t fails, the operator's log lines (its
+// agents' included) that name namespace ns: the flake this test once had
+// could not be explained from its assertion alone.
+func dumpLogsOnFailure(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		var lines []string
+		for line := range strings.Lines(operatorLogs.String()) {
+			if strings.Contains(line, ns) {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) > 400 {
+			lines = lines[len(lines)-400:]
+		}
+		t.Logf("the operator's log lines about namespace %s (the last %d):\n%s", ns, len(lines), strings.Join(lines, ""))
+	})
 }
 
 // statePendingCreate reports whether the checkpoint of the file:// backend
