@@ -28,7 +28,7 @@ func init() {
 // newOperatorCommand builds `stackyard operator`: the controller manager.
 func newOperatorCommand() *cobra.Command {
 	var opts operator.Options
-	var toolDirs, serviceAccount, pod string
+	var toolDirs, serviceAccount, pod, webhookSecret string
 	var watchNamespaces, shards []string
 	var shardName string
 	zapOpts := zap.Options{}
@@ -50,6 +50,13 @@ func newOperatorCommand() *cobra.Command {
 					return fmt.Errorf("--pod=%q: want namespace/name of this replica's own Pod", pod)
 				}
 				opts.Pod = types.NamespacedName{Namespace: ns, Name: name}
+			}
+			if webhookSecret != "" {
+				ns, name, ok := strings.Cut(webhookSecret, "/")
+				if !ok || ns == "" || name == "" {
+					return fmt.Errorf("--webhook-secret=%q: want namespace/name of the Secret that keeps the webhook's certificate", webhookSecret)
+				}
+				opts.Webhook.Secret = types.NamespacedName{Namespace: ns, Name: name}
 			}
 			for _, ns := range watchNamespaces {
 				if ns = strings.TrimSpace(ns); ns != "" {
@@ -107,7 +114,7 @@ func newOperatorCommand() *cobra.Command {
 	f.IntVar(&opts.WarmAgents, "warm-agents", local.DefaultWarmAgents, "local runtime: agents kept pre-started while agents are being started, so that a Workspace's agent start does not wait for a process to start; they hold no place of --max-agents, and go 2 minutes after the last start (0: none)")
 	f.IntVar(&opts.MaxAgents, "max-agents", local.DefaultMaxAgents(), "local runtime: agents (and so operations) running at once; more wait their turn, first come first served (0: unbounded; default: 2 per usable core, at most one per 256 MiB of memory, within the container's limits)")
 	f.StringVar(&opts.Webhook.Addr, "webhook-bind-address", "0", `admission webhook that records who edited a governed Stack, e.g. ":9443" ("0" disables)`)
-	f.Var(namespacedName{&opts.Webhook.Secret}, "webhook-secret", "the Secret, namespace/name, that keeps the webhook's CA and serving certificate, which the operator makes when it is missing")
+	f.StringVar(&webhookSecret, "webhook-secret", "", "the Secret, namespace/name, that keeps the webhook's CA and serving certificate, which the operator makes when it is missing")
 	f.StringSliceVar(&opts.Webhook.Hosts, "webhook-hosts", nil, "comma-separated DNS names and IP addresses the webhook's serving certificate covers (the webhook Service's names)")
 	f.StringVar(&opts.Webhook.Configuration, "webhook-configuration", "", "the MutatingWebhookConfiguration whose caBundle the operator sets to the webhook's CA (empty: none)")
 	f.StringVar(&opts.Webhook.ValidatingConfiguration, "webhook-validating-configuration", "", "the ValidatingWebhookConfiguration whose caBundle the operator sets to the webhook's CA (empty: none)")
@@ -117,32 +124,6 @@ func newOperatorCommand() *cobra.Command {
 	f.AddGoFlagSet(logFlags)
 	return cmd
 }
-
-// namespacedName is a flag holding namespace/name; empty is the zero
-// value.
-type namespacedName struct{ n *types.NamespacedName }
-
-func (v namespacedName) String() string {
-	if v.n == nil || v.n.Name == "" {
-		return ""
-	}
-	return v.n.String()
-}
-
-func (v namespacedName) Set(s string) error {
-	if s == "" {
-		*v.n = types.NamespacedName{}
-		return nil
-	}
-	ns, name, ok := strings.Cut(s, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return fmt.Errorf("%q: want namespace/name", s)
-	}
-	*v.n = types.NamespacedName{Namespace: ns, Name: name}
-	return nil
-}
-
-func (namespacedName) Type() string { return "namespace/name" }
 
 // ownPod is the operator's own Pod as the downward API names it in the
 // environment, namespace/name, or "" outside a Pod.

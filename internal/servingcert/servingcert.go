@@ -11,7 +11,6 @@
 package servingcert
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -19,6 +18,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -26,13 +26,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -101,29 +101,13 @@ func Ensure(ctx context.Context, c client.Client, now time.Time, o Options) ([]b
 		}
 	}
 	ca := sec.Data[CAKey]
-	if o.Configuration != "" {
-		m := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		configs := func() []*admissionregistrationv1.WebhookClientConfig {
-			out := make([]*admissionregistrationv1.WebhookClientConfig, 0, len(m.Webhooks))
-			for i := range m.Webhooks {
-				out = append(out, &m.Webhooks[i].ClientConfig)
-			}
-			return out
+	for kind, name := range map[string]string{
+		"MutatingWebhookConfiguration": o.Configuration, "ValidatingWebhookConfiguration": o.ValidatingConfiguration,
+	} {
+		if name == "" {
+			continue
 		}
-		if err := injectCA(ctx, c, "MutatingWebhookConfiguration", o.Configuration, m, configs, ca); err != nil {
-			return nil, err
-		}
-	}
-	if o.ValidatingConfiguration != "" {
-		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		configs := func() []*admissionregistrationv1.WebhookClientConfig {
-			out := make([]*admissionregistrationv1.WebhookClientConfig, 0, len(v.Webhooks))
-			for i := range v.Webhooks {
-				out = append(out, &v.Webhooks[i].ClientConfig)
-			}
-			return out
-		}
-		if err := injectCA(ctx, c, "ValidatingWebhookConfiguration", o.ValidatingConfiguration, v, configs, ca); err != nil {
+		if err := injectCA(ctx, c, kind, name, ca); err != nil {
 			return nil, err
 		}
 	}
@@ -280,26 +264,42 @@ func newPair(now time.Time, hosts []string, ca *x509.Certificate, caKey *ecdsa.P
 	}, nil
 }
 
-// injectCA sets ca as the caBundle of every webhook of the configuration
-// kind/name, read into obj, whose client configurations configs lists,
-// where it is not set already.
-func injectCA(ctx context.Context, c client.Client, kind, name string, obj client.Object,
-	configs func() []*admissionregistrationv1.WebhookClientConfig, ca []byte) error {
+// injectCA sets ca as the caBundle of every webhook of the webhook
+// configuration kind/name (of admissionregistration.k8s.io/v1, where
+// mutating and validating webhooks hold clientConfig alike) that does not
+// hold it already.
+func injectCA(ctx context.Context, c client.Client, kind, name string, ca []byte) error {
+	want := base64.StdEncoding.EncodeToString(ca)
 	for attempt := 0; ; attempt++ {
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		cfg := &unstructured.Unstructured{}
+		cfg.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind(kind))
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
 			return fmt.Errorf("reading %s %s to set its caBundle: %w", kind, name, err)
 		}
+		hooks, _, err := unstructured.NestedSlice(cfg.Object, "webhooks")
+		if err != nil {
+			return fmt.Errorf("%s %s: webhooks: %w", kind, name, err)
+		}
 		changed := false
-		for _, cc := range configs() {
-			if !bytes.Equal(cc.CABundle, ca) {
-				cc.CABundle = slices.Clone(ca)
+		for _, h := range hooks {
+			hook, ok := h.(map[string]any)
+			if !ok {
+				continue
+			}
+			if got, _, _ := unstructured.NestedString(hook, "clientConfig", "caBundle"); got != want {
+				if err := unstructured.SetNestedField(hook, want, "clientConfig", "caBundle"); err != nil {
+					return fmt.Errorf("%s %s: clientConfig: %w", kind, name, err)
+				}
 				changed = true
 			}
 		}
 		if !changed {
 			return nil
 		}
-		switch err := c.Update(ctx, obj); {
+		if err := unstructured.SetNestedSlice(cfg.Object, hooks, "webhooks"); err != nil {
+			return err
+		}
+		switch err := c.Update(ctx, cfg); {
 		case err == nil:
 			return nil
 		case !apierrors.IsConflict(err) || attempt > 2:
