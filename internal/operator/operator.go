@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -269,6 +270,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		// cancelled first), so the next replica may lead at once instead
 		// of waiting for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(ShutdownTimeout),
 		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
 		// Secrets and ConfigMaps are read one at a time when a spec names
 		// them. Caching them would keep every Secret of the cluster in the
@@ -358,9 +360,6 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 	return &Operator{Manager: mgr, Dashboard: dash}, nil
 }
-
-// Start runs the manager until ctx ends.
-func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }
 
 // newRuntime builds the chosen workspace runtime and the kinds it creates
 // owned by Workspaces.

@@ -93,6 +93,13 @@ func TestFaults(t *testing.T) {
 		}
 	})
 	s := startSuite(t)
+	t.Cleanup(func() {
+		// Not a failure of any scenario: the operator ended these stops
+		// at its shutdown timeout, and said what it waited on.
+		for _, stuck := range s.op.SlowStops() {
+			t.Logf("noticed: the operator took longer than its slow-stop report to stop; it waited on:\n%s", stuck)
+		}
+	})
 	t.Logf("counts: %+v", s.params)
 	for _, scenario := range []struct {
 		name string

@@ -60,10 +60,12 @@ type Operator struct {
 	bin string
 	env []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has been waited for
-	log  *os.File
+	mu sync.Mutex
+	// slowStops are the goroutines that made stops slow (SlowStops).
+	slowStops []string
+	cmd       *exec.Cmd
+	done      chan struct{} // closed when cmd has been waited for
+	log       *os.File
 }
 
 // StartOperator writes a kubeconfig for opts.Config, starts the operator
@@ -224,17 +226,161 @@ func (o *Operator) end(sig syscall.Signal, grace time.Duration) error {
 	if err := o.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
+	from := fileSize(o.LogPath)
 	select {
 	case <-o.done:
+		if log := readFrom(o.LogPath, from); strings.Contains(log, slowShutdownMessage) {
+			o.slowStops = append(o.slowStops, StuckGoroutines(log[strings.Index(log, slowShutdownMessage):]))
+		}
 		return nil
 	case <-time.After(grace):
 	}
-	_ = o.cmd.Process.Kill()
-	<-o.done
-	if sig != syscall.SIGKILL {
-		return fmt.Errorf("the operator did not stop within %s of %v and was killed", grace, sig)
+	if sig == syscall.SIGKILL {
+		_ = o.cmd.Process.Kill()
+		<-o.done
+		return nil
+	}
+	// The Go runtime answers SIGQUIT with every goroutine's stack on
+	// stderr, the log: what the stop waits for is named there.
+	from = fileSize(o.LogPath)
+	_ = o.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-o.done:
+	case <-time.After(5 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-o.done
+	}
+	return fmt.Errorf("the operator did not stop within %s of %v and was killed; the goroutines it waited on:\n%s",
+		grace, sig, StuckGoroutines(readFrom(o.LogPath, from)))
+}
+
+// slowShutdownMessage is what the operator logs when a stop takes long,
+// before the stacks of its goroutines (internal/operator's
+// SlowShutdownMessage).
+const slowShutdownMessage = "the operator is still stopping"
+
+// SlowStops returns, for each stop so far that took the operator long
+// enough to report what it waited on (it then ends the stop on its own,
+// at its shutdown timeout), the goroutines it named. A suite logs them:
+// such a stop is not a failure of what the suite tests.
+func (o *Operator) SlowStops() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.slowStops...)
+}
+
+// fileSize is the size of the file at path, 0 if it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// readFrom returns the file at path from offset on.
+func readFrom(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return err.Error()
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// stuckFrames is how many calls of each goroutine StuckGoroutines keeps.
+const stuckFrames = 6
+
+// StuckGoroutines shortens a Go goroutine dump (SIGQUIT's, or a goroutine
+// profile's with debug=1) to what a failure message can carry: each
+// goroutine blocked in the operator's code, controller-runtime or
+// client-go, with its state and innermost calls, and the same stacks
+// counted once.
+func StuckGoroutines(dump string) string {
+	seen := map[string]int{}
+	var order []string
+	add := func(key string, n int) {
+		if seen[key] == 0 {
+			order = append(order, key)
+		}
+		seen[key] += n
+	}
+	for _, block := range strings.Split(dump, "\n\n") {
+		lines := stackStart(strings.Split(strings.TrimSpace(block), "\n"))
+		if len(lines) < 2 || !ours(block) {
+			continue
+		}
+		if n, frames, ok := profileBlock(lines); ok {
+			add(strings.Join(frames, " < "), n)
+			continue
+		}
+		state := lines[0]
+		if i := strings.Index(state, "["); i >= 0 {
+			state = strings.TrimSuffix(state[i:], ":")
+		}
+		var frames []string
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, "\t") && !strings.HasPrefix(l, "created by") && len(frames) < stuckFrames {
+				if i := strings.LastIndex(l, "("); i > 0 {
+					l = l[:i]
+				}
+				frames = append(frames, l)
+			}
+		}
+		add(state+" "+strings.Join(frames, " < "), 1)
+	}
+	if len(order) == 0 {
+		return "(no goroutine dump in the log)"
+	}
+	var b strings.Builder
+	for _, k := range order {
+		fmt.Fprintf(&b, "  %dx %s\n", seen[k], k)
+	}
+	return b.String()
+}
+
+// stackStart drops the lines before a goroutine's stack: a log line, the
+// profile's header.
+func stackStart(lines []string) []string {
+	for i, l := range lines {
+		if strings.Contains(l, " @ 0x") || (strings.HasPrefix(l, "goroutine ") && strings.Contains(l, " [")) {
+			return lines[i:]
+		}
 	}
 	return nil
+}
+
+// ours reports whether a goroutine's stack runs the operator's code,
+// controller-runtime's or client-go's.
+func ours(stack string) bool {
+	return strings.Contains(stack, "stackyard/") || strings.Contains(stack, "controller-runtime") || strings.Contains(stack, "client-go")
+}
+
+// profileBlock reads one stack of a goroutine profile written with
+// debug=1 ("N @ pcs", then "#\tpc\tfunc+off\tfile:line" lines): how many
+// goroutines share it, and its innermost calls.
+func profileBlock(lines []string) (n int, frames []string, ok bool) {
+	count, _, found := strings.Cut(lines[0], " @ ")
+	if !found {
+		return 0, nil, false
+	}
+	n, err := strconv.Atoi(count)
+	if err != nil {
+		return 0, nil, false
+	}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, "\t")
+		if len(f) < 3 || f[0] != "#" || len(frames) == stuckFrames {
+			continue
+		}
+		fn, _, _ := strings.Cut(f[2], "+0x")
+		frames = append(frames, fn)
+	}
+	return n, frames, true
 }
 
 // Restart kills the operator with SIGKILL and starts it again.
