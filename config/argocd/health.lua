@@ -5,6 +5,7 @@
 -- their order in the list, and first makes sure the status describes the
 -- object as it is now:
 --   * being deleted (a finalizer runs `pulumi destroy` first) -> Progressing
+--   * a spec change held for a promotion (a governed Stack)   -> Suspended
 --   * a spec change or reconcile request not yet handled      -> Progressing
 --   * Stalled=True (only a person can move it on)             -> Degraded
 --   * Reconciling=True (an update is running or retrying)     -> Progressing
@@ -25,6 +26,24 @@ if status == nil then
 end
 
 local generation = obj.metadata and obj.metadata.generation
+
+-- A change to the spec of a Stack that a stage governs, held until a
+-- promotion of the stage previews and approves it: the Stack keeps what
+-- it deployed, and a person decides, as for a paused rollout.
+local held = status.heldSpec
+if held ~= nil and generation ~= nil and held.generation == generation then
+  hs.status = "Suspended"
+  hs.message = "A change to the spec waits for a promotion"
+  if status.conditions ~= nil then
+    for _, condition in ipairs(status.conditions) do
+      if condition.type == "ChangePending" and condition.status == "True" and condition.message ~= nil then
+        hs.message = condition.message
+      end
+    end
+  end
+  return hs
+end
+
 if generation ~= nil and (status.observedGeneration == nil or status.observedGeneration < generation) then
   hs.message = "Waiting for the operator to handle generation " .. tostring(generation)
   return hs

@@ -85,6 +85,9 @@ const (
 	// remediation, a reconcile request) while what it reads is not what
 	// the promotion that pinned it approved.
 	RefusedUnapproved = "Unapproved"
+	// RefusedHeld: an operation of a governed Stack whose spec is not the
+	// one approved for it (SpecApproved): a held change.
+	RefusedHeld = "ChangeHeld"
 )
 
 // RecordGrace is how long Authorize waits for the maker of an Update to
@@ -281,6 +284,11 @@ func (a *authorizer) stack(ctx context.Context) (Verdict, error) {
 	if stage == "" {
 		return allow(AuthorityStack, "the reconcile of Stack %s, which no stage governs", stack.Name), nil
 	}
+	// Every operation runs with the spec's inputs: a held change's
+	// runs nothing, not even a refresh or a destroy.
+	if ok, msg, err := SpecApproved(stack); err != nil || !ok {
+		return refuse(RefusedHeld, "%s", msg), err
+	}
 	switch {
 	case a.upd.Spec.Type != autov1alpha1.UpType:
 		return allow(AuthorityStack, "the reconcile of Stack %s (governed by stage %s): a %s changes nothing it deploys",
@@ -298,9 +306,10 @@ func (a *authorizer) stack(ctx context.Context) (Verdict, error) {
 }
 
 // UnplannedUp decides whether stack, which a stage governs, may run an up
-// that no plan holds. Its first up, a retry after a failure, and the up of
-// a generation it has not deployed yet apply what its governors wrote (its
-// spec is theirs and its promotions' alone). Any other up applies again
+// that no plan holds. Its spec must be approved (SpecApproved): a held
+// change runs nothing. Then its first up, a retry after a failure, and
+// the up of a generation it has not deployed yet apply that approved
+// spec. Any other up applies again
 // what it deployed (a resync, a drift remediation, a reconcile request):
 // it may only while what the Stack reads (StackDigest) is what the
 // promotion that pinned it previewed, so that a Secret or ConfigMap
@@ -317,6 +326,9 @@ func UnplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (r
 // ConfigMaps it found to be what the promotion previewed, when it
 // compared them.
 func unplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (reason, msg string, reads readset.Set, err error) {
+	if ok, msg, err := SpecApproved(stack); err != nil || !ok {
+		return RefusedHeld, msg, nil, err
+	}
 	lu := stack.Status.LastUpdate
 	if lu == nil || lu.State != shared.SucceededStackStateMessage || lu.Generation != stack.Generation {
 		return "", "", nil, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,6 +73,12 @@ func newWorld(t *testing.T) (*world, client.Client) {
 		Status: pulumiv1.StackStatus{CurrentUpdate: &shared.CurrentStackUpdate{Name: "prod-up", UID: "uid-prod-up"},
 			Workspace: &shared.ObjectRecord{Name: "prod", UID: "uid-ws-prod"}},
 	}
+	// The Stack controller approved its spec (change.ApproveSpec).
+	approved, err := SpecDigest(w.prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.prod.Status.ApprovedSpec = &shared.SpecApproval{Digest: approved, Generation: 1, By: shared.ApprovedCreated}
 	w.dev = &pulumiv1.Stack{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev", UID: "uid-dev"},
 		Spec:       shared.StackSpec{Stack: "dev"},
@@ -212,9 +219,28 @@ func TestAuthorize(t *testing.T) {
 			upd:    updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0), ws: prodWS, want: AuthorityStack, checked: true},
 		{name: "a governed Stack's up applying again what it reads since its promotion",
 			change: func(w *world, c client.Client) {
-				deployed(w, c, func(s *pulumiv1.Stack) { s.Spec.Refresh = true })
+				deployed(w, c, nil)
+				w.token.Data["accessToken"] = []byte("another")
+				must(c.Update(context.Background(), w.token))
 			},
 			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0), ws: prodWS, reason: RefusedUnapproved},
+		{name: "a governed Stack's up of a spec changed since its promotion (a held change)",
+			change: func(w *world, c client.Client) {
+				deployed(w, c, func(s *pulumiv1.Stack) { s.Spec.Refresh = true })
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0), ws: prodWS, reason: RefusedHeld},
+		{name: "a governed Stack's drift check of a held change",
+			change: func(w *world, c client.Client) {
+				w.prod.Spec.Config = map[string]apiextensionsv1.JSON{"k": {Raw: []byte(`"changed"`)}}
+				must(c.Update(context.Background(), w.prod))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.PreviewType, "", byProd, 0), ws: prodWS, reason: RefusedHeld},
+		{name: "a governed Stack's up held to its promotion's plan, the spec changed since",
+			change: func(w *world, c client.Client) {
+				w.prod.Spec.Refresh = true
+				must(c.Update(context.Background(), w.prod))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedHeld},
 		{name: "a governed Stack's up applying again what no promotion pinned",
 			change: func(w *world, c client.Client) {
 				deployed(w, c, func(s *pulumiv1.Stack) { s.Annotations[shared.ReconcileRequestAnnotation] = "again" })

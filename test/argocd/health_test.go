@@ -83,6 +83,22 @@ func TestStackHealth(t *testing.T) {
 			map[string]any{"observedGeneration": 2, "conditions": ready}),
 		wantStatus:  "Progressing",
 		wantMessage: "being deleted",
+	}, {
+		name: "a change held for a promotion",
+		obj: stack(5, nil, map[string]any{"observedGeneration": 4, "heldSpec": map[string]any{"digest": "sha256:1", "generation": 5},
+			"conditions": []any{
+				cond("Ready", "False", "NotReadyInProgress", "reconciliation is in progress"),
+				cond("Reconciling", "True", "ChangeHeld", "spec: Stack s is governed by stage prod ..."),
+				cond("ChangePending", "True", "ChangeHeld", "spec: Stack s is governed by stage prod, and its spec (generation 5) waits"),
+			}}),
+		wantStatus:  "Suspended",
+		wantMessage: "its spec (generation 5) waits",
+	}, {
+		name: "a held change edited again, not yet seen",
+		obj: stack(6, nil, map[string]any{"observedGeneration": 4, "heldSpec": map[string]any{"digest": "sha256:1", "generation": 5},
+			"conditions": []any{cond("ChangePending", "True", "ChangeHeld", "generation 5 waits")}}),
+		wantStatus:  "Progressing",
+		wantMessage: "generation 6",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

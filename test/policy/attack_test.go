@@ -111,6 +111,10 @@ func unchanged(t *testing.T, obj client.Object, before client.Object) {
 // a governed Stack that only its promotions and governors change.
 const planFields = "metadata (annotations promotion.stackyard.dev/plan, plan-commit, plan-inputs, preview-stages, pulumi.com/reconciliation-request; ownerReferences)"
 
+// sourceFieldsMsg names, in the policy's refusal, what a governed Stack
+// deploys.
+const sourceFieldsMsg = "spec (commit, projectRepo, branch, programRef, fluxSource)"
+
 func mergePatch(t *testing.T, v any) client.Patch {
 	t.Helper()
 	data, err := json.Marshal(v)
@@ -191,8 +195,8 @@ func TestAttackStackConsent(t *testing.T) {
 		field string
 		patch map[string]any
 	}{
-		{"spec", map[string]any{"spec": map[string]any{"commit": "fedcba9876543210fedcba9876543210fedcba98"}}},
-		{"spec", map[string]any{"spec": map[string]any{"config": map[string]any{"web:replicas": 0}}}},
+		{sourceFieldsMsg, map[string]any{"spec": map[string]any{"commit": "fedcba9876543210fedcba9876543210fedcba98"}}},
+		{sourceFieldsMsg, map[string]any{"spec": map[string]any{"projectRepo": "https://git.example/elsewhere.git"}}},
 		{planFields, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 			"promotion.stackyard.dev/plan": nil, "promotion.stackyard.dev/plan-commit": "x"}}}},
 		// The digest of the inputs the pin holds the up to.
@@ -212,6 +216,10 @@ func TestAttackStackConsent(t *testing.T) {
 		g.Expect(mallory.Patch(ctx, prod.DeepCopy(), mergePatch(t, a.patch))).To(MatchError(ContainSubstring(
 			a.field+`: Stack prod is governed by stage prod and changes only through its promotions`)), "%v", a.patch)
 	}
+	// The rest of the spec is anyone's to change who may update the
+	// Stack: the operator holds the change for a promotion.
+	g.Expect(mallory.Patch(ctx, prod.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"config": map[string]any{"web:replicas": 0}}}),
+		client.DryRunAll)).To(Succeed(), "a config change is held, not refused")
 	g.Expect(mallory.Delete(ctx, prod.DeepCopy())).To(MatchError(ContainSubstring("deleting Stack prod: Stack prod is governed by stage prod")))
 	unchanged(t, &pulumiv1.Stack{}, prod)
 

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -110,6 +111,7 @@ func TestReadCheck(t *testing.T) {
 	alice := attacker(t, f.ns, "alice", stackRule("stacks", "get", "update", "patch"), govern("prod"))
 	carol := attacker(t, f.ns, "carol", stackRule("stacks", "get", "update", "patch"), govern("prod"), secrets("get"))
 	mallory := attacker(t, f.ns, "mallory", stackRule("stacks", "get", "update", "patch"), secrets("get"))
+	dave := attacker(t, f.ns, "dave", stackRule("stacks", "get", "update", "patch"))
 	aliceName := whoAmI(t, alice)
 	prod := &pulumiv1.Stack{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "prod"}, prod)).To(Succeed())
@@ -120,8 +122,15 @@ func TestReadCheck(t *testing.T) {
 		"spec: Stack prod is governed by stage prod, and a change to it is previewed with everything it names; " +
 			aliceName + ` may not read (the verb "get") Secret/prod-creds, which it names`)))
 	unchanged(t, &pulumiv1.Stack{}, prod)
-	g.Expect(mallory.Patch(ctx, prod.DeepCopy(), withSecret)).To(MatchError(ContainSubstring(
-		"spec: Stack prod is governed by stage prod and changes only through its promotions")), "the policies answer first")
+	// One who may update the Stack and read what the change names may
+	// propose it: the operator holds it for a promotion.
+	g.Expect(mallory.Patch(ctx, prod.DeepCopy(), withSecret, client.DryRunAll)).To(Succeed())
+	// The policies answer first: a change of the source as well is
+	// refused for want of govern, before anyone asks what it names.
+	withSource := mergePatch(t, map[string]any{"spec": map[string]any{"commit": strings.Repeat("f", 40), "envRefs": map[string]any{
+		"TOKEN": map[string]any{"type": "Secret", "secret": map[string]any{"name": "prod-creds", "key": "token"}}}}})
+	g.Expect(dave.Patch(ctx, prod.DeepCopy(), withSource)).To(MatchError(ContainSubstring(
+		sourceFieldsMsg+": Stack prod is governed by stage prod and changes only through its promotions")), "the policies answer first")
 
 	// One who may read it may name it; then whoever edits the spec again
 	// must be able to read it too, even for another field.

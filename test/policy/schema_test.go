@@ -25,9 +25,12 @@ import (
 // TestEveryStackFieldIsGoverned mutates every field of the Stack CRD's
 // schema, one at a time, on a governed Stack: a mutation the API server
 // accepts from the administrator (a dry run, so that only valid
-// mutations count) must be refused to a user allowed to update Stacks but
-// not to govern their stage, and must change the digest of the Stack's
-// inputs that a promotion's pin holds its up to. The mutations are
+// mutations count) must, from a user allowed to update Stacks but not to
+// govern their stage, be refused when it changes what the Stack deploys
+// (its source), refused when it names what the user may not read, or
+// else be accepted and held. Every one must change the digest of the
+// Stack's inputs that a promotion's pin holds its up to, and the spec
+// digest the operator holds changes by. The mutations are
 // derived from the schema itself, so a field added to the API later is
 // covered without anyone adding it here; the test fails if a top-level
 // field gets no valid mutation at all.
@@ -40,7 +43,7 @@ func TestEveryStackFieldIsGoverned(t *testing.T) {
 	prod := &pulumiv1.Stack{}
 	NewWithT(t).Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "prod"}, prod)).To(Succeed())
 	eventually(t, func() error {
-		return mallory.Patch(ctx, prod.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"stack": "mutated"}}))
+		return mallory.Patch(ctx, prod.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"commit": strings.Repeat("f", 40)}}), client.DryRunAll)
 	}).Should(MatchError(ContainSubstring("is governed by stage prod")))
 
 	covered := map[string]bool{}
@@ -59,7 +62,7 @@ func TestEveryStackFieldIsGoverned(t *testing.T) {
 		}
 	}
 	sort.Strings(missed)
-	t.Logf("%d fields, of %d at the top, mutated validly and refused (%d patches tried); "+
+	t.Logf("%d fields, of %d at the top, mutated validly, each refused or held (%d patches tried); "+
 		"%d of them changed the inputs digest, %d changed nothing the operator decodes", refused, len(spec.Properties), tried, refused-invisible, invisible)
 	if len(missed) > 0 {
 		t.Errorf("no valid mutation found for spec fields %v: the test must learn to make one", missed)
@@ -96,8 +99,21 @@ func try(t *testing.T, ctx context.Context, prod *pulumiv1.Stack, mallory client
 				continue
 			}
 			err := mallory.Patch(ctx, prod.DeepCopy(), body, client.DryRunAll)
-			if err == nil || !strings.Contains(err.Error(), "spec: Stack prod is governed by stage prod") {
-				t.Errorf("spec.%s = %v: a user without govern got through: %v", strings.Join(m.path, "."), value, err)
+			field := "spec." + strings.Join(m.path, ".")
+			switch {
+			case err == nil && sourceFields[top]:
+				t.Errorf("%s = %v: a user without govern changed what the Stack deploys", field, value)
+			case err == nil:
+				// Accepted, and held: the operator runs nothing with it
+				// until a promotion approves it (change.ApproveSpec).
+			case strings.Contains(err.Error(), sourceRefusal):
+				if !sourceFields[top] {
+					t.Errorf("%s = %v: refused as the Stack's source, which it is not: %v", field, value, err)
+				}
+			case strings.Contains(err.Error(), "a change to it is previewed with everything it names"):
+				// It names what mallory may not read (internal/readcheck).
+			default:
+				t.Errorf("%s = %v: neither held nor refused as the policies say: %v", field, value, err)
 			}
 			if !inputsCover(t, ctx, prod, mutated, m.path) {
 				*invisible++
@@ -136,8 +152,27 @@ func inputsCover(t *testing.T, ctx context.Context, prod, mutated *pulumiv1.Stac
 	if before == after {
 		t.Errorf("spec.%s: the mutation leaves the inputs digest as it was, so a pinned up would run it unseen", strings.Join(path, "."))
 	}
+	if b, a := specDigest(t, prod), specDigest(t, mutated); b == a && path[0] != "commit" {
+		t.Errorf("spec.%s: the mutation leaves the spec digest as it was, so the operator would not hold it", strings.Join(path, "."))
+	}
 	return true
 }
+
+func specDigest(t *testing.T, s *pulumiv1.Stack) string {
+	t.Helper()
+	d, err := change.SpecDigest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// sourceFields are what a governed Stack deploys: only its governors and
+// its promotions change them (config/policy/stack-governance.yaml).
+var sourceFields = map[string]bool{"commit": true, "projectRepo": true, "branch": true, "programRef": true, "fluxSource": true}
+
+// sourceRefusal is the policy's answer to a change of them.
+const sourceRefusal = sourceFieldsMsg + ": Stack prod is governed by stage prod and changes only through its promotions"
 
 // stackSpecSchema is the schema of spec in the storage version of the
 // Stack CRD, as make generate wrote it.

@@ -47,6 +47,8 @@ type UpdateSpec struct {
 	// deleted, as a duration such as "1h" or "30m"; unset keeps it until
 	// its owner deletes it.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^-?(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
 	TtlAfterCompleted *metav1.Duration `json:"ttlAfterCompleted,omitempty"` //nolint:revive // the Pulumi Kubernetes Operator's Go name, kept for its users' code
 
 	// Parallel caps how many resource operations run at once (1 for one at

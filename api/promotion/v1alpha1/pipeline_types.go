@@ -123,6 +123,8 @@ type PipelineSpec struct {
 	// Interval is how often the repository is polled for new releases;
 	// default 1m. Pipelines and Stacks on one repository share each poll.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^-?(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// ReleaseRetention is how many releases are kept, newest first;

@@ -78,6 +78,8 @@ type PullRequestPreviews struct {
 	// default 2m. A Receiver that hears a pull-request event wakes the
 	// Pipeline sooner.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^-?(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
 	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 

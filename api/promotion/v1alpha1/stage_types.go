@@ -68,6 +68,8 @@ type ReleaseSources struct {
 	// available here, timed from the verifications recorded on the
 	// Release.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^-?(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
 	RequiredSoakTime *metav1.Duration `json:"requiredSoakTime,omitempty"`
 }
 
@@ -262,6 +264,8 @@ type ApprovalPolicy struct {
 	// ExpireAfter is how long an approval counts; default: until the
 	// promotion ends.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^-?(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
 	ExpireAfter *metav1.Duration `json:"expireAfter,omitempty"`
 
 	// SkipForRollback lets an automatic rollback run without approvals.
@@ -395,10 +399,14 @@ type VerificationCheck struct {
 	// InitialDelay waits this long after the updates before the first
 	// measurement.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^-?(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
 	InitialDelay *metav1.Duration `json:"initialDelay,omitempty"`
 
 	// Interval is the time between measurements; default 10s.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^-?(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Count is how many measurements to take; default 1.

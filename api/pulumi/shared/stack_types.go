@@ -399,8 +399,12 @@ type PrerequisiteRef struct {
 type RequirementSpec struct {
 	// SucceededWithinDuration is how recently the prerequisite must have
 	// succeeded, as a duration such as "1h"; a prerequisite that succeeded
-	// longer ago is run again before this stack.
+	// longer ago is run again before this stack. A Go duration: numbers
+	// with units ns, us, ms, s, m or h ("90m", "1h30m"); anything else is
+	// refused, since no client could read the Stack back.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^-?(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
 	SucceededWithinDuration *metav1.Duration `json:"succeededWithinDuration,omitempty"`
 }
 

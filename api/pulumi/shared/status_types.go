@@ -188,3 +188,59 @@ type DriftCheck struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 }
+
+// How a governed Stack's spec came to be approved (SpecApproval.By).
+const (
+	// ApprovedUngoverned: no stage governed the Stack when the operator
+	// saw this spec; any spec of an ungoverned Stack is its own.
+	ApprovedUngoverned = "Ungoverned"
+	// ApprovedCreated: the spec the Stack was created with, or bound to
+	// its stage with (generation 1): either write needed the verb
+	// "govern" on the stage.
+	ApprovedCreated = "Created"
+	// ApprovedDeployed: the spec the Stack had already deployed when the
+	// operator first recorded an approval (an upgrade from a version
+	// that kept none).
+	ApprovedDeployed = "Deployed"
+	// ApprovedPromotion: the promotion that pinned the Stack previewed
+	// exactly these inputs (spec, Secrets, ConfigMaps), and its gates
+	// passed.
+	ApprovedPromotion = "Promotion"
+)
+
+// SpecApproval records the spec, apart from spec.commit, that the operator
+// may deploy for a Stack: only the operator writes it (Stack status is a
+// record, config/policy). While a governed Stack's spec differs from it,
+// the change is held (status.heldSpec) and nothing runs with it.
+type SpecApproval struct {
+	// Digest is the sha256 of the spec apart from spec.commit, as the
+	// operator computes it (also the edited-spec annotation's).
+	Digest string `json:"digest"`
+	// Generation is the Stack's metadata.generation when it was approved.
+	Generation int64 `json:"generation"`
+	// By says what approved it: Ungoverned, Created, Deployed or
+	// Promotion.
+	By string `json:"by"`
+	// Promotion is the promotion that previewed and approved it, when By
+	// is Promotion.
+	// +optional
+	Promotion string `json:"promotion,omitempty"`
+}
+
+// HeldSpec describes a change to a governed Stack's spec that waits for a
+// promotion: the Stack keeps running what it last deployed, with its
+// approved spec, and runs nothing with this one.
+type HeldSpec struct {
+	// Digest is the sha256 of the held spec apart from spec.commit.
+	Digest string `json:"digest"`
+	// Generation is the metadata.generation of the held spec.
+	Generation int64 `json:"generation"`
+	// EditedBy is who wrote it, as the API server authenticated them
+	// (recorded by the operator's admission webhook); empty when nobody
+	// is known to have, and then no approval is counted as independent of
+	// the editor.
+	// +optional
+	EditedBy string `json:"editedBy,omitempty"`
+	// Since is when the operator first saw it held.
+	Since metav1.Time `json:"since"`
+}

@@ -22,7 +22,17 @@ const (
 	// DriftDetectedCondition is reserved for drift detection: True when a
 	// check found the resources differ from the stack's state.
 	DriftDetectedCondition = "DriftDetected"
+	// ChangePendingCondition is True while a change to the spec of a
+	// Stack that a stage governs is held (status.heldSpec): the Stack
+	// keeps what it deployed and runs nothing with the change until a
+	// promotion approves it, or the spec is reverted. Its reason is
+	// ChangeHeldReason.
+	ChangePendingCondition = "ChangePending"
 )
+
+// ChangeHeldReason is the reason of ChangePending=True, and of
+// Reconciling=True while a change is held.
+const ChangeHeldReason = "ChangeHeld"
 
 // Reasons of the Ready condition.
 const (
@@ -154,4 +164,8 @@ const (
 	ReferenceNotFoundReason = "ReferenceNotFound"
 	// PrerequisiteReadFailedReason: a prerequisite Stack could not be read.
 	PrerequisiteReadFailedReason = "PrerequisiteReadFailed"
+	// ApprovalReadFailedReason says deciding whether a governed Stack's
+	// spec is approved failed: the promotion that pinned it, or a Secret
+	// or ConfigMap it names, could not be read.
+	ApprovalReadFailedReason = "ApprovalReadFailed"
 )

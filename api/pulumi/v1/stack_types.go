@@ -80,6 +80,20 @@ type StackStatus struct {
 	// (spec.driftDetection). A stackyard extension.
 	// +optional
 	LastDriftCheck *shared.DriftCheck `json:"lastDriftCheck,omitempty"`
+
+	// ApprovedSpec records the spec, apart from spec.commit, that the
+	// operator may deploy: any spec of an ungoverned Stack, and for a
+	// Stack a stage governs, the one it was created or bound with, or one
+	// a promotion previewed and approved. A stackyard extension.
+	// +optional
+	ApprovedSpec *shared.SpecApproval `json:"approvedSpec,omitempty"`
+
+	// HeldSpec is set while a governed Stack's spec differs from
+	// approvedSpec: the change waits for a promotion of its stage, and the
+	// Stack keeps what it deployed (the ChangePending condition says so).
+	// A stackyard extension.
+	// +optional
+	HeldSpec *shared.HeldSpec `json:"heldSpec,omitempty"`
 }
 
 // MaxHistory is how many entries status.history keeps.

@@ -68,6 +68,14 @@ func TestStackValidation(t *testing.T) {
 		{name: "commit and branch", mutate: func(o map[string]any) {
 			spec(o)["branch"] = "master"
 		}, wantErr: "spec.commit and spec.branch are mutually exclusive"},
+		{name: "a prerequisite's Go duration", mutate: func(o map[string]any) {
+			spec(o)["prerequisites"] = []any{map[string]any{"name": "base", "requirement": map[string]any{"succeededWithinDuration": "1h30m"}}}
+		}},
+		// The API server would store it, and no client could decode the
+		// Stack again: the operator's cache of every Stack would fail.
+		{name: "a prerequisite's duration no client can read", mutate: func(o map[string]any) {
+			spec(o)["prerequisites"] = []any{map[string]any{"name": "base", "requirement": map[string]any{"succeededWithinDuration": "mallory"}}}
+		}, wantErr: "spec.prerequisites[0].requirement.succeededWithinDuration"},
 		{name: "repository without commit or branch", mutate: func(o map[string]any) {
 			delete(spec(o), "commit")
 		}, wantErr: "spec.projectRepo needs one of spec.commit or spec.branch"},

@@ -61,6 +61,14 @@ func (s *session) destroy(ctx context.Context) error {
 	if stack.Status.CurrentUpdate != nil {
 		return destroying(stack)
 	}
+	if err := s.hold(ctx); err != nil {
+		if errors.As(err, new(*sreconcile.Waiting)) {
+			return sreconcile.NewWaiting(pulumiv1.ChangeHeldReason, fmt.Errorf(
+				"the destroy waits, since it would run with a change nobody approved: revert the spec, or promote the change, and it runs: %w", err),
+				ResyncInterval(&stack.Spec, s.r.MinResync))
+		}
+		return err
+	}
 	if last := stack.Status.LastUpdate; last != nil && last.Type == autov1alpha1.DestroyType {
 		if last.State == shared.SucceededStackStateMessage {
 			return nil

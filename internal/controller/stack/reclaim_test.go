@@ -22,7 +22,6 @@ import (
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/stackrun"
-	"github.com/stackyard/stackyard/test/gitserver"
 )
 
 // TestWorkspaceReclaimDelete keeps a Workspace only while an update runs:
@@ -148,12 +147,7 @@ func TestUpgradeFromUnrecorded(t *testing.T) {
 func TestGovernedWorkspace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	// A governed Stack pins a commit (config/policy/stack-governance.yaml).
-	s, target := newFileStack(t, "governed", webProgram)
-	repo := gitserver.New(t).CreateRepo("governed")
-	sha := repo.Commit("main", map[string]string{"Pulumi.yaml": webProgram(target)})
-	s.Spec.GitSource = &shared.GitSource{ProjectRepo: repo.URL, Commit: sha}
-	s.Spec.Config = config("governed")
+	s, target := pinnedFileStack(t, "governed")
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 	ns := s.Namespace
 	waitStack(t, ns, "governed", opTimeout, ready)
@@ -187,11 +181,7 @@ func TestGovernedWorkspace(t *testing.T) {
 func TestPlantedUpdateNotTaken(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s, target := newFileStack(t, "squatted", webProgram)
-	repo := gitserver.New(t).CreateRepo("squatted")
-	sha := repo.Commit("main", map[string]string{"Pulumi.yaml": webProgram(target)})
-	s.Spec.GitSource = &shared.GitSource{ProjectRepo: repo.URL, Commit: sha}
-	s.Spec.Config = config("squatted")
+	s, target := pinnedFileStack(t, "squatted")
 	ns := s.Namespace
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 

@@ -139,8 +139,9 @@ type session struct {
 
 // Reconcile brings one Stack a step closer to its spec. The chain is:
 //
-//	reconcileFinalizer → observeUpdate → reconcileCleanup → reconcileSource →
-//	reconcileWorkspace → reconcileUpdate → reconcileDrift → reportLastUpdate
+//	reconcileFinalizer → observeUpdate → reconcileCleanup → reconcileHold →
+//	reconcileSource → reconcileWorkspace → reconcileUpdate → reconcileDrift →
+//	reportLastUpdate
 //
 // and, for a Stack being deleted, reconcileDelete. Each step returns a
 // typed error (internal/reconcile) that says what happens next; finish, in a
@@ -186,6 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{Name: "reconcileFinalizer", Run: s.reconcileFinalizer},
 		{Name: "observeUpdate", Run: s.observeUpdate},
 		{Name: "reconcileCleanup", Run: s.reconcileCleanup},
+		{Name: "reconcileHold", Run: s.reconcileHold},
 		{Name: "reconcileSource", Run: s.reconcileSource},
 		{Name: "reconcileWorkspace", Run: s.reconcileWorkspace},
 		{Name: "reconcileUpdate", Run: s.reconcileUpdate},

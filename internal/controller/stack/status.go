@@ -36,6 +36,11 @@ func (s *session) finish(ctx context.Context, res sreconcile.Result, err error) 
 		if sreconcile.Summarize(&st.Conditions, s.stack.Generation, res, err) {
 			st.ObservedGeneration = s.stack.Generation
 			st.ObservedReconcileRequest = reconcileRequest(s.stack)
+		} else if sreconcile.Reason(err) == pulumiv1.ChangeHeldReason {
+			// A held change is decided for this generation, as a stall
+			// is: it waits for a person. Health checks that compare
+			// generations (Argo CD's built-in one) then show why.
+			st.ObservedGeneration = s.stack.Generation
 		}
 		if sreconcile.NewlyStalled(before, st.Conditions) {
 			s.warn(sreconcile.Reason(err), err.Error())
