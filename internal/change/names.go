@@ -105,3 +105,12 @@ func PullRequestPreviewName(pipeline string, number int64, stackName, head strin
 func ShortCommit(sha string) string {
 	return sha[:min(len(sha), 7)]
 }
+
+// HeldChangeName is the name of the promotion a stage asks for to deploy
+// the change with digest held on Stack stack (the Stack's
+// status.heldSpec): the stage's name and a digest of the three, so that
+// each change is asked for once.
+func HeldChangeName(stage, stack, digest string) string {
+	h := sha256.Sum256([]byte(stage + "\x00" + stack + "\x00" + digest))
+	return stage + "-held-" + hex.EncodeToString(h[:])[:10]
+}

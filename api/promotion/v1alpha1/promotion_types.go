@@ -79,7 +79,38 @@ type PromotionSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Reason string `json:"reason,omitempty"`
+
+	// HeldChange makes this the promotion of a change held on one Stack
+	// of the stage (its status.heldSpec): the release the stage runs,
+	// with the spec the Stack holds. It previews that Stack alone and
+	// goes through every gate of the stage; the approval of whoever made
+	// the change does not count. The Stage asks for it by itself.
+	// +optional
+	HeldChange *HeldChangeRef `json:"heldChange,omitempty"`
 }
+
+// HeldChangeRef names a change held on a Stack.
+type HeldChangeRef struct {
+	// Stack is the Stack that holds the change.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Stack string `json:"stack"`
+	// Digest is the held spec's digest (the Stack's
+	// status.heldSpec.digest): a newer change supersedes this promotion,
+	// and reverting the spec withdraws it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Digest string `json:"digest"`
+}
+
+// Why a promotion of a held change was aborted (status.endReason).
+const (
+	// EndReasonSuperseded: the Stack holds a newer change.
+	EndReasonSuperseded = "Superseded"
+	// EndReasonWithdrawn: the Stack no longer holds a change: its spec
+	// was reverted, or approved otherwise.
+	EndReasonWithdrawn = "Withdrawn"
+)
 
 // PromotedStack is what a promotion changed on one Stack.
 type PromotedStack struct {
@@ -121,6 +152,12 @@ type PromotionStatus struct {
 	// wait, and once it has finished.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+
+	// EndReason is, for a promotion that ended without deploying, why, as
+	// one word where the operator knows it: Superseded or Withdrawn for a
+	// held change (spec.heldChange).
+	// +optional
+	EndReason string `json:"endReason,omitempty"`
 
 	// Commit is the release's commit.
 	// +optional

@@ -69,7 +69,15 @@ func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, err
 	if err := s.r.APIReader.List(ctx, &list, client.InNamespace(s.p.Namespace), client.MatchingFields{ApprovalPromotionField: s.p.Name}); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing the approvals of promotion %s: %w", s.p.Name, err))
 	}
-	t := tally(s.stage.Spec.Approval, rules, s.p, list.Items, s.now)
+	var editor *changeEditor
+	if s.p.Spec.HeldChange != nil {
+		name, known, err := s.heldChangeEditor(ctx)
+		if err != nil {
+			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("reading who made the held change: %w", err))
+		}
+		editor = &changeEditor{name: name, known: known}
+	}
+	t := tally(s.stage.Spec.Approval, rules, s.p, list.Items, s.now, editor)
 	st.Approvals = t.records()
 	if r := t.rejected; r != nil {
 		// The reconcile's clock was read before the live list: the end is
@@ -92,6 +100,13 @@ func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, err
 		return sreconcile.ResultEmpty, sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonAwaitingApproval, errors.New(t.message()), wait)
 	}
 	return sreconcile.ResultEmpty, nil
+}
+
+// changeEditor is who made the change a promotion of a held change
+// deploys; known is false when nobody recorded it.
+type changeEditor struct {
+	name  string
+	known bool
 }
 
 // approvalRequired reports whether promotion p into stage must be
@@ -219,7 +234,7 @@ func (r *requirement) describe() string {
 // promotion; each user counts once, for every requirement they are
 // eligible for. An eligible rejection fails the promotion, whoever gives
 // it: the requester may withdraw.
-func tally(policy *promotionv1alpha1.ApprovalPolicy, rules []promotionv1alpha1.PolicyResult, p *promotionv1alpha1.Promotion, approvals []promotionv1alpha1.Approval, now time.Time) approvalTally {
+func tally(policy *promotionv1alpha1.ApprovalPolicy, rules []promotionv1alpha1.PolicyResult, p *promotionv1alpha1.Promotion, approvals []promotionv1alpha1.Approval, now time.Time, editor *changeEditor) approvalTally {
 	t := approvalTally{requirements: requirementsOf(policy, rules)}
 	allowSelf := false
 	if policy != nil {
@@ -256,6 +271,11 @@ func tally(policy *promotionv1alpha1.ApprovalPolicy, rules []promotionv1alpha1.P
 			}
 		case spec.User == p.Spec.RequestedBy && !allowSelf:
 			t.ignore(spec.User, "asked for the promotion")
+		case editor != nil && !editor.known && !allowSelf:
+			t.ignore(spec.User, "may have made the change: who made it is unknown (the operator's admission webhook did not record it), "+
+				"so no approval is independent of its author")
+		case editor != nil && spec.User == editor.name && !allowSelf:
+			t.ignore(spec.User, "made the change")
 		case spec.Decision == promotionv1alpha1.Approve:
 			if j, ok := counted[spec.User]; ok {
 				t.counted[j] = *a

@@ -63,7 +63,18 @@ func TestTally(t *testing.T) {
 		rejected  string   // user
 		message   string
 		recheck   time.Duration
+		editor    *changeEditor // a held change's author
 	}{
+		{name: "a held change: its author's approval does not count", policy: anyone, editor: &changeEditor{name: "alice", known: true},
+			approvals: []promotionv1alpha1.Approval{approve("a", "alice", 0)},
+			message:   "waiting for approval: 0 of 1; not counted: alice (made the change)"},
+		{name: "a held change: another's approval counts", policy: anyone, editor: &changeEditor{name: "alice", known: true},
+			approvals: []promotionv1alpha1.Approval{approve("a", "alice", 0), approve("b", "bob", time.Second)},
+			approved:  true, counted: []string{"bob"}},
+		{name: "a held change of an unknown author: no approval counts", policy: anyone, editor: &changeEditor{},
+			approvals: []promotionv1alpha1.Approval{approve("b", "bob", 0)}},
+		{name: "a held change of an unknown author, the stage allowing self-approval", policy: selfOK, editor: &changeEditor{},
+			approvals: []promotionv1alpha1.Approval{approve("b", "bob", 0)}, approved: true, counted: []string{"bob"}},
 		{name: "none yet", policy: twoOf,
 			message: "waiting for approval: 0 of 2 (from group qa or group security)", recheck: approvalWait},
 		{name: "one of two", policy: twoOf, approvals: []promotionv1alpha1.Approval{approve("a", "alice", 0, "qa")},
@@ -140,7 +151,7 @@ func TestTally(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := t0.Add(tt.now)
-			got := tally(tt.policy, nil, p, tt.approvals, now)
+			got := tally(tt.policy, nil, p, tt.approvals, now, tt.editor)
 			if got.approved() != tt.approved {
 				t.Errorf("approved = %v, want %v (%s)", got.approved(), tt.approved, got.message())
 			}
@@ -180,7 +191,7 @@ func TestApprovalRecords(t *testing.T) {
 	p.Spec.Stage, p.Status.PlanDigest = "prod", digest
 	tallied := tally(policy, nil, p, []promotionv1alpha1.Approval{
 		reject("x", "xavier", 2*time.Second, "security"), approve("b", "bob", time.Second, "qa"), approve("a", "alice", 0),
-	}, t0)
+	}, t0, nil)
 	got := tallied.records()
 	want := []promotionv1alpha1.ApprovalRecord{
 		{Approval: "a", User: "alice", Decision: promotionv1alpha1.Approve, Comment: "because", Time: metav1.NewTime(t0)},
@@ -289,7 +300,7 @@ func TestTallyWithRules(t *testing.T) {
 	p.Spec.Stage, p.Spec.RequestedBy, p.Status.PlanDigest = "prod", "requester", digest
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tally(tt.policy, tt.rules, p, tt.approvals, t0)
+			got := tally(tt.policy, tt.rules, p, tt.approvals, t0, nil)
 			if got.approved() != tt.approved {
 				t.Errorf("approved = %v, want %v (%s)", got.approved(), tt.approved, got.message())
 			}

@@ -23,7 +23,7 @@ import (
 // will be held to, so a new preview makes older approvals stop counting.
 func (s *session) planDigest(ctx context.Context) (string, error) {
 	inputs := []change.Input{{Name: "release", Value: s.release.Spec.Commit.SHA}}
-	for _, b := range s.stage.Spec.Stacks {
+	for _, b := range s.targets() {
 		stack, err := get(ctx, s.r.APIReader, s.p.Namespace, "Stack", b.Name, &pulumiv1.Stack{})
 		if err != nil {
 			return "", err

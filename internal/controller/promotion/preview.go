@@ -140,7 +140,7 @@ func (s *session) reconcilePreview(ctx context.Context) (sreconcile.Result, erro
 // not pinnable) ends the promotion here, as startPromotion would, before
 // anything is previewed: done is then true.
 func (s *session) previewTargets(ctx context.Context) (stacks []*pulumiv1.Stack, done bool, err error) {
-	for _, b := range s.stage.Spec.Stacks {
+	for _, b := range s.targets() {
 		stack, err := get(ctx, s.r.Client, s.p.Namespace, "Stack", b.Name, &pulumiv1.Stack{})
 		if err != nil {
 			return nil, false, err

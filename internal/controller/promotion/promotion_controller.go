@@ -93,8 +93,9 @@ type session struct {
 
 // Reconcile moves one Promotion along its lifecycle. The chain is:
 //
-//	reconcileRequest → reconcileQueue → reconcileWindow → reconcileAdmission →
-//	reconcilePreview → reconcileInputs → reconcilePolicies → reconcileApproval →
+//	reconcileRequest → reconcileHeldChange → reconcileQueue → reconcileWindow →
+//	reconcileAdmission → reconcilePreview → reconcileInputs → reconcilePolicies →
+//	reconcileApproval →
 //	startPromotion → pinStacks → observeStacks → verify → recordOutcome →
 //	garbageCollect
 //
@@ -126,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	res, err = sreconcile.Steps{
 		{Name: "reconcileRequest", Run: s.reconcileRequest},
+		{Name: "reconcileHeldChange", Run: s.reconcileHeldChange},
 		{Name: "reconcileQueue", Run: s.reconcileQueue},
 		{Name: "reconcileWindow", Run: s.reconcileWindow},
 		{Name: "reconcileAdmission", Run: s.reconcileAdmission},

@@ -41,8 +41,8 @@ func (s *session) startPromotion(ctx context.Context) (sreconcile.Result, error)
 		return s.finishPreviewOnly(ctx)
 	}
 	sha := s.release.Spec.Commit.SHA
-	recorded := make([]promotionv1alpha1.PromotedStack, 0, len(s.stage.Spec.Stacks))
-	for _, b := range s.stage.Spec.Stacks {
+	recorded := make([]promotionv1alpha1.PromotedStack, 0, len(s.targets()))
+	for _, b := range s.targets() {
 		// Read live: the commit recorded as previous is the one the Stack
 		// has now, whatever the cache says.
 		stack, err := get(ctx, s.r.APIReader, s.p.Namespace, "Stack", b.Name, &pulumiv1.Stack{})

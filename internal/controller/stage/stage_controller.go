@@ -86,7 +86,8 @@ type session struct {
 // promotion auto-promotion calls for. The chain is:
 //
 //	observePromotions → reconcileHealth → reconcileReferences →
-//	reconcileAdmission → reconcileAvailability → reconcileAutoPromotion
+//	reconcileAdmission → reconcileAvailability → reconcileAutoPromotion →
+//	reconcileHeldChanges
 //
 // finish, in a defer, turns the outcome into conditions, patches the
 // status once and maps the outcome to controller-runtime's result.
@@ -113,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{Name: "reconcileAdmission", Run: s.reconcileAdmission},
 		{Name: "reconcileAvailability", Run: s.reconcileAvailability},
 		{Name: "reconcileAutoPromotion", Run: s.reconcileAutoPromotion},
+		{Name: "reconcileHeldChanges", Run: s.reconcileHeldChanges},
 	}.Run(ctx)
 	return
 }

@@ -1,0 +1,139 @@
+package promotion_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
+	"github.com/stackyard/stackyard/internal/pipelinectl"
+)
+
+// messageProject is a program whose file holds its version and the
+// config value web:message.
+func messageProject(version string) string {
+	return strings.Replace(project(version+"-${message}"), "config:\n", "config:\n  message:\n    type: string\n", 1)
+}
+
+// TestHeldChangePromoted: a config change to a governed Stack, made by
+// someone allowed only to update Stacks (as Argo CD would sync it), is
+// held; the stage asks for a promotion of it by itself, which previews
+// the Stack with the change and waits for an approval. The approval of
+// the change's author does not count; another's does, and then the change
+// is deployed. A newer edit supersedes a pending change's promotion, and
+// reverting the spec withdraws it.
+func TestHeldChangePromoted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	repo := newProgramRepo(t)
+	c1 := repo.Commit("main", map[string]string{"Pulumi.yaml": messageProject("v1")})
+	s, file := gitStack(t, ns, "web", repo.URL, c1)
+	s.Spec.Config["web:message"] = apiextensionsv1.JSON{Raw: []byte(`"first"`)}
+	prod := stage(ns, "prod", []string{"web"}, func(spec *promotionv1alpha1.StageSpec) {
+		spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1}
+	})
+	consent([]client.Object{s, prod})
+	create(t, s)
+	deployed(t, ns, "web", c1)
+	create(t, pipeline(ns, repo.URL))
+	create(t, release(ns, "r1", c1, time.Now()))
+	create(t, prod)
+
+	decide := allow("approvals", "create")
+	// Alice may approve, and update Stacks, and nothing more there: she
+	// changes the config below, as a GitOps sync would.
+	cfg, err := env.Impersonate(ctx, ns, "alice", nil, allow("stages", "get", "approve"), allow("promotions", "get"), decide,
+		rbacv1.PolicyRule{APIGroups: []string{"pulumi.com"}, Resources: []string{"stacks"}, Verbs: []string{"get", "update", "patch"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	alice, err := pipelinectl.New(cfg, ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	editor, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	bob := actAs(t, ns, "bob", nil, allow("stages", "get", "approve"), allow("promotions", "get", "create"), decide)
+	approve := func(who *pipelinectl.Client, p string) {
+		t.Helper()
+		_, err := who.Decide(ctx, pipelinectl.Decision{Promotion: p, Comment: "looks right"})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	// The stage runs r1.
+	first, err := bob.Promote(ctx, pipelinectl.Request{Stage: "prod", Release: "r1", Reason: "the first release"})
+	g.Expect(err).NotTo(HaveOccurred())
+	waitMessage(t, first, "waiting for approval: 0 of 1")
+	approve(alice, first.Name)
+	g.Expect(waitFinished(t, ns, first.Name, 2*opTimeout).Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded))
+	g.Expect(readFile(g, file)).To(Equal("v1-first"))
+
+	edit := func(message string) string {
+		t.Helper()
+		var digest string
+		g.Eventually(func() error {
+			cur := &pulumiv1.Stack{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, cur); err != nil {
+				return err
+			}
+			raw, _ := json.Marshal(message)
+			cur.Spec.Config["web:message"] = apiextensionsv1.JSON{Raw: raw}
+			// What the operator's webhook stamps (not served in this
+			// suite): the policies let alice write her own name.
+			if err := change.StampEdit(cur, "alice"); err != nil {
+				return err
+			}
+			if err := editor.Update(ctx, cur); err != nil {
+				return err
+			}
+			digest, err = change.SpecDigest(cur)
+			return err
+		}, opTimeout, 250*time.Millisecond).Should(Succeed())
+		return digest
+	}
+	heldPromotion := func(digest string) *promotionv1alpha1.Promotion {
+		return &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: change.HeldChangeName("prod", "web", digest)}}
+	}
+
+	second := edit("second")
+	held := heldPromotion(second)
+	waitMessage(t, held, "waiting for approval: 0 of 1")
+	g.Expect(held.Spec.Release).To(Equal("r1"))
+	g.Expect(held.Spec.HeldChange).To(Equal(&promotionv1alpha1.HeldChangeRef{Stack: "web", Digest: second}))
+	g.Expect(held.Status.Previews).To(HaveLen(1), "a held change's promotion previews its Stack alone")
+	g.Expect(readFile(g, file)).To(Equal("v1-first"), "the held change was deployed before its approval")
+	approve(alice, held.Name)
+	waitMessage(t, held, "waiting for approval: 0 of 1; not counted: alice (made the change)")
+	approve(bob, held.Name)
+	g.Expect(waitFinished(t, ns, held.Name, 2*opTimeout).Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded))
+	g.Expect(readFile(g, file)).To(Equal("v1-second"))
+	waitFor(t, &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, opTimeout, func(g Gomega, st *pulumiv1.Stack) {
+		g.Expect(st.Status.HeldSpec).To(BeNil())
+		g.Expect(st.Status.ApprovedSpec).To(Equal(&shared.SpecApproval{Digest: second, Generation: st.Generation,
+			By: shared.ApprovedPromotion, Promotion: held.Name}))
+	})
+
+	// A newer edit supersedes a pending change's promotion; a revert
+	// withdraws the newer one.
+	third := edit("third")
+	pending := heldPromotion(third)
+	waitMessage(t, pending, "waiting for approval: 0 of 1")
+	fourth := edit("fourth")
+	superseded := waitFinished(t, ns, pending.Name, opTimeout)
+	g.Expect(superseded.Status.Phase).To(Equal(promotionv1alpha1.PromotionAborted))
+	g.Expect(superseded.Status.EndReason).To(Equal(promotionv1alpha1.EndReasonSuperseded))
+	newest := heldPromotion(fourth)
+	waitMessage(t, newest, "waiting for approval: 0 of 1")
+	edit("second")
+	withdrawn := waitFinished(t, ns, newest.Name, opTimeout)
+	g.Expect(withdrawn.Status.Phase).To(Equal(promotionv1alpha1.PromotionAborted))
+	g.Expect(withdrawn.Status.EndReason).To(Equal(promotionv1alpha1.EndReasonWithdrawn))
+	g.Expect(readFile(g, file)).To(Equal("v1-second"), "a withdrawn change was deployed")
+}
