@@ -2,7 +2,7 @@ package promotion_test
 
 import (
 	"context"
-	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -41,8 +42,14 @@ func TestHeldChangePromoted(t *testing.T) {
 	c1 := repo.Commit("main", map[string]string{"Pulumi.yaml": messageProject("v1")})
 	s, file := gitStack(t, ns, "web", repo.URL, c1)
 	s.Spec.Config["web:message"] = apiextensionsv1.JSON{Raw: []byte(`"first"`)}
+	// A rule over the preview asks an approval when the page changes:
+	// a release that changes nothing passes, a config change that does
+	// must be approved, as a code change would.
 	prod := stage(ns, "prod", []string{"web"}, func(spec *promotionv1alpha1.StageSpec) {
-		spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 1}
+		spec.Policies = []promotionv1alpha1.PolicyRule{{
+			Name: "page-update", Expression: pageUpdate, Action: promotionv1alpha1.PolicyRequireApproval, Message: "the page changes",
+			Approval: &promotionv1alpha1.RuleApproval{Required: 1},
+		}}
 	})
 	consent([]client.Object{s, prod})
 	create(t, s)
@@ -67,35 +74,34 @@ func TestHeldChangePromoted(t *testing.T) {
 		_, err := who.Decide(ctx, pipelinectl.Decision{Promotion: p, Comment: "looks right"})
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	// The stage runs r1.
+	// The stage runs r1, which changes nothing: no approval is asked.
 	first, err := bob.Promote(ctx, pipelinectl.Request{Stage: "prod", Release: "r1", Reason: "the first release"})
 	g.Expect(err).NotTo(HaveOccurred())
-	waitMessage(t, first, "waiting for approval: 0 of 1")
-	approve(alice, first.Name)
 	g.Expect(waitFinished(t, ns, first.Name, 2*opTimeout).Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded))
 	g.Expect(readFile(g, file)).To(Equal("v1-first"))
 
+	// Alice's edit is a server-side apply of the manifest's config, as
+	// Argo CD syncs with ServerSideApply=true; she also writes what the
+	// operator's webhook would stamp (it is not served in this suite),
+	// which the policies let her write with her own name only.
 	edit := func(message string) string {
 		t.Helper()
-		var digest string
-		g.Eventually(func() error {
-			cur := &pulumiv1.Stack{}
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, cur); err != nil {
-				return err
-			}
-			raw, _ := json.Marshal(message)
-			cur.Spec.Config["web:message"] = apiextensionsv1.JSON{Raw: raw}
-			// What the operator's webhook stamps (not served in this
-			// suite): the policies let alice write her own name.
-			if err := change.StampEdit(cur, "alice"); err != nil {
-				return err
-			}
-			if err := editor.Update(ctx, cur); err != nil {
-				return err
-			}
-			digest, err = change.SpecDigest(cur)
-			return err
-		}, opTimeout, 250*time.Millisecond).Should(Succeed())
+		cur := &pulumiv1.Stack{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, cur)).To(Succeed())
+		cur.Spec.Config["web:message"] = apiextensionsv1.JSON{Raw: []byte(strconv.Quote(message))}
+		g.Expect(change.StampEdit(cur, "alice")).To(Succeed())
+		manifest := map[string]any{
+			"apiVersion": pulumiv1.GroupVersion.String(), "kind": "Stack",
+			"metadata": map[string]any{"name": "web", "namespace": ns, "annotations": map[string]any{
+				promotionv1alpha1.EditedByAnnotation:   cur.Annotations[promotionv1alpha1.EditedByAnnotation],
+				promotionv1alpha1.EditedSpecAnnotation: cur.Annotations[promotionv1alpha1.EditedSpecAnnotation],
+			}},
+			"spec": map[string]any{"config": map[string]any{"web:message": message}},
+		}
+		g.Expect(editor.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: manifest}),
+			client.FieldOwner("argocd-controller"), client.ForceOwnership)).To(Succeed())
+		digest, err := change.SpecDigest(cur)
+		g.Expect(err).NotTo(HaveOccurred())
 		return digest
 	}
 	heldPromotion := func(digest string) *promotionv1alpha1.Promotion {
@@ -104,13 +110,13 @@ func TestHeldChangePromoted(t *testing.T) {
 
 	second := edit("second")
 	held := heldPromotion(second)
-	waitMessage(t, held, "waiting for approval: 0 of 1")
+	waitMessage(t, held, "waiting for approval: policy page-update needs 1 approval: 0 so far")
 	g.Expect(held.Spec.Release).To(Equal("r1"))
 	g.Expect(held.Spec.HeldChange).To(Equal(&promotionv1alpha1.HeldChangeRef{Stack: "web", Digest: second}))
 	g.Expect(held.Status.Previews).To(HaveLen(1), "a held change's promotion previews its Stack alone")
 	g.Expect(readFile(g, file)).To(Equal("v1-first"), "the held change was deployed before its approval")
 	approve(alice, held.Name)
-	waitMessage(t, held, "waiting for approval: 0 of 1; not counted: alice (made the change)")
+	waitMessage(t, held, "waiting for approval: policy page-update needs 1 approval: 0 so far; not counted: alice (made the change)")
 	approve(bob, held.Name)
 	g.Expect(waitFinished(t, ns, held.Name, 2*opTimeout).Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded))
 	g.Expect(readFile(g, file)).To(Equal("v1-second"))
@@ -124,13 +130,13 @@ func TestHeldChangePromoted(t *testing.T) {
 	// withdraws the newer one.
 	third := edit("third")
 	pending := heldPromotion(third)
-	waitMessage(t, pending, "waiting for approval: 0 of 1")
+	waitMessage(t, pending, "waiting for approval: policy page-update needs 1 approval: 0 so far")
 	fourth := edit("fourth")
 	superseded := waitFinished(t, ns, pending.Name, opTimeout)
 	g.Expect(superseded.Status.Phase).To(Equal(promotionv1alpha1.PromotionAborted))
 	g.Expect(superseded.Status.EndReason).To(Equal(promotionv1alpha1.EndReasonSuperseded))
 	newest := heldPromotion(fourth)
-	waitMessage(t, newest, "waiting for approval: 0 of 1")
+	waitMessage(t, newest, "waiting for approval: policy page-update needs 1 approval: 0 so far")
 	edit("second")
 	withdrawn := waitFinished(t, ns, newest.Name, opTimeout)
 	g.Expect(withdrawn.Status.Phase).To(Equal(promotionv1alpha1.PromotionAborted))

@@ -84,6 +84,20 @@ func stalledFor(stack *pulumiv1.Stack, reason string) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
 }
 
+// heldSince says why a Stack a promotion pinned cannot deploy it: its
+// spec changed after the promotion started, and the Stack holds that
+// change (status.heldSpec) for a promotion of its own, running nothing
+// of it; "" otherwise. A change held before the promotion started is
+// what the promotion previewed and deploys.
+func heldSince(stack *pulumiv1.Stack, start *metav1.Time) string {
+	h := stack.Status.HeldSpec
+	if h == nil || h.Generation != stack.Generation || start == nil || h.Since.Before(start) {
+		return ""
+	}
+	return fmt.Sprintf("its spec changed after the promotion started (generation %d), and the Stack holds the change for a promotion of its own; "+
+		"nothing of it ran", h.Generation)
+}
+
 // historyReason is the reason the Stack's history records for its Update
 // name, or "" when the history does not hold it.
 func historyReason(stack *pulumiv1.Stack, name string) string {
@@ -112,6 +126,12 @@ func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) 
 		}
 		if stack == nil {
 			s.outcome, s.message = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %q was deleted", ps.Name)
+			return sreconcile.ResultEmpty, nil
+		}
+		if msg := heldSince(stack, s.p.Status.StartTime); msg != "" {
+			// Nothing of the change ran, and nothing will until a
+			// promotion of its own approves it: not the release's fault.
+			s.outcome, s.message = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %s: %s", ps.Name, msg)
 			return sreconcile.ResultEmpty, nil
 		}
 		state, msg := Observe(stack, ps.Commit, PinRequest(s.p))
