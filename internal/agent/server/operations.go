@@ -345,8 +345,10 @@ func (s *Server) operate(stream grpc.ServerStreamingServer[agentpb.OperationStre
 		} else {
 			s.log.V(1).Info("the state is known to hold no pending operations; not exported", "stack", st.Name())
 		}
-		if len(pending) > 0 {
-			s.log.Info("stack has pending operations", "stack", st.Name(), "count", len(pending))
+		if check {
+			// Said whatever it found: a retry that finds nothing an
+			// interrupted run left is as telling as one that does.
+			s.log.Info("looked for pending operations", "stack", st.Name(), "count", len(pending))
 		}
 		if op.mutating && len(pending) > 0 {
 			if err := s.clearPending(ctx, st, repairs, pending); err != nil {
