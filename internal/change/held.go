@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackyard/stackyard/api/pulumi/shared"
@@ -53,17 +54,30 @@ func ApproveSpec(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (S
 		return SpecDecision{}, err
 	}
 	d := SpecDecision{Digest: digest}
-	approve := func(by, promotion string) (SpecDecision, error) {
-		d.Approval = &shared.SpecApproval{Digest: digest, Generation: stack.Generation, By: by, Promotion: promotion}
-		return d, nil
-	}
 	rec := stack.Status.ApprovedSpec
 	stage := AuthorizedStage(stack.Annotations)
+	// A governed Stack's approved spec is kept, for a held change to be
+	// shown against.
+	var snapshot *apiextensionsv1.JSON
+	if stage != "" {
+		if snapshot, err = SpecSnapshot(&stack.Spec); err != nil {
+			return SpecDecision{}, err
+		}
+	}
+	approve := func(by, promotion string) (SpecDecision, error) {
+		d.Approval = &shared.SpecApproval{Digest: digest, Generation: stack.Generation, By: by, Promotion: promotion, Snapshot: snapshot}
+		return d, nil
+	}
 	switch lu := stack.Status.LastUpdate; {
 	case stage == "":
 		return approve(shared.ApprovedUngoverned, "")
 	case rec != nil && rec.Digest == digest:
 		d.Approval = rec
+		if rec.Snapshot == nil {
+			// Approved before snapshots were kept, or while ungoverned.
+			d.Approval = rec.DeepCopy()
+			d.Approval.Snapshot = snapshot
+		}
 		return d, nil
 	case stack.Generation == 1:
 		return approve(shared.ApprovedCreated, "")
@@ -86,6 +100,11 @@ func ApproveSpec(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (S
 		}
 	}
 	d.Held = &shared.HeldSpec{Digest: digest, Generation: stack.Generation}
+	if rec != nil && rec.Snapshot != nil {
+		if d.Held.Changes, d.Held.ChangesTruncated, err = DiffSpecs(rec.Snapshot, snapshot); err != nil {
+			return SpecDecision{}, err
+		}
+	}
 	if ed, ok, err := EditorOf(stack); err == nil && ok {
 		d.Held.EditedBy = ed.Username
 	}

@@ -17,6 +17,8 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/valuediff"
 )
 
@@ -219,4 +221,44 @@ func TestPromotionReview(t *testing.T) {
 	_, page, _ = get(t, baseURL, path, tokens[ns+"/alice"])
 	g.Expect(page).To(ContainSubstring("[secret]"))
 	g.Expect(dashLogs.String()).NotTo(ContainSubstring(reviewSecret))
+}
+
+// TestHeldChangeReview: the page of a promotion of a held change shows
+// the Stack's spec, field by field against the approved one, and who
+// changed it, to those who may read Stacks; to others, why not.
+func TestHeldChangeReview(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "team-h"
+	g.Expect(seed(ctx, ns)).To(Succeed())
+	g.Expect(user(ctx, ns, "dave", rule("promotion.stackyard.dev", []string{"*"}, "get", "list", "watch"))).To(Succeed())
+	var stack pulumiv1.Stack
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-qa"}, &stack)).To(Succeed())
+	stack.Status.HeldSpec = &shared.HeldSpec{Digest: "sha256:held", Generation: stack.Generation, EditedBy: "carol", Since: metav1.Now(),
+		Changes: []shared.SpecChange{{Path: `config["web:message"]`, Op: shared.SpecChangeChanged, Old: `"first"`, New: `"<second>"`}}}
+	g.Expect(env.Client.Status().Update(ctx, &stack)).To(Succeed())
+	p := &promotionv1alpha1.Promotion{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "qa-held-"},
+		Spec: promotionv1alpha1.PromotionSpec{Stage: "qa", Release: "web-bbbbbbb", RequestedBy: "system:serviceaccount:" + ns + ":alice",
+			HeldChange: &promotionv1alpha1.HeldChangeRef{Stack: "site-qa", Digest: "sha256:held"}},
+	}
+	g.Expect(asUser(t, tokens[ns+"/alice"]).Create(ctx, p)).To(Succeed())
+	path := "/promotions/" + ns + "/" + p.Name
+
+	var page string
+	g.Eventually(func(g Gomega) {
+		var code int
+		code, page, _ = get(t, baseURL, path, tokens[ns+"/alice"])
+		g.Expect(code).To(Equal(http.StatusOK), page)
+		g.Expect(page).To(ContainSubstring(`id="held-change"`))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	text := html.UnescapeString(page)
+	g.Expect(text).To(ContainSubstring("made by <strong>carol</strong>, whose own approval does not count"))
+	g.Expect(text).To(ContainSubstring(`<td><code>config["web:message"]</code></td><td><code>"first"</code></td><td><code>"<second>"</code></td>`))
+	g.Expect(page).NotTo(ContainSubstring(`"<second>"`), "a held value is escaped")
+
+	code, page, _ := get(t, baseURL, path, tokens[ns+"/dave"])
+	g.Expect(code).To(Equal(http.StatusOK), page)
+	g.Expect(page).To(ContainSubstring("you may not read Stacks in namespace " + ns))
+	g.Expect(html.UnescapeString(page)).NotTo(ContainSubstring("web:message"))
 }

@@ -13,6 +13,8 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/valuediff"
 )
@@ -50,8 +52,54 @@ type Review struct {
 	Policies []promotionv1alpha1.PolicyResult `json:"policies,omitempty"`
 	// Approvals are the decisions that count.
 	Approvals []promotionv1alpha1.ApprovalRecord `json:"approvals,omitempty"`
+	// HeldChange is, for the promotion of a change held on a Stack, what
+	// changed in its spec and who changed it.
+	HeldChange *HeldChangeReview `json:"heldChange,omitempty"`
 	// Stacks are the previews, Stack by Stack.
 	Stacks []StackReview `json:"stacks"`
+}
+
+// HeldChangeReview is the change to a Stack's spec that a promotion of a
+// held change deploys: its fields against the approved spec (secret
+// values given inline as digests) and its author.
+type HeldChangeReview struct {
+	// Stack is the Stack that holds the change; Generation its held
+	// generation.
+	Stack      string `json:"stack"`
+	Generation int64  `json:"generation,omitempty"`
+	// EditedBy is who made it, as the operator's admission webhook
+	// recorded it; empty when unknown.
+	EditedBy string `json:"editedBy,omitempty"`
+	// Changes are the fields that differ from the approved spec.
+	Changes []shared.SpecChange `json:"changes,omitempty"`
+	// Truncated says Changes lists only the first ones.
+	Truncated bool `json:"truncated,omitempty"`
+	// Note says why the changes are not shown, when they are not.
+	Note string `json:"note,omitempty"`
+}
+
+// AddHeldChange fills r.HeldChange from stack, the Stack that holds the
+// change p promotes (nil when it could not be read); it does nothing for
+// a promotion of a release.
+func (r *Review) AddHeldChange(p *promotionv1alpha1.Promotion, stack *pulumiv1.Stack) {
+	ref := p.Spec.HeldChange
+	if ref == nil {
+		return
+	}
+	h := &HeldChangeReview{Stack: ref.Stack}
+	switch {
+	case stack == nil:
+		h.Note = "Stack " + ref.Stack + " could not be read"
+	case stack.Status.HeldSpec == nil || stack.Status.HeldSpec.Digest != ref.Digest:
+		h.Note = "Stack " + ref.Stack + " no longer holds this change: it was deployed, superseded or withdrawn"
+	default:
+		held := stack.Status.HeldSpec
+		h.Generation, h.EditedBy, h.Changes, h.Truncated = held.Generation, held.EditedBy, held.Changes, held.ChangesTruncated
+		if len(held.Changes) == 0 {
+			h.Note = "no field-by-field difference is kept (no snapshot of the approved spec)"
+		}
+	}
+	r.HeldChange = h
 }
 
 // StackReview is what a promotion would change on one Stack.
@@ -154,6 +202,17 @@ func (c *Client) Review(ctx context.Context, promotion string, withPatch bool) (
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: promotion}, p); err != nil {
 		return Review{}, fmt.Errorf("promotion %q: %w", promotion, err)
 	}
+	var held *pulumiv1.Stack
+	heldNote := ""
+	if ref := p.Spec.HeldChange; ref != nil {
+		held = &pulumiv1.Stack{}
+		switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Stack}, held); {
+		case apierrors.IsForbidden(err):
+			held, heldNote = nil, "you may not read Stacks in namespace "+c.Namespace
+		case err != nil:
+			held = nil
+		}
+	}
 	plans := PlanData{Secrets: map[string]map[string][]byte{}}
 	for _, pv := range p.Status.Previews {
 		if pv.Plan == "" {
@@ -170,7 +229,12 @@ func (c *Client) Review(ctx context.Context, promotion string, withPatch bool) (
 			return Review{}, fmt.Errorf("reading the plan Secret %s: %w", pv.Plan, err)
 		}
 	}
-	return BuildReview(p, plans, withPatch), nil
+	r := BuildReview(p, plans, withPatch)
+	r.AddHeldChange(p, held)
+	if heldNote != "" {
+		r.HeldChange.Note = heldNote
+	}
+	return r, nil
 }
 
 // WriteReview prints r as text: per Stack, the counts, each resource with
@@ -192,6 +256,9 @@ func WriteReview(w io.Writer, r Review) error {
 	}
 	for _, pr := range r.Policies {
 		fmt.Fprintf(b, "policy %s fired (%s): %s\n", pr.Name, pr.Action, pr.Message)
+	}
+	if h := r.HeldChange; h != nil {
+		writeHeldChange(b, h)
 	}
 	for _, s := range r.Stacks {
 		fmt.Fprintf(b, "\nStack %s: %s\n", s.Name, describeCounts(s.Summary))
@@ -258,6 +325,35 @@ func writeSource(b *strings.Builder, s StackReview) {
 		if !strings.HasSuffix(s.Patch, "\n") {
 			b.WriteString("\n")
 		}
+	}
+}
+
+// writeHeldChange prints what a held change changes in its Stack's spec.
+func writeHeldChange(b *strings.Builder, h *HeldChangeReview) {
+	by := "by someone nobody recorded"
+	if h.EditedBy != "" {
+		by = "by " + h.EditedBy
+	}
+	fmt.Fprintf(b, "\nheld change of Stack %s", h.Stack)
+	if h.Generation != 0 {
+		fmt.Fprintf(b, " (generation %d), made %s", h.Generation, by)
+	}
+	b.WriteString(":\n")
+	if h.Note != "" {
+		fmt.Fprintf(b, "  (%s)\n", h.Note)
+	}
+	for _, c := range h.Changes {
+		switch c.Op {
+		case shared.SpecChangeAdded:
+			fmt.Fprintf(b, "  + %s: %s\n", c.Path, c.New)
+		case shared.SpecChangeRemoved:
+			fmt.Fprintf(b, "  - %s: %s\n", c.Path, c.Old)
+		default:
+			fmt.Fprintf(b, "  ~ %s: %s => %s\n", c.Path, c.Old, c.New)
+		}
+	}
+	if h.Truncated {
+		b.WriteString("  … more fields changed\n")
 	}
 }
 

@@ -225,6 +225,36 @@ type SpecApproval struct {
 	// is Promotion.
 	// +optional
 	Promotion string `json:"promotion,omitempty"`
+	// Snapshot is the approved spec, apart from spec.commit, kept for a
+	// Stack that a stage governs so that a held change can be shown
+	// against it: every secret value given inline is replaced by a short
+	// digest ("[secret 1a2b3c4d]").
+	// +optional
+	Snapshot *apiextensionsv1.JSON `json:"snapshot,omitempty"`
+}
+
+// How a field of a held spec differs from the approved one
+// (SpecChange.Op).
+const (
+	SpecChangeAdded   = "Added"
+	SpecChangeRemoved = "Removed"
+	SpecChangeChanged = "Changed"
+)
+
+// SpecChange is one field of a held spec that differs from the approved
+// spec. Secret values given inline show as a digest, never as themselves.
+type SpecChange struct {
+	// Path is the field, e.g. config["aws:region"] or
+	// workspaceTemplate.spec.image.
+	Path string `json:"path"`
+	// Op is Added, Removed or Changed.
+	Op string `json:"op"`
+	// Old is the approved value, as JSON (cut at 200 characters).
+	// +optional
+	Old string `json:"old,omitempty"`
+	// New is the held value, as JSON (cut at 200 characters).
+	// +optional
+	New string `json:"new,omitempty"`
 }
 
 // HeldSpec describes a change to a governed Stack's spec that waits for a
@@ -243,4 +273,13 @@ type HeldSpec struct {
 	EditedBy string `json:"editedBy,omitempty"`
 	// Since is when the operator first saw it held.
 	Since metav1.Time `json:"since"`
+	// Changes are the fields that differ from the approved spec
+	// (status.approvedSpec.snapshot), sorted by path, at most 50; empty
+	// when no snapshot of the approved spec is kept.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	Changes []SpecChange `json:"changes,omitempty"`
+	// ChangesTruncated says changes lists only the first 50.
+	// +optional
+	ChangesTruncated bool `json:"changesTruncated,omitempty"`
 }

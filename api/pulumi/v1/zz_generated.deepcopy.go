@@ -436,7 +436,7 @@ func (in *StackStatus) DeepCopyInto(out *StackStatus) {
 	if in.ApprovedSpec != nil {
 		in, out := &in.ApprovedSpec, &out.ApprovedSpec
 		*out = new(shared.SpecApproval)
-		**out = **in
+		(*in).DeepCopyInto(*out)
 	}
 	if in.HeldSpec != nil {
 		in, out := &in.HeldSpec, &out.HeldSpec

@@ -68,7 +68,8 @@ func TestHeldChangePromoted(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	editor, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
-	bob := actAs(t, ns, "bob", nil, allow("stages", "get", "approve"), allow("promotions", "get", "create"), decide)
+	bob := actAs(t, ns, "bob", nil, allow("stages", "get", "approve"), allow("promotions", "get", "create"), decide,
+		rbacv1.PolicyRule{APIGroups: []string{"pulumi.com"}, Resources: []string{"stacks"}, Verbs: []string{"get"}})
 	approve := func(who *pipelinectl.Client, p string) {
 		t.Helper()
 		_, err := who.Decide(ctx, pipelinectl.Decision{Promotion: p, Comment: "looks right"})
@@ -115,6 +116,13 @@ func TestHeldChangePromoted(t *testing.T) {
 	g.Expect(held.Spec.HeldChange).To(Equal(&promotionv1alpha1.HeldChangeRef{Stack: "web", Digest: second}))
 	g.Expect(held.Status.Previews).To(HaveLen(1), "a held change's promotion previews its Stack alone")
 	g.Expect(readFile(g, file)).To(Equal("v1-first"), "the held change was deployed before its approval")
+	// What the approver reads: the change, field by field, and its author.
+	review, err := bob.Review(ctx, held.Name, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	var text strings.Builder
+	g.Expect(pipelinectl.WriteReview(&text, review)).To(Succeed())
+	g.Expect(text.String()).To(ContainSubstring("held change of Stack web (generation "))
+	g.Expect(text.String()).To(ContainSubstring(`, made by alice:` + "\n" + `  ~ config["web:message"]: "first" => "second"`))
 	approve(alice, held.Name)
 	waitMessage(t, held, "waiting for approval: policy page-update needs 1 approval: 0 so far; not counted: alice (made the change)")
 	approve(bob, held.Name)
@@ -122,8 +130,9 @@ func TestHeldChangePromoted(t *testing.T) {
 	g.Expect(readFile(g, file)).To(Equal("v1-second"))
 	waitFor(t, &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, opTimeout, func(g Gomega, st *pulumiv1.Stack) {
 		g.Expect(st.Status.HeldSpec).To(BeNil())
-		g.Expect(st.Status.ApprovedSpec).To(Equal(&shared.SpecApproval{Digest: second, Generation: st.Generation,
-			By: shared.ApprovedPromotion, Promotion: held.Name}))
+		a := st.Status.ApprovedSpec
+		g.Expect(a).NotTo(BeNil())
+		g.Expect([]any{a.Digest, a.Generation, a.By, a.Promotion}).To(Equal([]any{second, st.Generation, shared.ApprovedPromotion, held.Name}))
 	})
 
 	// A newer edit supersedes a pending change's promotion; a revert

@@ -51,7 +51,12 @@ func TestHeldChange(t *testing.T) {
 	g.Expect(readFile(g, target)).To(Equal("approved"))
 	digest, err := change.SpecDigest(created)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(created.Status.ApprovedSpec).To(Equal(&shared.SpecApproval{Digest: digest, Generation: 1, By: shared.ApprovedCreated}))
+	approved := created.Status.ApprovedSpec
+	g.Expect(approved).NotTo(BeNil())
+	g.Expect(approved.Digest).To(Equal(digest))
+	g.Expect(approved.Generation).To(BeEquivalentTo(1))
+	g.Expect(approved.By).To(Equal(shared.ApprovedCreated))
+	g.Expect(approved.Snapshot).NotTo(BeNil(), "a governed Stack keeps the spec it approved")
 	deployed := created.Status.LastUpdate.Name
 
 	// The edit, as anyone allowed to update the Stack may make it.
@@ -78,6 +83,9 @@ func TestHeldChange(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(held.Status.HeldSpec.Digest).To(Equal(heldDigest))
 	g.Expect(held.Status.ApprovedSpec.Digest).To(Equal(digest), "the held change was recorded as approved")
+	// Approvers see what changed against the approved spec.
+	g.Expect(held.Status.HeldSpec.Changes).To(Equal([]shared.SpecChange{{Path: `config["web:message"]`, Op: shared.SpecChangeChanged,
+		Old: `"approved"`, New: `"unreviewed"`}}))
 	g.Expect(apimeta.FindStatusCondition(held.Status.Conditions, pulumiv1.ChangePendingCondition).Message).To(
 		ContainSubstring("spec: Stack held is governed by stage prod"))
 	// Nothing runs with it: no Update, the resource as deployed.
