@@ -23,6 +23,22 @@ func diffSpecBase() shared.StackSpec {
 	}
 }
 
+// diffOf is DiffSpecs of the snapshots of prev and next, with both.
+func diffOf(t *testing.T, prev, next *shared.StackSpec) (a, b *apiextensionsv1.JSON, changes []shared.SpecChange, truncated bool) {
+	t.Helper()
+	a, err := SpecSnapshot(prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = SpecSnapshot(next); err != nil {
+		t.Fatal(err)
+	}
+	if changes, truncated, err = DiffSpecs(a, b); err != nil {
+		t.Fatal(err)
+	}
+	return a, b, changes, truncated
+}
+
 // TestDiffSpecs: a held spec is shown field by field against the
 // approved one, and no secret value given inline is ever shown.
 func TestDiffSpecs(t *testing.T) {
@@ -53,18 +69,7 @@ func TestDiffSpecs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			prev, next := diffSpecBase(), diffSpecBase()
 			tt.edit(&next)
-			a, err := SpecSnapshot(&prev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := SpecSnapshot(&next)
-			if err != nil {
-				t.Fatal(err)
-			}
-			changes, truncated, err := DiffSpecs(a, b)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, _, changes, truncated := diffOf(t, &prev, &next)
 			if truncated != tt.truncated {
 				t.Errorf("truncated = %v, want %v", truncated, tt.truncated)
 			}
@@ -93,18 +98,7 @@ func TestDiffSpecsHidesSecrets(t *testing.T) {
 	next.Secrets["db:password"] = "hunter2-held"
 	next.EnvRefs["TOKEN"] = shared.NewLiteralResourceRef("literal-token-held")
 	next.GitAuth = &shared.GitAuthConfig{BasicAuth: &shared.BasicAuth{UserName: shared.NewLiteralResourceRef("me"), Password: shared.NewLiteralResourceRef("git-password-held")}}
-	a, err := SpecSnapshot(&prev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := SpecSnapshot(&next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	changes, _, err := DiffSpecs(a, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, changes, _ := diffOf(t, &prev, &next)
 	var all strings.Builder
 	all.Write(a.Raw)
 	all.Write(b.Raw)

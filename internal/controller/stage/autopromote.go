@@ -43,16 +43,7 @@ func (s *session) reconcileAutoPromotion(ctx context.Context) (sreconcile.Result
 		}
 		return sreconcile.ResultEmpty, nil
 	}
-	p := &promotionv1alpha1.Promotion{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: s.stage.Namespace,
-			Labels: map[string]string{promotionv1alpha1.PipelineLabel: s.stage.Spec.Pipeline, promotionv1alpha1.StageLabel: s.stage.Name},
-		},
-		Spec: promotionv1alpha1.PromotionSpec{
-			Stage: s.stage.Name, Release: s.pick.Name,
-			RequestedBy: promotionv1alpha1.RequestedByAutoPromotion, Reason: AutoPromotionReason,
-		},
-	}
+	p := s.newPromotion(name, s.pick.Name, AutoPromotionReason)
 	err := s.r.Client.Create(ctx, p)
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -63,6 +54,20 @@ func (s *session) reconcileAutoPromotion(ctx context.Context) (sreconcile.Result
 	}
 	st.WaitingFor = fmt.Sprintf("promotion %s pending", name)
 	return sreconcile.ResultSuccess, nil
+}
+
+// newPromotion is the Promotion named name of release into the stage that
+// the operator asks for by itself, for reason.
+func (s *session) newPromotion(name, release, reason string) *promotionv1alpha1.Promotion {
+	return &promotionv1alpha1.Promotion{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: s.stage.Namespace,
+			Labels: map[string]string{promotionv1alpha1.PipelineLabel: s.stage.Spec.Pipeline, promotionv1alpha1.StageLabel: s.stage.Name},
+		},
+		Spec: promotionv1alpha1.PromotionSpec{
+			Stage: s.stage.Name, Release: release, RequestedBy: promotionv1alpha1.RequestedByAutoPromotion, Reason: reason,
+		},
+	}
 }
 
 // AutoPromotionName is the name of the promotion auto-promotion asks for to

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/change"
@@ -56,18 +55,8 @@ func (s *session) reconcileHeldChanges(ctx context.Context) (sreconcile.Result, 
 			}
 			return sreconcile.ResultEmpty, nil
 		}
-		p := &promotionv1alpha1.Promotion{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: pname, Namespace: s.stage.Namespace,
-				Labels: map[string]string{promotionv1alpha1.PipelineLabel: s.stage.Spec.Pipeline, promotionv1alpha1.StageLabel: s.stage.Name},
-			},
-			Spec: promotionv1alpha1.PromotionSpec{
-				Stage: s.stage.Name, Release: st.CurrentRelease.Name,
-				RequestedBy: promotionv1alpha1.RequestedByAutoPromotion,
-				Reason:      fmt.Sprintf("the change held on Stack %s (generation %d)", name, held.Generation),
-				HeldChange:  &promotionv1alpha1.HeldChangeRef{Stack: name, Digest: held.Digest},
-			},
-		}
+		p := s.newPromotion(pname, st.CurrentRelease.Name, fmt.Sprintf("the change held on Stack %s (generation %d)", name, held.Generation))
+		p.Spec.HeldChange = &promotionv1alpha1.HeldChangeRef{Stack: name, Digest: held.Digest}
 		err := s.r.Client.Create(ctx, p)
 		switch {
 		case apierrors.IsAlreadyExists(err):
