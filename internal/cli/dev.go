@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,9 +15,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/stackyard/stackyard/internal/devenv"
 	"github.com/stackyard/stackyard/internal/operator"
@@ -55,6 +61,7 @@ func newDevCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding etcd, kube-apiserver, pulumi, the YAML host and the test provider (built by `make tools`)")
 	cmd.Flags().StringVar(&opts.CRDDir, "crd-dir", "config/crd/bases", "directory of the CRD manifests to install")
 	cmd.Flags().StringVar(&opts.PolicyDir, "policy-dir", "config/policy", "directory of the admission policies to apply (empty: none)")
+	cmd.Flags().StringVar(&opts.WebhookDir, "webhook-dir", "config/webhook", "directory of the operator's admission webhook configurations, which the operator then serves on loopback (empty: none)")
 	cmd.Flags().StringVar(&dashboardAddr, "dashboard-bind-address", "127.0.0.1:8090", `web dashboard ("0" disables)`)
 	cmd.Flags().StringVar(&logFile, "log-file", "", "operator log file (default: <state-dir>/operator.log)")
 	cmd.Flags().DurationVar(&untilReady, "until-ready", 0, "stop with status 0 once the sample Stack is Ready and the sample pipeline's first promotion succeeded, or with an error naming what was missing after this long (0: run until interrupted)")
@@ -130,7 +137,12 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 	}
 	opCtx, stopOperator := context.WithCancel(ctx)
 	defer stopOperator()
+	webhooks, err := devWebhooks(ctx, cp)
+	if err != nil {
+		return err
+	}
 	op, err := operator.New(opCtx, cp.Config, operator.Options{
+		Webhook:       webhooks,
 		ReceiverAddr:  receiverAddr,
 		Runtime:       operator.RuntimeLocal,
 		StateDir:      filepath.Join(opts.StateDir, "operator"),
@@ -147,6 +159,13 @@ func runDev(ctx context.Context, out io.Writer, opts devenv.Options, logFile, da
 	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- op.Start(opCtx) }()
+	if webhooks.Addr != "" {
+		// The webhooks fail closed: the sample's governed Stacks are
+		// written only once the operator answers them.
+		if err := waitServing(ctx, op.Manager.GetWebhookServer(), stopped); err != nil {
+			return err
+		}
+	}
 
 	c, err := client.New(cp.Config, client.Options{Scheme: op.Manager.GetScheme()})
 	if err != nil {
@@ -268,4 +287,50 @@ func freeLoopbackAddr() (string, error) {
 	}
 	addr := ln.Addr().String()
 	return addr, ln.Close()
+}
+
+// devWebhookSecret keeps the dev operator's webhook CA and serving
+// certificate, as the chart's operator keeps its own.
+var devWebhookSecret = types.NamespacedName{Namespace: "stackyard-system", Name: "stackyard-webhook-tls"}
+
+// devWebhooks is how the dev operator serves the webhook configurations
+// the control plane installed (none when it installed none): on their
+// loopback address, with a certificate it keeps in devWebhookSecret and
+// whose CA it sets in both configurations.
+func devWebhooks(ctx context.Context, cp *devenv.ControlPlane) (operator.WebhookOptions, error) {
+	if cp.Webhooks == nil {
+		return operator.WebhookOptions{}, nil
+	}
+	c, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		return operator.WebhookOptions{}, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: devWebhookSecret.Namespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return operator.WebhookOptions{}, fmt.Errorf("creating namespace %s for the webhook's certificate: %w", ns.Name, err)
+	}
+	return operator.WebhookOptions{
+		Addr: cp.Webhooks.Addr, Secret: devWebhookSecret, Hosts: []string{cp.Webhooks.Host},
+		Configuration: "stackyard-edit-stamp", ValidatingConfiguration: "stackyard-read-check",
+	}, nil
+}
+
+// waitServing waits, up to a minute, for srv to serve, or for the
+// operator to stop (stopped).
+func waitServing(ctx context.Context, srv webhook.Server, stopped <-chan error) error {
+	check := srv.StartedChecker()
+	deadline := time.Now().Add(time.Minute)
+	for check(&http.Request{}) != nil {
+		select {
+		case err := <-stopped:
+			return fmt.Errorf("the operator stopped before serving its webhooks: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the operator did not serve its admission webhooks within a minute")
+		}
+	}
+	return nil
 }

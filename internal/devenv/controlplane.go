@@ -7,9 +7,11 @@ package devenv
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -35,6 +37,24 @@ type Options struct {
 	// PolicyDir holds the admission policies to apply (config/policy);
 	// empty applies none.
 	PolicyDir string
+	// WebhookDir holds the operator's admission webhook configurations
+	// (config/webhook): the edit stamp and the read check are installed
+	// to call the operator on a loopback port (ControlPlane.Webhooks);
+	// empty installs none.
+	WebhookDir string
+}
+
+// WebhookFiles are the webhook configurations of WebhookDir that stackyard
+// dev installs.
+var WebhookFiles = []string{"edit-stamp.yaml", "read-check.yaml"}
+
+// Webhooks is where the API server calls the operator's admission
+// webhooks: the operator serves them there, on loopback.
+type Webhooks struct {
+	// Addr is host:port.
+	Addr string
+	// Host is the address the serving certificate must cover.
+	Host string
 }
 
 // ControlPlane is a running etcd + kube-apiserver pair.
@@ -44,6 +64,9 @@ type ControlPlane struct {
 	Config *rest.Config
 	// KubeconfigPath is where the administrator kubeconfig was written.
 	KubeconfigPath string
+	// Webhooks is where the installed webhook configurations call; nil
+	// when none were installed.
+	Webhooks *Webhooks
 }
 
 // StartControlPlane starts etcd and kube-apiserver with state under
@@ -74,6 +97,15 @@ func StartControlPlane(opts Options) (*ControlPlane, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
+	if opts.WebhookDir != "" {
+		for _, f := range WebhookFiles {
+			env.WebhookInstallOptions.Paths = append(env.WebhookInstallOptions.Paths, filepath.Join(opts.WebhookDir, f))
+		}
+		// The configurations call a loopback port; the operator serves
+		// there with a certificate of its own, whose CA it sets as their
+		// caBundle (internal/servingcert), over the one envtest set.
+		env.WebhookInstallOptions.LocalServingHost = "127.0.0.1"
+	}
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
 	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
 	cfg, err := env.Start()
@@ -88,6 +120,9 @@ func StartControlPlane(opts Options) (*ControlPlane, error) {
 		}
 	}
 	cp := &ControlPlane{env: env, Config: cfg, KubeconfigPath: filepath.Join(opts.StateDir, "kubeconfig")}
+	if w := env.WebhookInstallOptions; opts.WebhookDir != "" && w.LocalServingPort != 0 {
+		cp.Webhooks = &Webhooks{Addr: net.JoinHostPort(w.LocalServingHost, strconv.Itoa(w.LocalServingPort)), Host: w.LocalServingHost}
+	}
 	if err := writeKubeconfig(cfg, cp.KubeconfigPath); err != nil {
 		_ = env.Stop()
 		return nil, err

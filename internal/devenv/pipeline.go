@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,6 +71,7 @@ func (s *Sample) EnsurePipeline(ctx context.Context, c client.Client, repoURL st
 			},
 		},
 	}
+	objs = append(objs, reviewerRole(ns)...)
 	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s %s: %w", kindOf(obj), obj.GetName(), err)
@@ -137,4 +139,29 @@ func followRepo(ctx context.Context, c client.Client, ns, repoURL string) error 
 
 func kindOf(obj client.Object) string {
 	return fmt.Sprintf("%T", obj)[1:]
+}
+
+// SampleReviewer is a user of the sample namespace who may review and
+// approve promotions, and nothing more: the walkthrough approves, as them
+// (`stackyard approve --as reviewer`), a held change its reader made, whose
+// author's own approval does not count.
+const SampleReviewer = "reviewer"
+
+// reviewerRole is SampleReviewer's Role and RoleBinding in ns.
+func reviewerRole(ns string) []client.Object {
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stackyard-sample-reviewer"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{promotionv1alpha1.GroupVersion.Group}, Resources: []string{"stages"}, Verbs: []string{"get", "list", "watch", "approve"}},
+			{APIGroups: []string{promotionv1alpha1.GroupVersion.Group}, Resources: []string{"promotions", "pipelines", "releases"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{promotionv1alpha1.GroupVersion.Group}, Resources: []string{"approvals"}, Verbs: []string{"get", "list", "create"}},
+			{APIGroups: []string{pulumiv1.GroupVersion.Group}, Resources: []string{"stacks"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: SampleReviewer}},
+	}
+	return []client.Object{role, binding}
 }
