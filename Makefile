@@ -119,7 +119,7 @@ STACKYARD_BINS = go build -ldflags "$$(hack/version-ldflags.sh)" -o $(BIN)/ ./cm
 .PHONY: dev
 dev: $(DEV_TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
 	$(STACKYARD_BINS)
-	exec $(BIN)/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases --policy-dir $(CURDIR)/config/policy $(DEV_FLAGS)
+	exec $(BIN)/stackyard dev --state-dir $(CURDIR)/.stackyard --bin-dir $(BIN) --crd-dir $(CURDIR)/config/crd/bases --policy-dir $(CURDIR)/config/policy --webhook-dir $(CURDIR)/config/webhook $(DEV_FLAGS)
 
 ##@ Test
 

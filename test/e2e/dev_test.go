@@ -75,6 +75,7 @@ func startDev(t *testing.T, bin, stateDir string) *devRun {
 func devCommand(bin, stateDir string, extra ...string) *exec.Cmd {
 	args := append([]string{"dev", "--state-dir", stateDir, "--bin-dir", testenv.BinDir(),
 		"--crd-dir", filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"), "--policy-dir", testenv.PolicyDir(),
+		"--webhook-dir", filepath.Join(testenv.RepoRoot(), "config", "webhook"),
 		"--dashboard-bind-address", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
