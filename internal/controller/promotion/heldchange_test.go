@@ -151,4 +151,29 @@ func TestHeldChangePromoted(t *testing.T) {
 	g.Expect(withdrawn.Status.Phase).To(Equal(promotionv1alpha1.PromotionAborted))
 	g.Expect(withdrawn.Status.EndReason).To(Equal(promotionv1alpha1.EndReasonWithdrawn))
 	g.Expect(readFile(g, file)).To(Equal("v1-second"), "a withdrawn change was deployed")
+
+	// A rejected change leaves the old value running, and the Stack
+	// keeps saying that its spec differs; it is not asked for again.
+	sixth := edit("sixth")
+	rejected := heldPromotion(sixth)
+	waitMessage(t, rejected, "waiting for approval: policy page-update needs 1 approval: 0 so far")
+	_, err = bob.Decide(ctx, pipelinectl.Decision{Promotion: rejected.Name, Reject: true, Comment: "not this value"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waitFinished(t, ns, rejected.Name, opTimeout).Status.Phase).To(Equal(promotionv1alpha1.PromotionFailed))
+	g.Consistently(func(g Gomega) {
+		st := &pulumiv1.Stack{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, st)).To(Succeed())
+		g.Expect(st.Status.HeldSpec).NotTo(BeNil())
+		g.Expect(st.Status.HeldSpec.Digest).To(Equal(sixth))
+		var ps promotionv1alpha1.PromotionList
+		g.Expect(env.Client.List(ctx, &ps, client.InNamespace(ns))).To(Succeed())
+		asked := 0
+		for _, p := range ps.Items {
+			if h := p.Spec.HeldChange; h != nil && h.Digest == sixth {
+				asked++
+			}
+		}
+		g.Expect(asked).To(Equal(1), "a rejected change was asked for again")
+	}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
+	g.Expect(readFile(g, file)).To(Equal("v1-second"), "a rejected change was deployed")
 }
