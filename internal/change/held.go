@@ -57,15 +57,20 @@ func ApproveSpec(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (S
 	rec := stack.Status.ApprovedSpec
 	stage := AuthorizedStage(stack.Annotations)
 	// A governed Stack's approved spec is kept, for a held change to be
-	// shown against.
-	var snapshot *apiextensionsv1.JSON
-	if stage != "" {
-		if snapshot, err = SpecSnapshot(&stack.Spec); err != nil {
-			return SpecDecision{}, err
+	// shown against; it is made only when a decision records or compares
+	// it, not on every reconcile of an approved spec.
+	snapshot := func() (*apiextensionsv1.JSON, error) {
+		if stage == "" {
+			return nil, nil
 		}
+		return SpecSnapshot(&stack.Spec)
 	}
 	approve := func(by, promotion string) (SpecDecision, error) {
-		d.Approval = &shared.SpecApproval{Digest: digest, Generation: stack.Generation, By: by, Promotion: promotion, Snapshot: snapshot}
+		snap, err := snapshot()
+		if err != nil {
+			return SpecDecision{}, err
+		}
+		d.Approval = &shared.SpecApproval{Digest: digest, Generation: stack.Generation, By: by, Promotion: promotion, Snapshot: snap}
 		return d, nil
 	}
 	switch lu := stack.Status.LastUpdate; {
@@ -76,7 +81,9 @@ func ApproveSpec(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (S
 		if rec.Snapshot == nil {
 			// Approved before snapshots were kept, or while ungoverned.
 			d.Approval = rec.DeepCopy()
-			d.Approval.Snapshot = snapshot
+			if d.Approval.Snapshot, err = snapshot(); err != nil {
+				return SpecDecision{}, err
+			}
 		}
 		return d, nil
 	case stack.Generation == 1:
@@ -101,7 +108,11 @@ func ApproveSpec(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (S
 	}
 	d.Held = &shared.HeldSpec{Digest: digest, Generation: stack.Generation}
 	if rec != nil && rec.Snapshot != nil {
-		if d.Held.Changes, d.Held.ChangesTruncated, err = DiffSpecs(rec.Snapshot, snapshot); err != nil {
+		snap, err := snapshot()
+		if err != nil {
+			return SpecDecision{}, err
+		}
+		if d.Held.Changes, d.Held.ChangesTruncated, err = DiffSpecs(rec.Snapshot, snap); err != nil {
 			return SpecDecision{}, err
 		}
 	}

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/stackyard/stackyard/api/pulumi/shared"
+	"github.com/stackyard/stackyard/internal/valuediff"
 )
 
 // Spec diffs. An approver of a held change sees what changed in the
@@ -59,7 +59,7 @@ func maskSecrets(path string, v any) {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, child := range t {
-			p := joinPath(path, k)
+			p := valuediff.PathJoin(path, k)
 			switch {
 			case k == "literal":
 				if lit, ok := child.(map[string]any); ok {
@@ -128,7 +128,7 @@ func diff(path string, a, b any, out *[]shared.SpecChange) {
 			}
 		}
 		for _, k := range keys {
-			diff(joinPath(path, k), am[k], bm[k], out)
+			diff(valuediff.PathJoin(path, k), am[k], bm[k], out)
 		}
 		return
 	}
@@ -166,21 +166,6 @@ func diff(path string, a, b any, out *[]shared.SpecChange) {
 		c.New = shown(jb)
 	}
 	*out = append(*out, c)
-}
-
-// joinPath extends path by the field k: a dot, or a quoted index for a
-// key that is not a plain name (a config key such as "aws:region").
-func joinPath(path, k string) string {
-	plain := k != "" && strings.IndexFunc(k, func(r rune) bool {
-		return !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) < 0
-	switch {
-	case !plain:
-		return path + "[" + strconv.Quote(k) + "]"
-	case path == "":
-		return k
-	}
-	return path + "." + k
 }
 
 // shown is a value's JSON, cut to maxShownValue.

@@ -144,15 +144,14 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 	d.Review = pipelinectl.BuildReview(&p, plans, true)
 	if ref := p.Spec.HeldChange; ref != nil {
 		// The change is the Stack's spec: shown to those who may read it.
-		if err := s.mayRead(ctx, sess, stacksKind, ns); err != nil {
-			d.Review.HeldChange = &pipelinectl.HeldChangeReview{Stack: ref.Stack, Note: "you may not read Stacks in namespace " + ns}
-		} else {
-			var held pulumiv1.Stack
-			if err := s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Stack}, &held); err != nil {
-				d.Review.AddHeldChange(&p, nil)
-			} else {
-				d.Review.AddHeldChange(&p, &held)
-			}
+		var held pulumiv1.Stack
+		switch {
+		case s.mayRead(ctx, sess, stacksKind, ns) != nil:
+			d.Review.AddHeldChange(&p, nil, "you may not read Stacks in namespace "+ns)
+		case s.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Stack}, &held) != nil:
+			d.Review.AddHeldChange(&p, nil, "")
+		default:
+			d.Review.AddHeldChange(&p, &held, "")
 		}
 	}
 	if st != nil {

@@ -79,9 +79,10 @@ type HeldChangeReview struct {
 }
 
 // AddHeldChange fills r.HeldChange from stack, the Stack that holds the
-// change p promotes (nil when it could not be read); it does nothing for
-// a promotion of a release.
-func (r *Review) AddHeldChange(p *promotionv1alpha1.Promotion, stack *pulumiv1.Stack) {
+// change p promotes; stack is nil when it could not be read, and
+// unreadable then says why (empty: not said). It does nothing for a
+// promotion of a release.
+func (r *Review) AddHeldChange(p *promotionv1alpha1.Promotion, stack *pulumiv1.Stack, unreadable string) {
 	ref := p.Spec.HeldChange
 	if ref == nil {
 		return
@@ -89,7 +90,7 @@ func (r *Review) AddHeldChange(p *promotionv1alpha1.Promotion, stack *pulumiv1.S
 	h := &HeldChangeReview{Stack: ref.Stack}
 	switch {
 	case stack == nil:
-		h.Note = "Stack " + ref.Stack + " could not be read"
+		h.Note = cmp.Or(unreadable, "Stack "+ref.Stack+" could not be read")
 	case stack.Status.HeldSpec == nil || stack.Status.HeldSpec.Digest != ref.Digest:
 		h.Note = "Stack " + ref.Stack + " no longer holds this change: it was deployed, superseded or withdrawn"
 	default:
@@ -203,12 +204,12 @@ func (c *Client) Review(ctx context.Context, promotion string, withPatch bool) (
 		return Review{}, fmt.Errorf("promotion %q: %w", promotion, err)
 	}
 	var held *pulumiv1.Stack
-	heldNote := ""
+	unreadable := ""
 	if ref := p.Spec.HeldChange; ref != nil {
 		held = &pulumiv1.Stack{}
 		switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Stack}, held); {
 		case apierrors.IsForbidden(err):
-			held, heldNote = nil, "you may not read Stacks in namespace "+c.Namespace
+			held, unreadable = nil, "you may not read Stacks in namespace "+c.Namespace
 		case err != nil:
 			held = nil
 		}
@@ -230,10 +231,7 @@ func (c *Client) Review(ctx context.Context, promotion string, withPatch bool) (
 		}
 	}
 	r := BuildReview(p, plans, withPatch)
-	r.AddHeldChange(p, held)
-	if heldNote != "" {
-		r.HeldChange.Note = heldNote
-	}
+	r.AddHeldChange(p, held, unreadable)
 	return r, nil
 }
 

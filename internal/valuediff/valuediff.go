@@ -138,7 +138,7 @@ func FromStep(md map[string]any) Resource {
 		for _, k := range keys {
 			o, hasOld := oldIn[k]
 			n, hasNew := newIn[k]
-			walk(&props, pathJoin("", k), o, n, hasOld, hasNew)
+			walk(&props, PathJoin("", k), o, n, hasOld, hasNew)
 		}
 		// What the engine says changed but the values cannot show (a
 		// secret on both sides looks the same blinded).
@@ -226,7 +226,7 @@ func walk(props *[]Property, path string, o, n any, hasOld, hasNew bool) {
 		for _, k := range unionKeys(om, nm) {
 			ov, ho := om[k]
 			nv, hn := nm[k]
-			walk(props, pathJoin(path, k), ov, nv, ho, hn)
+			walk(props, PathJoin(path, k), ov, nv, ho, hn)
 		}
 		return
 	}
@@ -406,7 +406,7 @@ func engineChanged(md map[string]any, detailed map[string]string) []string {
 	}
 	if len(paths) == 0 {
 		for _, k := range stringList(md["diffs"]) {
-			paths = append(paths, pathJoin("", k))
+			paths = append(paths, PathJoin("", k))
 		}
 	}
 	slices.Sort(paths)
@@ -446,8 +446,11 @@ func replaces(path string, detailed map[string]string, keys []string, op string)
 // identifier matches a key that a path writes after a dot.
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// pathJoin appends the object key k to path.
-func pathJoin(path, k string) string {
+// PathJoin appends the object key k to path: ".k" after a path, k alone
+// at the top, `["k"]` when k is not an identifier, as Pulumi writes
+// property paths. The spec diff of a held change (internal/change) writes
+// its paths the same way.
+func PathJoin(path, k string) string {
 	switch {
 	case identifier.MatchString(k) && path == "":
 		return k

@@ -10,6 +10,10 @@ import (
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
+// ReasonHeldChangeDeciding is the reason of the wait of a held change's
+// promotion whose Stack has not decided on its new spec yet.
+const ReasonHeldChangeDeciding = "HeldChangeChanging"
+
 // targets are the Stacks of the stage the promotion previews and pins:
 // every Stack the stage lists, or, for a held change, the Stack that
 // holds it, if the stage lists it.
@@ -63,7 +67,7 @@ func (s *session) reconcileHeldChange(ctx context.Context) (sreconcile.Result, e
 			return s.abort("spec.heldChange: Stack %s no longer holds the change: its spec is one approved for it (generation %d)", held.Stack, a.Generation)
 		}
 		// The Stack has not decided on its new spec yet.
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting("HeldChangeChanging",
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonHeldChangeDeciding,
 			fmt.Errorf("spec.heldChange: waiting for Stack %s to decide on its spec (generation %d)", held.Stack, stack.Generation), busyWait)
 	default:
 		s.p.Status.EndReason = promotionv1alpha1.EndReasonSuperseded

@@ -21,12 +21,6 @@ import (
 	"github.com/stackyard/stackyard/internal/pipelinectl"
 )
 
-// messageProject is a program whose file holds its version and the
-// config value web:message.
-func messageProject(version string) string {
-	return strings.Replace(project(version+"-${message}"), "config:\n", "config:\n  message:\n    type: string\n", 1)
-}
-
 // TestHeldChangePromoted: a config change to a governed Stack, made by
 // someone allowed only to update Stacks (as Argo CD would sync it), is
 // held; the stage asks for a promotion of it by itself, which previews
@@ -39,7 +33,7 @@ func TestHeldChangePromoted(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	repo := newProgramRepo(t)
-	c1 := repo.Commit("main", map[string]string{"Pulumi.yaml": messageProject("v1")})
+	c1 := repo.Commit("main", map[string]string{"Pulumi.yaml": projectReading("v1", "message", false)})
 	s, file := gitStack(t, ns, "web", repo.URL, c1)
 	s.Spec.Config["web:message"] = apiextensionsv1.JSON{Raw: []byte(`"first"`)}
 	// A rule over the preview asks an approval when the page changes:

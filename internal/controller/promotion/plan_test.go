@@ -27,8 +27,16 @@ import (
 
 // tokenProject is project(version) writing "<version>-<token>", token
 // being a secret configuration value.
-func tokenProject(version string) string {
-	return strings.Replace(project(version+"-${token}"), "config:\n", "config:\n  token:\n    type: string\n    secret: true\n", 1)
+func tokenProject(version string) string { return projectReading(version, "token", true) }
+
+// projectReading is project(version) writing "<version>-<value of key>",
+// the configuration key declared a string, secret or not.
+func projectReading(version, key string, secret bool) string {
+	decl := "config:\n  " + key + ":\n    type: string\n"
+	if secret {
+		decl += "    secret: true\n"
+	}
+	return strings.Replace(project(version+"-${"+key+"}"), "config:\n", decl, 1)
 }
 
 // awaiting is a Stack web, deployed at c1, whose program (made by
