@@ -34,7 +34,8 @@ func (s *session) targets() []promotionv1alpha1.StackBinding {
 // to the change it was asked for, until it pins the Stack: it is aborted
 // as Superseded once the Stack holds a newer change, and as Withdrawn once
 // it holds none (its spec was reverted, or approved otherwise). A Stack
-// the stage does not list, or that does not name the stage, aborts it.
+// the stage does not list, or that does not name the stage, aborts it,
+// as does a release other than the one the stage runs.
 // Once it has pinned the Stack, the Stack's own hold takes over: it
 // deploys only what this promotion previewed.
 func (s *session) reconcileHeldChange(ctx context.Context) (sreconcile.Result, error) {
@@ -44,6 +45,13 @@ func (s *session) reconcileHeldChange(ctx context.Context) (sreconcile.Result, e
 	}
 	if len(s.targets()) == 0 {
 		return s.abort("spec.heldChange.stack: stage %s does not list Stack %s", s.p.Spec.Stage, held.Stack)
+	}
+	// Whoever may ask for promotions may write spec.heldChange: what the
+	// stage runs is read from its status, which only the operator writes,
+	// so that a held change's promotion cannot carry another release to
+	// one Stack of the stage and leave the others behind.
+	if cur := s.stage.Status.CurrentRelease; cur == nil || cur.Name != s.p.Spec.Release {
+		return s.abort("spec.release: a promotion of a held change deploys the release stage %s runs, not %s", s.p.Spec.Stage, s.p.Spec.Release)
 	}
 	stack, err := get(ctx, s.r.APIReader, s.p.Namespace, "Stack", held.Stack, &pulumiv1.Stack{})
 	switch {

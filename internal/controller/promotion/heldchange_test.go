@@ -170,4 +170,19 @@ func TestHeldChangePromoted(t *testing.T) {
 		g.Expect(asked).To(Equal(1), "a rejected change was asked for again")
 	}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
 	g.Expect(readFile(g, file)).To(Equal("v1-second"), "a rejected change was deployed")
+
+	// Whoever may ask for promotions may write spec.heldChange; it does
+	// not carry another release to the Stack.
+	c2 := repo.Commit("main", map[string]string{"Pulumi.yaml": projectReading("v2", "message", false)})
+	create(t, release(ns, "r2", c2, time.Now()))
+	crafted := &promotionv1alpha1.Promotion{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bob-r2-as-held"},
+		Spec: promotionv1alpha1.PromotionSpec{Stage: "prod", Release: "r2", RequestedBy: "bob",
+			HeldChange: &promotionv1alpha1.HeldChangeRef{Stack: "web", Digest: sixth}},
+	}
+	g.Expect(bob.Client.Create(ctx, crafted)).To(Succeed())
+	refused := waitFinished(t, ns, crafted.Name, opTimeout)
+	g.Expect(refused.Status.Phase).To(Equal(promotionv1alpha1.PromotionAborted))
+	g.Expect(refused.Status.Message).To(ContainSubstring("spec.release: a promotion of a held change deploys the release stage prod runs, not r2"))
+	g.Expect(readFile(g, file)).To(Equal("v1-second"))
 }
