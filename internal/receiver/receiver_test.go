@@ -98,7 +98,7 @@ func newPipeline(g Gomega, ns, repoURL string) {
 // newStack creates a Stack "web" in ns tracking main of repoURL, looking
 // again only once an hour, and returns the file its program writes.
 func newStack(t *testing.T, ns, repoURL string) string {
-	dir := t.TempDir()
+	dir := testenv.LiveDir(t)
 	NewWithT(t).Expect(os.MkdirAll(filepath.Join(dir, "state"), 0o755)).To(Succeed())
 	target := filepath.Join(dir, "page.txt")
 	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: shared.StackSpec{
