@@ -39,12 +39,13 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum
 # prerequisites, this target among them; running it here first keeps the
 # chart's copies from lagging one generation behind an API or marker change.
 .PHONY: generate-helm
-generate-helm: $(CONTROLLER_GEN) ## Copy the generated CRDs, the ClusterRole and the admission policies into the Helm chart.
+generate-helm: $(CONTROLLER_GEN) ## Copy the generated CRDs, the ClusterRole, the people's roles and the admission policies into the Helm chart.
 	@CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-api.sh
 	@set -euo pipefail; \
-	for d in crds rbac policy; do rm -rf $(HELM_CHART)/files/$$d; mkdir -p $(HELM_CHART)/files/$$d; done; \
+	for d in crds rbac policy people; do rm -rf $(HELM_CHART)/files/$$d; mkdir -p $(HELM_CHART)/files/$$d; done; \
 	install -m 0644 config/crd/bases/*.yaml $(HELM_CHART)/files/crds/; \
 	install -m 0644 config/rbac/role.yaml config/rbac/leader_election_role.yaml $(HELM_CHART)/files/rbac/; \
+	install -m 0644 config/people/roles.yaml $(HELM_CHART)/files/people/; \
 	for f in config/policy/*.yaml; do \
 		[ "$$(basename $$f)" = kustomization.yaml ] || install -m 0644 $$f $(HELM_CHART)/files/policy/; \
 	done

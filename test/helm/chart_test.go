@@ -29,7 +29,7 @@ func TestRenderDefaults(t *testing.T) {
 	crds, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "*.yaml"))
 	want := map[string]int{
 		"CustomResourceDefinition": len(crds), "ValidatingAdmissionPolicy": 9, "ValidatingAdmissionPolicyBinding": 9, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
-		"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
+		"ServiceAccount": 1, "ClusterRole": 7, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 		"Deployment": 1, "Service": 3,
 	}
 	if got := m.kinds(); !maps.Equal(got, want) {
@@ -283,12 +283,43 @@ func TestRenderOptions(t *testing.T) {
 		},
 	}, {
 		name: "no rbac",
-		args: []string{"--set", "rbac.create=false"},
+		args: []string{"--set", "rbac.create=false", "--set", "peopleRoles.create=false"},
 		check: func(t *testing.T, m manifest, _ operator) {
 			for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
 				if n := len(m.ofKind(kind)); n != 0 {
 					t.Errorf("%d objects of kind %s", n, kind)
 				}
+			}
+		},
+	}, {
+		// The people's roles, and an approver of one stage: a Role that
+		// names the stage alone, bound to the subjects given.
+		name: "approvers",
+		args: []string{"--set", "rbac.create=false",
+			"--set", "peopleRoles.approvers[0].namespace=payments", "--set", "peopleRoles.approvers[0].stage=prod",
+			"--set", "peopleRoles.approvers[0].subjects[0].kind=Group", "--set", "peopleRoles.approvers[0].subjects[0].name=payments-approvers"},
+		check: func(t *testing.T, m manifest, _ operator) {
+			var names []string
+			for _, u := range m.ofKind("ClusterRole") {
+				names = append(names, u.GetName())
+			}
+			slices.Sort(names)
+			want := []string{"stackyard-admin", "stackyard-approver", "stackyard-editor", "stackyard-governor", "stackyard-promoter", "stackyard-viewer"}
+			if !slices.Equal(names, want) {
+				t.Errorf("ClusterRoles %v, want %v", names, want)
+			}
+			role, binding := m.get("Role", "stackyard-approver-prod"), m.get("RoleBinding", "stackyard-approver-prod")
+			if role == nil || binding == nil || role.GetNamespace() != "payments" || binding.GetNamespace() != "payments" {
+				t.Fatalf("no Role and RoleBinding stackyard-approver-prod in payments: %v", m.kinds())
+			}
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			approve := rules[0].(map[string]any)
+			if fmt.Sprint(approve["verbs"]) != "[approve]" || fmt.Sprint(approve["resourceNames"]) != "[prod]" {
+				t.Errorf("the approver's first rule is %v, want approve on stage prod alone", approve)
+			}
+			subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+			if len(subjects) != 1 || subjects[0].(map[string]any)["name"] != "payments-approvers" {
+				t.Errorf("the approvers bound are %v", subjects)
 			}
 		},
 	}, {

@@ -142,7 +142,7 @@ func checkOperator(t *testing.T, m manifest, ns string) operator {
 	// (The workspace pods' ServiceAccounts and their bindings, labelled
 	// component workspace, are not the operator's.)
 	for _, u := range m.ofKind("ServiceAccount") {
-		if isWorkspaceObject(u) {
+		if isWorkspaceObject(u) || isPeopleObject(u) {
 			continue
 		}
 		if u.GetName() != sa || u.GetNamespace() != ns {
@@ -151,7 +151,7 @@ func checkOperator(t *testing.T, m manifest, ns string) operator {
 	}
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, u := range m.ofKind(kind) {
-			if isWorkspaceObject(u) {
+			if isWorkspaceObject(u) || isPeopleObject(u) {
 				continue
 			}
 			var b rbacv1.ClusterRoleBinding // a RoleBinding has the same fields
@@ -351,6 +351,12 @@ func checkServiceMonitor(t *testing.T, m manifest, _ operator) {
 // (workspaces.namespaces), not for the operator.
 func isWorkspaceObject(u *unstructured.Unstructured) bool {
 	return u.GetLabels()["app.kubernetes.io/component"] == "workspace"
+}
+
+// isPeopleObject tells the roles for people (and their approvers'
+// bindings) from the operator's own RBAC.
+func isPeopleObject(u *unstructured.Unstructured) bool {
+	return u.GetLabels()["app.kubernetes.io/component"] == "people"
 }
 
 // TestRenderRefusesBadValues: values the chart cannot act on stop the

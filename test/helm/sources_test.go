@@ -24,6 +24,7 @@ func chartCopies(t *testing.T) map[string]string {
 	copies := map[string]string{
 		"files/rbac/role.yaml":                 "config/rbac/role.yaml",
 		"files/rbac/leader_election_role.yaml": "config/rbac/leader_election_role.yaml",
+		"files/people/roles.yaml":              "config/people/roles.yaml",
 	}
 	for dir, pattern := range map[string]string{"files/crds": "config/crd/bases/*.yaml", "files/policy": "config/policy/*.yaml"} {
 		sources, err := filepath.Glob(filepath.Join(repo, pattern))

@@ -85,7 +85,7 @@ func TestDefaultKustomization(t *testing.T) {
 			bindingSubjects, _, _ = unstructured.NestedSlice(u.Object, "subjects")
 		}
 	}
-	for kind, n := range map[string]int{"CustomResourceDefinition": 12, "ValidatingAdmissionPolicy": 9, "ValidatingAdmissionPolicyBinding": 9, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1,
+	for kind, n := range map[string]int{"CustomResourceDefinition": 12, "ValidatingAdmissionPolicy": 9, "ValidatingAdmissionPolicyBinding": 9, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 7,
 		"ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 3, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1} {
 		if kinds[kind] != n {
 			t.Errorf("%d objects of kind %s, want %d", kinds[kind], kind, n)

@@ -238,7 +238,7 @@ type ResourceChange struct {
 // stack, run in a Workspace. It runs once; its status records the result.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=pulumi
+// +kubebuilder:resource:categories={pulumi,stackyard}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Workspace",type=string,JSONPath=`.spec.workspaceName`
 // +kubebuilder:printcolumn:name="Type",type=string,priority=10,JSONPath=`.spec.type`

@@ -419,7 +419,7 @@ type WorkspaceSetup struct {
 // run Pulumi operations on the project's stacks.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=pulumi
+// +kubebuilder:resource:categories={pulumi,stackyard}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

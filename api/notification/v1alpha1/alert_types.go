@@ -148,7 +148,7 @@ type AlertStatus struct {
 // the Alert are not sent.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=stackyard
+// +kubebuilder:resource:shortName=syalert,categories=stackyard
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.providerRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -74,7 +74,7 @@ type ProviderSpec struct {
 // works.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=stackyard
+// +kubebuilder:resource:shortName=syprovider,categories=stackyard
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Provider struct {

@@ -70,7 +70,7 @@ type ApprovalSpec struct {
 // get approvals --field-selector spec.promotion=NAME`).
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=stackyard
+// +kubebuilder:resource:shortName=syapproval,categories=stackyard
 // +kubebuilder:printcolumn:name="Promotion",type=string,JSONPath=`.spec.promotion`
 // +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.decision`
 // +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.user`

@@ -181,7 +181,7 @@ type PipelineStatus struct {
 // Releases, which its Stages promote.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=stackyard
+// +kubebuilder:resource:shortName={sypipeline,sypipe},categories=stackyard
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Repository",type=string,JSONPath=`.spec.git.repoURL`
 // +kubebuilder:printcolumn:name="Latest",type=string,JSONPath=`.status.latestRelease`

@@ -459,7 +459,7 @@ type Measurement struct {
 // stage, or, as a rollback, a release never verified in the stage.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=stackyard
+// +kubebuilder:resource:shortName={sypromotion,sypromo},categories=stackyard
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.spec.stage`
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.spec.release`

@@ -98,7 +98,7 @@ type ReleaseStatus struct {
 // of its repository. The Pipeline creates it; it is immutable.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=stackyard
+// +kubebuilder:resource:shortName={syrelease,syrel},categories=stackyard
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Pipeline",type=string,JSONPath=`.spec.pipeline`
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.spec.commit.sha`

@@ -598,7 +598,7 @@ type StageStatus struct {
 // time, fed by the pipeline or by upstream stages.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=stackyard
+// +kubebuilder:resource:shortName=systage,categories=stackyard
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Pipeline",type=string,JSONPath=`.spec.pipeline`
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.status.currentRelease.name`

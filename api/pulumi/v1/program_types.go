@@ -186,7 +186,7 @@ type ProgramStatus struct {
 // `program` field, not under a spec.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=pulumi
+// +kubebuilder:resource:categories={pulumi,stackyard}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Revision",type=string,priority=10,JSONPath=`.status.artifact.revision`

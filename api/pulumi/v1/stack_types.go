@@ -105,7 +105,7 @@ const MaxHistory = 10
 // asked), and can destroy the stack's resources when the object is deleted.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=pulumi
+// +kubebuilder:resource:categories={pulumi,stackyard}
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Stack",type=string,priority=10,JSONPath=`.spec.stack`

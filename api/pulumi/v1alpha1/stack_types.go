@@ -12,7 +12,7 @@ import (
 // server without change. Use pulumi.com/v1.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=pulumi
+// +kubebuilder:resource:categories={pulumi,stackyard}
 // +kubebuilder:subresource:status
 // +kubebuilder:deprecatedversion:warning="pulumi.com/v1alpha1 Stack is deprecated; use pulumi.com/v1 Stack, which has the same schema"
 // +kubebuilder:printcolumn:name="Stack",type=string,priority=10,JSONPath=`.spec.stack`
