@@ -2,7 +2,6 @@ package policy_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,23 +26,8 @@ import (
 // as kustomize and the Helm chart install them.
 func installPeopleRoles(t *testing.T) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testenv.RepoRoot(), "config", "people", "roles.yaml"))
-	if err != nil {
+	if err := env.InstallPeopleRoles(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		role := &rbacv1.ClusterRole{}
-		if err := dec.Decode(role); err != nil {
-			break
-		}
-		if role.Name == "" {
-			continue
-		}
-		if err := env.Client.Create(context.Background(), role); client.IgnoreAlreadyExists(err) != nil {
-			t.Fatalf("creating ClusterRole %s: %v", role.Name, err)
-		}
 	}
 }
 

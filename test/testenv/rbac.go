@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -143,4 +144,30 @@ func (e *Env) Impersonate(ctx context.Context, namespace, name string, groups []
 	cfg := rest.CopyConfig(e.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: name, Groups: groups}
 	return cfg, nil
+}
+
+// PeopleRolesFile holds the roles for people that kustomize and the Helm
+// chart install.
+func PeopleRolesFile() string { return filepath.Join(RepoRoot(), "config", "people", "roles.yaml") }
+
+// InstallPeopleRoles creates the ClusterRoles of PeopleRolesFile, as an
+// install does; ones that exist already are left as they are.
+func (e *Env) InstallPeopleRoles(ctx context.Context) error {
+	data, err := os.ReadFile(PeopleRolesFile())
+	if err != nil {
+		return err
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.UnmarshalStrict([]byte(doc), role); err != nil {
+			return fmt.Errorf("%s: %w", PeopleRolesFile(), err)
+		}
+		if role.Name == "" {
+			continue
+		}
+		if err := e.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
+		}
+	}
+	return nil
 }
