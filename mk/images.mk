@@ -13,11 +13,13 @@
 
 IMAGES_DIR ?= dist/images
 IMAGE_ARCH ?= $(shell go env GOARCH)
-IMAGE_REGISTRY ?= ghcr.io/stackyard
+# The install guides export STACKYARD_REGISTRY and STACKYARD_VERSION
+# (docs/install.md): when set, they name the images built and pushed too.
+IMAGE_REGISTRY ?= $(or $(STACKYARD_REGISTRY),ghcr.io/stackyard)
 # The version stamped into stackyard (internal/cli.Version) and recorded as
 # org.opencontainers.image.version; -dirty when the work tree has changes.
 IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-IMAGE_TAG ?= $(IMAGE_VERSION)
+IMAGE_TAG ?= $(or $(STACKYARD_VERSION),$(IMAGE_VERSION))
 IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 IMAGE_SOURCE ?= https://github.com/stackyard/stackyard
 # The images' creation time: SOURCE_DATE_EPOCH when the environment sets it
@@ -52,6 +54,15 @@ images: $(PULUMI_TOOLS) ca-certificates ## Build the operator and agent images i
 		-agent-ref $(IMAGE_REGISTRY)/stackyard-agent:$(IMAGE_TAG) \
 		-version $(IMAGE_VERSION) -revision $(IMAGE_REVISION) -source $(IMAGE_SOURCE) \
 		-pulumi-version $(PULUMI_VERSION) -created $(SOURCE_DATE_EPOCH)
+
+# PUSH_FLAGS go to hack/push: -insecure for a registry over plain HTTP.
+PUSH_FLAGS ?=
+
+.PHONY: push
+push: ## Push the images `make images` built to $(IMAGE_REGISTRY) as :$(IMAGE_TAG), digests unchanged (docker config credentials).
+	@go run ./hack/push $(PUSH_FLAGS) \
+		$(IMAGES_DIR)/stackyard-operator.oci=$(IMAGE_REGISTRY)/stackyard:$(IMAGE_TAG) \
+		$(IMAGES_DIR)/stackyard-agent.oci=$(IMAGE_REGISTRY)/stackyard-agent:$(IMAGE_TAG)
 
 .PHONY: ca-certificates
 ca-certificates: ## Install Debian's ca-certificates when the CA bundle for the images is missing.
