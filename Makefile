@@ -116,6 +116,15 @@ DEV_FLAGS ?=
 # relinks only when a source changed.
 STACKYARD_BINS = go build -ldflags "$$(hack/version-ldflags.sh)" -o $(BIN)/ ./cmd/stackyard ./cmd/stackyard-agent
 
+# Where `make install-cli` puts the stackyard CLI.
+PREFIX ?= /usr/local
+
+.PHONY: install-cli
+install-cli: ## Install the stackyard CLI (approve, review, promote, ...) into $(PREFIX)/bin; needs only Go.
+	@mkdir -p $(PREFIX)/bin
+	CGO_ENABLED=0 go build -trimpath -ldflags "$$(hack/version-ldflags.sh)" -o $(PREFIX)/bin/stackyard ./cmd/stackyard
+	@echo ">> installed $(PREFIX)/bin/stackyard: $$($(PREFIX)/bin/stackyard version 2>/dev/null | head -1)"
+
 .PHONY: dev
 dev: $(DEV_TOOLS) ## Run stackyard locally: control plane from bin/, state in .stackyard/ (Ctrl-C stops it).
 	$(STACKYARD_BINS)
