@@ -22,9 +22,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/stackyard/stackyard/test/testenv"
 )
@@ -95,7 +92,7 @@ func Start(t testing.TB, env *testenv.Env) *Controller {
 	}
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(cfg, kubeconfig); err != nil {
+	if err := testenv.WriteKubeconfig(cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	storage, tmp := filepath.Join(dir, "storage"), filepath.Join(dir, "tmp")
@@ -145,26 +142,4 @@ func (c *Controller) Own(obj *unstructured.Unstructured) *unstructured.Unstructu
 	labels[LabelKey] = c.Label
 	obj.SetLabels(labels)
 	return obj
-}
-
-// writeKubeconfig writes a kubeconfig file that reaches the API server as
-// cfg does: its server, CA, client certificate and impersonation.
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	const name = "test"
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData,
-		ClientKeyData:         cfg.KeyData,
-		Token:                 cfg.BearerToken,
-		Impersonate:           cfg.Impersonate.UserName,
-		ImpersonateGroups:     cfg.Impersonate.Groups,
-	}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	kc.CurrentContext = name
-	data, err := clientcmd.Write(*kc)
-	if err != nil {
-		return fmt.Errorf("writing source-controller's kubeconfig: %w", err)
-	}
-	return os.WriteFile(path, data, 0o600)
 }
