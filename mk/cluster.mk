@@ -12,8 +12,11 @@
 # the same replace block; it is a module of its own only because tools/kube's
 # go.sum lacks the kubelet's and the controller manager's dependencies.
 #
-# None of this is a prerequisite of `make test`: `make test-cluster` starts
-# the cluster, runs the suites tagged `cluster` and always tears it down.
+# Only kube-controller-manager is a prerequisite of `make test`: test/policy
+# runs its clusterrole-aggregation controller alone against the test API
+# server (TestPeopleRolesAggregated). `make test-cluster` starts the cluster,
+# runs the suites tagged `cluster` and always tears it down; in CI it finds
+# kube-controller-manager already built.
 
 KUBELET := $(BIN)/kubelet
 KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
@@ -46,6 +49,8 @@ RUNC_TAGS ?= seccomp urfave_cli_no_docs
 
 NODE_TOOLS := $(KUBELET) $(KUBE_PROXY) $(COREDNS) $(CONTAINERD) $(CONTAINERD_SHIM) $(CTR) $(RUNC) $(CNI_PLUGINS)
 CLUSTER_TOOLS := $(CONTROL_PLANE_TOOLS) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(NODE_TOOLS)
+
+TEST_DEPS += $(KUBE_CONTROLLER_MANAGER)
 
 CLUSTER_DIR ?= /tmp/stackyard-cluster
 export CLUSTER_DIR

@@ -273,35 +273,58 @@ func waitStack(t *testing.T, ns, name string, timeout time.Duration, check func(
 	return last
 }
 
-// describe renders a Stack's status for failure messages.
+// describe renders a Stack's status for failure messages, with what it
+// may be waiting for: every Workspace and Update of its namespace, with
+// their shard labels, and the other Stacks there (a prerequisite).
 func describe(s *pulumiv1.Stack) string {
 	if s == nil {
 		return "no stack"
 	}
-	out := fmt.Sprintf("generation %d, observedGeneration %d\n", s.Generation, s.Status.ObservedGeneration)
-	for _, c := range s.Status.Conditions {
-		out += fmt.Sprintf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
-	}
-	if lu := s.Status.LastUpdate; lu != nil {
-		out += fmt.Sprintf("  lastUpdate %s %s %s failures=%d: %s\n", lu.Name, lu.Type, lu.State, lu.Failures, lu.Message)
-	}
-	// What the Stack is waiting for is usually on its Workspace or Update.
+	out := describeStack(s)
 	ctx := context.Background()
-	var ws autov1alpha1.Workspace
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &ws); err == nil {
-		out += fmt.Sprintf("workspace generation %d observed %d address %q\n", ws.Generation, ws.Status.ObservedGeneration, ws.Status.Address)
-		for _, c := range ws.Status.Conditions {
-			out += fmt.Sprintf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	var stacks pulumiv1.StackList
+	if err := env.Client.List(ctx, &stacks, client.InNamespace(s.Namespace)); err == nil {
+		for i := range stacks.Items {
+			if o := &stacks.Items[i]; o.Name != s.Name {
+				out += "other " + describeStack(o)
+			}
+		}
+	}
+	var workspaces autov1alpha1.WorkspaceList
+	if err := env.Client.List(ctx, &workspaces, client.InNamespace(s.Namespace)); err == nil {
+		for _, ws := range workspaces.Items {
+			out += fmt.Sprintf("workspace %s [shard %q] generation %d observed %d address %q\n", ws.Name, ws.Labels[shard.Label], ws.Generation, ws.Status.ObservedGeneration, ws.Status.Address)
+			for _, c := range ws.Status.Conditions {
+				out += fmt.Sprintf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+			}
 		}
 	}
 	var updates autov1alpha1.UpdateList
 	if err := env.Client.List(ctx, &updates, client.InNamespace(s.Namespace)); err == nil {
 		for _, u := range updates.Items {
-			out += fmt.Sprintf("update %s (%s): %s\n", u.Name, u.Spec.Type, u.Status.Message)
+			out += fmt.Sprintf("update %s (%s) [shard %q] uid %s workspace %s: %s\n", u.Name, u.Spec.Type, u.Labels[shard.Label], u.UID, u.Spec.WorkspaceName, u.Status.Message)
 			for _, c := range u.Status.Conditions {
 				out += fmt.Sprintf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
 			}
 		}
+	}
+	return out
+}
+
+// describeStack renders one Stack's status and records.
+func describeStack(s *pulumiv1.Stack) string {
+	out := fmt.Sprintf("stack %s [shard %q] generation %d, observedGeneration %d\n", s.Name, s.Labels[shard.Label], s.Generation, s.Status.ObservedGeneration)
+	for _, c := range s.Status.Conditions {
+		out += fmt.Sprintf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	if cu := s.Status.CurrentUpdate; cu != nil {
+		out += fmt.Sprintf("  currentUpdate %s uid %s\n", cu.Name, cu.UID)
+	}
+	if w := s.Status.Workspace; w != nil {
+		out += fmt.Sprintf("  workspace record %s uid %s\n", w.Name, w.UID)
+	}
+	if lu := s.Status.LastUpdate; lu != nil {
+		out += fmt.Sprintf("  lastUpdate %s %s %s failures=%d: %s\n", lu.Name, lu.Type, lu.State, lu.Failures, lu.Message)
 	}
 	return out
 }
