@@ -58,7 +58,7 @@ func newDevCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state-dir", ".stackyard", "directory for all state: control plane, workspaces, sample repository, Pulumi state")
-	cmd.Flags().StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding etcd, kube-apiserver, pulumi, the YAML host and the test provider (built by `make tools`)")
+	cmd.Flags().StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding etcd, kube-apiserver, pulumi, the YAML host and the test provider (built by \"make tools\")")
 	cmd.Flags().StringVar(&opts.CRDDir, "crd-dir", "config/crd/bases", "directory of the CRD manifests to install")
 	cmd.Flags().StringVar(&opts.PolicyDir, "policy-dir", "config/policy", "directory of the admission policies to apply (empty: none)")
 	cmd.Flags().StringVar(&opts.WebhookDir, "webhook-dir", "config/webhook", "directory of the operator's admission webhook configurations, which the operator then serves on loopback (empty: none)")
@@ -82,7 +82,7 @@ func newDevNotifyCommand() *cobra.Command {
 			return devenv.Notify(cmd.Context(), stateDir)
 		},
 	}
-	cmd.Flags().StringVar(&stateDir, "state-dir", ".stackyard", "the state directory of the `stackyard dev` to tell")
+	cmd.Flags().StringVar(&stateDir, "state-dir", ".stackyard", "the state directory of the running \"stackyard dev\" to tell")
 	return cmd
 }
 

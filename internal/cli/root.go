@@ -5,6 +5,7 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // NewRootCommand returns the `stackyard` command with every subcommand
@@ -21,6 +22,21 @@ func NewRootCommand() *cobra.Command {
 		root.AddCommand(add())
 	}
 	return root
+}
+
+// DocDefaultAnnotation is the pflag annotation of a flag whose default is
+// computed from the machine or the environment the command runs on (the
+// cores, $POD_NAMESPACE): its value says in words what the default is. The
+// help shows the computed value, which is right for that machine; the CLI
+// reference (docs/cli-reference.md, written by hack/clidoc) shows the
+// words, so that it reads the same wherever it is generated.
+const DocDefaultAnnotation = "stackyard.dev/doc-default"
+
+// docDefault marks the flag name of fs with DocDefaultAnnotation.
+func docDefault(fs *pflag.FlagSet, name, words string) {
+	if err := fs.SetAnnotation(name, DocDefaultAnnotation, []string{words}); err != nil {
+		panic(err) // a flag defined just before: only a typo gets here
+	}
 }
 
 // subcommands lists the constructors of the top-level subcommands. Files in
