@@ -155,11 +155,11 @@ type StageSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.pipeline cannot change"
 	Pipeline string `json:"pipeline"`
 
-	// Stacks are the Stacks the stage deploys; a Stack belongs to one
-	// stage at most: when two stages name it, the older one (by
-	// creationTimestamp, then name) keeps it and the other is Stalled.
-	// Each Stack must deploy from git with spec.commit (not spec.branch):
-	// a promotion pins that field.
+	// Stacks are the Stacks the stage deploys. A Stack belongs to the one
+	// stage its annotation promotion.stackyard.dev/authorized-stage names,
+	// which a governor sets: a promotion of any other stage that lists it
+	// is Aborted, naming the Stack. Each Stack must deploy from git with
+	// spec.commit (not spec.branch): a promotion pins that field.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1

@@ -31,7 +31,8 @@
 // spec.stage names no Stage, or a frozen one (the message carries the
 // freeze's reason); when spec.release names no Release, or one of another
 // pipeline; when a rollback names a release never verified in the stage;
-// or when a Stack of the stage is bound to an older stage. Outside the
+// or when a Stack of the stage names another stage, or none, in its
+// promotion.stackyard.dev/authorized-stage annotation (change.Unauthorized). Outside the
 // stage's promotion windows it stays Pending, and is looked at again when
 // the next window opens.
 //

@@ -21,8 +21,8 @@
 //     Degraded), naming the first Stack that is not healthy;
 //   - a missing Pipeline, Stack or upstream Stage is waited for
 //     (Reconciling, reason ReferenceNotFound) and stalls once it has been
-//     missing longer than the stall bound; a Stack bound by an older stage,
-//     an upstream stage of another pipeline, a cycle in the stage graph and
+//     missing longer than the stall bound; an upstream stage of another
+//     pipeline, a cycle in the stage graph and
 //     a promotion window the operator cannot read stall the stage at once
 //     (reason SpecInvalid), each naming its field;
 //   - the available releases are the pipeline's (direct) or those verified
