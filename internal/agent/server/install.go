@@ -46,7 +46,7 @@ func (s *Server) Install(ctx context.Context, req *agentpb.InstallRequest) (*age
 	if host := languageHost(runtime); !s.findsPlugin(host, "language-"+runtime) {
 		return nil, agenterr.New(agenterr.MissingPlugin,
 			"the program's runtime %q needs the language host %s, which is neither on the agent's PATH, nor beside the pulumi CLI, "+
-				"nor installed under PULUMI_HOME: put %s on the operator's tool path (its --tool-dir, or PATH), or run the Workspace "+
+				"nor installed under PULUMI_HOME: put %s on the operator's tool path (its --tool-dirs, or PATH), or run the Workspace "+
 				"in the kubernetes runtime with an image that has it (pulumi/pulumi-%s, or the pulumi/pulumi image)", runtime, host, host, runtime)
 	}
 	if runtime == "yaml" && len(proj.Packages) == 0 && !req.GetReinstall() {

@@ -93,7 +93,7 @@ func TestMissingLanguageHost(t *testing.T) {
 	if agenterr.ReasonOf(err) != agenterr.MissingPlugin {
 		t.Fatalf("Install of a nodejs program here: %v (reason %s), want MissingPlugin", err, agenterr.ReasonOf(err))
 	}
-	for _, want := range []string{`runtime "nodejs"`, "pulumi-language-nodejs", "--tool-dir", "kubernetes runtime", "pulumi/pulumi-nodejs"} {
+	for _, want := range []string{`runtime "nodejs"`, "pulumi-language-nodejs", "--tool-dirs", "kubernetes runtime", "pulumi/pulumi-nodejs"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q: %v", want, err)
 		}

@@ -55,7 +55,7 @@ func TestMissingLanguageHostStallsTheStack(t *testing.T) {
 	})
 	c := findCondition(s, "Stalled")
 	g.Expect(c.Reason).To(Equal(pulumiv1.StalledWorkspaceFailedReason))
-	g.Expect(c.Message).To(SatisfyAll(ContainSubstring("pulumi-language-nodejs"), ContainSubstring("--tool-dir"),
+	g.Expect(c.Message).To(SatisfyAll(ContainSubstring("pulumi-language-nodejs"), ContainSubstring("--tool-dirs"),
 		ContainSubstring("kubernetes runtime")))
 	t.Logf("Stalled: %s", c.Message)
 	health, err := argocd.StackHealth(s)
