@@ -658,7 +658,7 @@ var loneFlag = regexp.MustCompile(`^--([a-z0-9][a-z0-9-]*)(\*)?(?:[= ]\S*)?$`)
 // foreignFlags are the flags of other programs that the docs write alone
 // in inline code, each with its program. Every other lone flag must be a
 // stackyard command's.
-var foreignFlags = map[string]string{
+var foreignFlags = map[string]string{ //nolint:gosec // flag names and the programs they belong to, not credentials
 	"authorization-mode":         "kube-apiserver (docs/cluster.md)",
 	"oidc-issuer-url":            "kube-apiserver (docs/dashboard.md)",
 	"oidc-client-id":             "kube-apiserver (docs/dashboard.md)",

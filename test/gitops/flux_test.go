@@ -131,20 +131,8 @@ func TestFluxSync(t *testing.T) {
 	g.Expect(env.InstallPeopleRoles(ctx)).To(Succeed())
 	sc, kc := fluxsc.Start(t, env), fluxkc.Start(t, env)
 
-	git := gitserver.New(t)
-	program := git.CreateRepo("web")
-	c0 := program.Commit("main", map[string]string{"Pulumi.yaml": testenv.FileProject("v0")})
-	c1 := program.Commit("main", map[string]string{"Pulumi.yaml": testenv.FileProject("v1")})
-	dir := testenv.LiveDir(t)
-	backend := "file://" + filepath.Join(dir, "state")
-	g.Expect(os.MkdirAll(filepath.Join(dir, "state"), 0o755)).To(Succeed())
-	page, moved := filepath.Join(dir, "page.txt"), filepath.Join(dir, "moved.txt")
-
-	deploy := git.CreateRepo("deploy")
-	files := pipelineManifests(program.URL)
-	files["prod/stack.yaml"] = stackManifest(program.URL, c0, backend, page)
-	files["broken/stack.yaml"] = brokenManifest(git.RepoURL("missing"), backend)
-	deploy.Commit("main", files)
+	f := newFixture(t, nil)
+	program, deploy, c0, c1, backend, page, moved := f.program, f.deploy, f.c0, f.c1, f.backend, f.page, f.moved
 
 	// Flux applies as flux-sync, a governor of the namespace: creating a
 	// Stage and binding a Stack to it need govern.
@@ -282,6 +270,41 @@ func TestFluxSync(t *testing.T) {
 	}).WithTimeout(opTimeout).Should(Succeed(), "Flux never reported the stalled Stack")
 }
 
+// fixture is what both GitOps tests sync: the program's repository, with
+// commits c0 and c1 (writing "v0" and "v1"), and the deploy repository
+// holding pipelineManifests, the governed Stack web at c0 writing page,
+// and the Stack broken; moved is where a config change makes web write.
+type fixture struct {
+	program, deploy      *gitserver.Repo
+	c0, c1               string
+	backend, page, moved string
+}
+
+// newFixture makes the repositories, with the files of the deploy
+// repository replaced by those of override.
+func newFixture(t *testing.T, override map[string]string) fixture {
+	t.Helper()
+	git := gitserver.New(t)
+	f := fixture{program: git.CreateRepo("web")}
+	f.c0 = f.program.Commit("main", map[string]string{"Pulumi.yaml": testenv.FileProject("v0")})
+	f.c1 = f.program.Commit("main", map[string]string{"Pulumi.yaml": testenv.FileProject("v1")})
+	dir := testenv.LiveDir(t)
+	f.backend = "file://" + filepath.Join(dir, "state")
+	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.page, f.moved = filepath.Join(dir, "page.txt"), filepath.Join(dir, "moved.txt")
+	f.deploy = git.CreateRepo("deploy")
+	files := pipelineManifests(f.program.URL)
+	files["prod/stack.yaml"] = stackManifest(f.program.URL, f.c0, f.backend, f.page)
+	files["broken/stack.yaml"] = brokenManifest(git.RepoURL("missing"), f.backend)
+	for k, v := range override {
+		files[k] = v
+	}
+	f.deploy.Commit("main", files)
+	return f
+}
+
 // readFile reads the page a Stack's program wrote.
 func readFile(t *testing.T, path string) string {
 	t.Helper()
@@ -393,7 +416,8 @@ func succeeded(t *testing.T, ns, name string) {
 	p := &promotionv1alpha1.Promotion{}
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
-		g.Expect(p.Status.Phase).To(BeElementOf(promotionv1alpha1.PromotionSucceeded, promotionv1alpha1.PromotionFailed, promotionv1alpha1.PromotionAborted))
+		g.Expect(p.Status.Phase).To(BeElementOf(promotionv1alpha1.PromotionSucceeded, promotionv1alpha1.PromotionFailed, promotionv1alpha1.PromotionAborted),
+			"%s; plan digest %s; approvals %+v", p.Status.Message, p.Status.PlanDigest, p.Status.Approvals)
 	}).WithTimeout(opTimeout).Should(Succeed(), "promotion %s never ended", name)
 	if p.Status.Phase != promotionv1alpha1.PromotionSucceeded {
 		t.Fatalf("promotion %s: %s: %s", name, p.Status.Phase, p.Status.Message)

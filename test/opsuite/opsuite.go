@@ -20,8 +20,11 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/stackyard/stackyard/internal/editstamp"
 	"github.com/stackyard/stackyard/internal/operator"
+	"github.com/stackyard/stackyard/internal/readcheck"
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
@@ -39,6 +42,14 @@ type Options struct {
 	AddToScheme []func(*k8sruntime.Scheme) error
 	// FluxCRDs installs Flux's source CRDs too.
 	FluxCRDs bool
+	// ExtraCRDDirs are further directories of CRDs to install (Argo CD's,
+	// in bin/crds/argocd).
+	ExtraCRDDirs []string
+	// Webhooks installs the operator's admission webhooks
+	// (config/webhook: edit-stamp, which records who edited a governed
+	// Stack, and read-check) and serves them in this process with the
+	// operator's handlers, as the operator serves them in a cluster.
+	Webhooks bool
 	// Receiver serves the receiver endpoint on a free loopback port.
 	Receiver bool
 	// Logs receives everything the operator logs; STACKYARD_TEST_LOG=1
@@ -106,12 +117,28 @@ func run(m *testing.M, opts Options, ready func(*Suite) error) (code int, err er
 	if opts.FluxCRDs {
 		envOpts.ExtraCRDDirs = []string{filepath.Join(testenv.BinDir(), "crds", "flux")}
 	}
+	envOpts.ExtraCRDDirs = append(envOpts.ExtraCRDDirs, opts.ExtraCRDDirs...)
+	if opts.Webhooks {
+		envOpts.Webhooks = []string{
+			filepath.Join(testenv.RepoRoot(), "config", "webhook", "edit-stamp.yaml"),
+			filepath.Join(testenv.RepoRoot(), "config", "webhook", "read-check.yaml"),
+		}
+	}
 	if s.Env, err = testenv.Start(envOpts); err != nil {
 		return 0, err
 	}
 	defer func() { _ = s.Env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if opts.Webhooks {
+		err := s.Env.ServeWebhooks(ctx, func(srv webhook.Server) {
+			editstamp.Register(srv, s.Env.Scheme)
+			readcheck.Register(srv, s.Env.Scheme, s.Env.Client)
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
 	if err := s.Env.InstallPolicies(ctx); err != nil {
 		return 0, err
 	}

@@ -7,13 +7,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -35,20 +30,11 @@ func installPeopleRoles(t *testing.T) {
 // role and nothing else, as a client authenticated by its bearer token.
 func person(t *testing.T, ns, name, role string) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	mustCreate(t, sa)
-	mustCreate(t, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
-	})
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	if err := env.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+	token, err := testenv.BoundToken(context.Background(), env.Client, ns, name, ns, role)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &rest.Config{Host: env.Config.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := client.New(env.TokenConfig(token), client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

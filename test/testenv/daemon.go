@@ -54,8 +54,27 @@ func StartDaemon(t testing.TB, name string, args, env []string) *Daemon {
 	if err := RequireBinaries(name); err != nil {
 		t.Fatal(err)
 	}
+	return startDaemon(t, name, filepath.Join(BinDir(), name), args, env)
+}
+
+// StartSystemDaemon is StartDaemon for a program the system provides, not
+// BinDir (Debian's redis-server): path is absolute, or looked up in PATH.
+// The test fails at once when it is missing, naming install, the command
+// that installs it.
+func StartSystemDaemon(t testing.TB, path, install string, args, env []string) *Daemon {
+	t.Helper()
+	full, err := exec.LookPath(path)
+	if err != nil {
+		t.Fatalf("%s is not installed (%v): run %s", path, err, install)
+	}
+	return startDaemon(t, filepath.Base(full), full, args, env)
+}
+
+// startDaemon starts the program at path, named name in messages.
+func startDaemon(t testing.TB, name, path string, args, env []string) *Daemon {
+	t.Helper()
 	d := &Daemon{Name: name, exited: make(chan struct{})}
-	d.cmd = exec.Command(filepath.Join(BinDir(), name), args...)
+	d.cmd = exec.Command(path, args...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout = &d.output
 	d.cmd.Stderr = &d.output

@@ -121,8 +121,7 @@ func (e *Env) TokenClient(ctx context.Context, namespace, name string, rules ...
 	if err != nil {
 		return nil, err
 	}
-	cfg := &rest.Config{Host: e.Config.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: e.Config.CAData}}
-	return client.New(cfg, client.Options{Scheme: e.Scheme})
+	return client.New(e.TokenConfig(token), client.Options{Scheme: e.Scheme})
 }
 
 // Impersonate grants the user name, in namespace, the rules (a Role and a
@@ -170,4 +169,34 @@ func (e *Env) InstallPeopleRoles(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// BoundToken creates, with c, the ServiceAccount saNamespace/name (unless
+// it exists) and a RoleBinding of the same name in namespace to the
+// ClusterRole role, and returns a token for the ServiceAccount (valid an
+// hour) from the TokenRequest API: a person or a GitOps controller holding
+// one of the shipped roles, judged by the real RBAC.
+func BoundToken(ctx context.Context, c client.Client, saNamespace, name, namespace, role string) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: saNamespace, Name: name}}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNamespace, Name: name}},
+	}
+	for _, obj := range []client.Object{sa, binding} {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("creating %T %s: %w", obj, name, err)
+		}
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return "", fmt.Errorf("requesting a token for %s/%s: %w", saNamespace, name, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// TokenConfig is a config that reaches the API server with token alone:
+// no impersonation, no client certificate.
+func (e *Env) TokenConfig(token string) *rest.Config {
+	return &rest.Config{Host: e.Config.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: e.Config.CAData}}
 }
