@@ -1,6 +1,10 @@
 // Package operator assembles stackyard's controller manager: the Program,
-// Stack, Workspace and Update controllers, the artifact server, the chosen
-// workspace runtime, metrics, probes and leader election. `stackyard
+// Stack, Workspace and Update controllers, the change-management ones
+// (Pipeline, Stage, Promotion, pull request) and the notification ones
+// (Receiver, Alert), the artifact server, the chosen workspace runtime,
+// the dashboard, the Pulumi Cloud-compatible API, the admission webhooks,
+// metrics, probes and leader election (`stackyard operator --help` lists
+// them, with what a named shard leaves out). `stackyard
 // operator` runs it in a cluster and `stackyard dev` on a developer's
 // machine; tests start it against a real API server.
 package operator
