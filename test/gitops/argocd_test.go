@@ -223,24 +223,6 @@ func appSynced(t *testing.T, app *unstructured.Unstructured, sha, want string) {
 	}).WithTimeout(opTimeout).Should(Succeed(), "Argo CD never synced revision %s", sha)
 }
 
-// releaseOf waits for the Pipeline's Release of commit sha and returns its
-// name.
-func releaseOf(t *testing.T, ns, sha string) string {
-	t.Helper()
-	var release string
-	NewWithT(t).Eventually(func(g Gomega) {
-		var list promotionv1alpha1.ReleaseList
-		g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
-		for _, r := range list.Items {
-			if r.Spec.Commit.SHA == sha {
-				release = r.Name
-			}
-		}
-		g.Expect(release).NotTo(BeEmpty(), "the Pipeline made no Release of %s", sha)
-	}).WithTimeout(opTimeout).Should(Succeed())
-	return release
-}
-
 // heldPromotion waits for the stage's promotion of the change held on
 // Stack stack and returns its name.
 func heldPromotion(t *testing.T, ns, stack string) string {

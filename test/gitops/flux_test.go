@@ -184,17 +184,7 @@ func TestFluxSync(t *testing.T) {
 
 	// 2. The Pipeline releases c1, a promotion pins it, and syncs after it
 	// leave the pin.
-	var release string
-	g.Eventually(func(g Gomega) {
-		var list promotionv1alpha1.ReleaseList
-		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		for _, r := range list.Items {
-			if r.Spec.Commit.SHA == c1 {
-				release = r.Name
-			}
-		}
-		g.Expect(release).NotTo(BeEmpty(), "the Pipeline made no Release of %s", c1)
-	}).WithTimeout(opTimeout).Should(Succeed())
+	release := releaseOf(t, ns, c1)
 	g.Expect(env.Client.Create(ctx, &promotionv1alpha1.Promotion{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-r1"},
 		Spec:       promotionv1alpha1.PromotionSpec{Stage: "prod", Release: release, RequestedBy: testUser, Reason: "ship v1"},
@@ -407,6 +397,24 @@ func resynced(t *testing.T, k *unstructured.Unstructured, sha string) {
 		g.Expect(handled).To(Equal(token))
 		g.Expect(strings.HasSuffix(applied, sha)).To(BeTrue(), "applied %s, want %s", applied, sha)
 	}).WithTimeout(opTimeout).Should(Succeed(), "Flux never synced revision %s", sha)
+}
+
+// releaseOf waits for the Pipeline's Release of commit sha and returns its
+// name.
+func releaseOf(t *testing.T, ns, sha string) string {
+	t.Helper()
+	var release string
+	NewWithT(t).Eventually(func(g Gomega) {
+		var list promotionv1alpha1.ReleaseList
+		g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		for _, r := range list.Items {
+			if r.Spec.Commit.SHA == sha {
+				release = r.Name
+			}
+		}
+		g.Expect(release).NotTo(BeEmpty(), "the Pipeline made no Release of %s", sha)
+	}).WithTimeout(opTimeout).Should(Succeed())
+	return release
 }
 
 // succeeded waits for the promotion ns/name to end, and fails unless it
