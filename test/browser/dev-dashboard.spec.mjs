@@ -66,7 +66,17 @@ try {
     check(await page.evaluate(() => window.__stackyardMark === true), 'the page reloaded');
   });
 
-  const promotionPath = await page.locator('#waiting a').first().getAttribute('href');
+  // The new release goes to sample-dev by itself and then waits for an
+  // approval into sample-prod, which supersedes the first release's
+  // request there: a superseded promotion can no longer be decided, so the
+  // approval below goes to the new release's promotion, once it waits.
+  let promotionPath = '';
+  await step('the new release waits for approval into prod', async () => {
+    const release = await page.locator('#timeline tr', { has: page.locator(`code[title="${sha}"]`) }).getAttribute('data-release');
+    const waiting = page.locator('#waiting li', { hasText: `release ${release} into sample-prod` }).locator('a');
+    await waiting.waitFor({ timeout: SLOW });
+    promotionPath = await waiting.getAttribute('href');
+  });
 
   await step('a user without the verb "approve" is refused', async () => {
     const context = await browser.newContext();
