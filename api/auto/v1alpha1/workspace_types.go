@@ -386,8 +386,10 @@ type WorkspaceStatus struct {
 	Setup *WorkspaceSetup `json:"setup,omitempty"`
 
 	// Conditions describe the workspace's state. Known types: Ready
-	// (the agent is serving and the stacks are set up) and Stalled (setting
-	// the workspace up failed in a way a retry will not fix).
+	// (the agent is serving and the stacks are set up), Reconciling (setting
+	// up is in progress, or a transient failure is being retried) and
+	// Stalled (setting the workspace up failed in a way a retry will not
+	// fix).
 	// +listType=map
 	// +listMapKey=type
 	// +patchMergeKey=type

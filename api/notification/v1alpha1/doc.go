@@ -6,6 +6,13 @@
 //     verified push wakes, at once, the Pipelines and the branch-tracking
 //     Stacks of the Receiver's namespace that follow the pushed repository
 //     and branch, instead of waiting for their next poll.
+//   - A Provider is where notifications go: a generic webhook, Slack,
+//     Microsoft Teams, or a forge's commit statuses (Gitea, GitHub,
+//     GitLab), with the Secret that holds its credentials.
+//   - An Alert chooses which events of its namespace (releases discovered,
+//     promotions waiting for approval, succeeded or failed, failed
+//     verifications, rollbacks, stalled Stacks, drift) go to which
+//     Provider, each delivered at least once.
 //
 // The objects are namespaced: a team configures its own, and a Receiver
 // never wakes an object of another namespace, nor does an Alert report one.

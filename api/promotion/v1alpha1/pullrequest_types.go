@@ -33,7 +33,8 @@ const ForgeTokenKey = "token"
 //
 // A preview runs the pull request's program with the Stacks' credentials:
 // whoever may push a branch to the repository can read what those Stacks
-// can. Setting or changing this needs the verb "govern" on the Pipeline.
+// can. Setting, changing or removing this needs the verb "govern" on the
+// Pipeline and on every stage that stages names.
 // Pull requests from forks are never previewed unless allowForks says so.
 type PullRequestPreviews struct {
 	// Forge is the forge's API: gitea (also Forgejo), github or gitlab.

@@ -4,8 +4,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// PipelineLabel names, on a Release, a Stage and a Promotion, the Pipeline
-// it belongs to, so that each can be listed by pipeline.
+// PipelineLabel names, on a Release, a Promotion and a pull request's
+// preview Update, the Pipeline it belongs to, so that each can be listed
+// by pipeline. A Stage names its pipeline in spec.pipeline instead.
 const PipelineLabel = "promotion.stackyard.dev/pipeline"
 
 // StageLabel names, on a Promotion, the Stage it promotes into.

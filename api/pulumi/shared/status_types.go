@@ -148,7 +148,8 @@ type UpdateRecord struct {
 	// +optional
 	Commit string `json:"commit,omitempty"`
 	// Trigger says why the operation ran (NoLastUpdate, GenerationChanged,
-	// ReconcileRequested, NewRevision, RetryAfterFailure, Resync, Finalize).
+	// ReconcileRequested, NewRevision, DriftDetected, RetryAfterFailure,
+	// Resync, Finalize).
 	// +optional
 	Trigger string `json:"trigger,omitempty"`
 	// StartTime is when the operation started.
