@@ -50,9 +50,13 @@ func TestAgentKilledMidUpdate(t *testing.T) {
 
 	running := waitRunningUpdate(t, ns, "victim", nil)
 	// The CLI holds the lock from the start of the update to its end; the
-	// engine records the create as pending once it begins it.
+	// engine records the create of the slow resource as pending once it
+	// begins it, and it stays pending for seconds. (The stack resource's
+	// and the provider's creates are pending for an instant too: a kill
+	// that follows one of those could land once it has ended, leaving
+	// nothing pending.)
 	g.Eventually(func() []string { return stateLocks(t, dir) }, opTimeout, 100*time.Millisecond).ShouldNot(BeEmpty())
-	g.Eventually(func() bool { return statePendingCreate(t, dir) }, opTimeout, 100*time.Millisecond).Should(BeTrue())
+	g.Eventually(func() bool { return statePendingCreate(t, dir, "stackyardtest:index:Sleep") }, opTimeout, 100*time.Millisecond).Should(BeTrue())
 	pid := agentPID(t, ns, "victim")
 	g.Expect(pid).NotTo(BeZero(), "no agent process found")
 	g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
@@ -124,8 +128,8 @@ func dumpLogsOnFailure(t *testing.T, ns string) {
 }
 
 // statePendingCreate reports whether the checkpoint of the file:// backend
-// under dir holds a pending create.
-func statePendingCreate(t *testing.T, dir string) bool {
+// under dir holds a pending create of a resource of type typ.
+func statePendingCreate(t *testing.T, dir, typ string) bool {
 	t.Helper()
 	found := false
 	root := filepath.Join(dir, "state", ".pulumi", "stacks")
@@ -141,7 +145,10 @@ func statePendingCreate(t *testing.T, dir string) bool {
 			Checkpoint struct {
 				Latest struct {
 					Pending []struct {
-						Type string `json:"type"`
+						Type     string `json:"type"`
+						Resource struct {
+							Type string `json:"type"`
+						} `json:"resource"`
 					} `json:"pending_operations"`
 				} `json:"latest"`
 			} `json:"checkpoint"`
@@ -150,7 +157,7 @@ func statePendingCreate(t *testing.T, dir string) bool {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		for _, op := range state.Checkpoint.Latest.Pending {
-			found = found || op.Type == "creating"
+			found = found || (op.Type == "creating" && op.Resource.Type == typ)
 		}
 		return nil
 	})
