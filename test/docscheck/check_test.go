@@ -161,3 +161,120 @@ func format(problems []Problem) string {
 	}
 	return b.String()
 }
+
+func TestLinks(t *testing.T) {
+	// The repository: README.md, docs/install.md and a few other files.
+	files := map[string]bool{
+		"README.md": true, "docs": true, "docs/install.md": true, "docs/images/a b.png": true,
+		"config": true, "config/x.yaml": true, "cmd/main.go": true, "deploy/README.md": true,
+	}
+	install := Parse("# Install\n\n## Helm\n\n## Uninstalling\n\n<a id=\"old-name\"></a>\n")
+	tests := []struct {
+		name   string
+		from   string // the linking document, README.md if ""
+		target string
+		// want is a substring of the one problem, "" for none.
+		want string
+	}{
+		{name: "a document", target: "docs/install.md"},
+		{name: "a directory", target: "config/"},
+		{name: "a file from a subdirectory", from: "docs/install.md", target: "../config/x.yaml"},
+		{name: "percent-encoded, with a query", from: "docs/install.md", target: "images/a%20b.png?raw=true"},
+		{name: "from the root", from: "docs/install.md", target: "/cmd/main.go"},
+		{name: "a heading's anchor", target: "docs/install.md#uninstalling"},
+		{name: "an explicit anchor", target: "docs/install.md#old-name"},
+		{name: "an anchor in the document", target: "#intro"},
+		{name: "an anchor in the document, by its name", from: "docs/install.md", target: "install.md#helm"},
+		{name: "a line of a source file is not checked", target: "cmd/main.go#L10"},
+		{name: "an anchor into a document not parsed is not checked", target: "deploy/README.md#anything"},
+		{name: "a missing file", target: "docs/gone.md", want: "docs/gone.md does not exist"},
+		{name: "a missing file from a subdirectory", from: "docs/install.md", target: "config/x.yaml", want: "docs/config/x.yaml does not exist"},
+		{name: "a missing file with an anchor", target: "docs/gone.md#helm", want: "docs/gone.md does not exist"},
+		{name: "outside the repository", from: "docs/install.md", target: "../../x.md", want: "../x.md is outside the repository"},
+		{name: "a renamed heading", target: "docs/install.md#helmm", want: "docs/install.md has no heading or anchor #helmm (did you mean #helm?)"},
+		{name: "a wrong anchor in the document", target: "#nothing-like-it", want: "README.md has no heading or anchor #nothing-like-it"},
+		{name: "a bad percent-encoding", target: "docs/%zz.md", want: "bad path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			from := tt.from
+			if from == "" {
+				from = "README.md"
+			}
+			c := &LinkChecker{
+				Docs:   map[string]Document{"README.md": Parse("# Readme\n\n## Intro\n"), "docs/install.md": install},
+				Exists: func(p string) bool { return files[p] },
+			}
+			doc := c.Docs[from]
+			doc.Links = []Link{{Line: 3, Target: tt.target}}
+			c.Docs[from] = doc
+			n, problems := c.Links(from)
+			if n != 1 {
+				t.Fatalf("checked %d links, want 1", n)
+			}
+			switch {
+			case tt.want == "" && len(problems) > 0:
+				t.Fatalf("got problems, want none:\n%s", format(problems))
+			case tt.want == "":
+			case len(problems) != 1:
+				t.Fatalf("got %d problems, want 1:\n%s", len(problems), format(problems))
+			case !strings.Contains(problems[0].Msg, tt.want) || problems[0].Line != 3:
+				t.Errorf("problem is line %d %q, want line 3 saying %q", problems[0].Line, problems[0].Msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestLinksSkipsAbsoluteURLs(t *testing.T) {
+	c := &LinkChecker{
+		Docs:   map[string]Document{"README.md": Parse("[a](https://x/y#z) [b](HTTP://x) [c](mailto:a@b) [d](docs/x.md)\n")},
+		Exists: func(string) bool { return true },
+	}
+	if n, problems := c.Links("README.md"); n != 1 || len(problems) != 0 {
+		t.Errorf("checked %d links, with problems:\n%s\nwant 1 link, no problem", n, format(problems))
+	}
+}
+
+func TestContents(t *testing.T) {
+	tests := []struct {
+		name        string
+		doc         string
+		wantChecked int
+		want        []string // substrings of the problems, in order
+	}{
+		{
+			name:        "every section listed",
+			doc:         "# T\n\n- [A](#a)\n  - [A1](#a1)\n- [B: `b`](#b-b)\n\n## A\n\n### A1\n\n### Not listed\n\n## B: `b`\n",
+			wantChecked: 2,
+		},
+		{
+			name:        "sections missing, one of the same name as a listed one",
+			doc:         "# T\n\n- [A](#a)\n\n## A\n\n## The missing one\n\n## A\n",
+			wantChecked: 3,
+			want: []string{
+				`the contents list does not list the section "The missing one" (line 7): add [The missing one](#the-missing-one)`,
+				`"A" (line 9): add [A](#a-1)`,
+			},
+		},
+		{
+			name: "no contents list, nothing checked",
+			doc:  "# T\n\n- [A](#a)\n- [Install](install.md)\n\n## A\n\n## B\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, problems := Contents(Parse(tt.doc))
+			if n != tt.wantChecked {
+				t.Errorf("checked %d sections, want %d", n, tt.wantChecked)
+			}
+			if len(problems) != len(tt.want) {
+				t.Fatalf("got %d problems, want %d:\n%s", len(problems), len(tt.want), format(problems))
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(problems[i].Msg, w) || problems[i].Line != 3 {
+					t.Errorf("problem %d is line %d %q, want line 3 saying %q", i, problems[i].Line, problems[i].Msg, w)
+				}
+			}
+		})
+	}
+}

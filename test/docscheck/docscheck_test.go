@@ -2,6 +2,7 @@ package docscheck
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -23,6 +24,18 @@ type document struct {
 // documents are README.md and docs/*.md but the generated ones.
 func documents(t *testing.T) []document {
 	t.Helper()
+	var out []document
+	for _, d := range allDocuments(t) {
+		if !generated[d.name] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// allDocuments are README.md and docs/*.md, the generated ones too.
+func allDocuments(t *testing.T) []document {
+	t.Helper()
 	root := testenv.RepoRoot()
 	names, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
@@ -36,17 +49,13 @@ func documents(t *testing.T) []document {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rel = filepath.ToSlash(rel)
-		if generated[rel] {
-			continue
-		}
 		data, err := os.ReadFile(n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, document{name: rel, Document: Parse(string(data))})
+		out = append(out, document{name: filepath.ToSlash(rel), Document: Parse(string(data))})
 	}
-	if len(out) < 10 {
+	if len(out) < 12 {
 		t.Fatalf("found only %d documents under %s: the search is broken", len(out), root)
 	}
 	return out
@@ -70,9 +79,15 @@ func checker(t *testing.T) *Checker {
 // all, so that a parser that finds nothing cannot pass.
 func checkAll(t *testing.T, what string, atLeast int, check func(Document) (int, []Problem)) {
 	t.Helper()
+	checkEach(t, what, atLeast, func(d document) (int, []Problem) { return check(d.Document) })
+}
+
+// checkEach is checkAll with a check that needs the document's name.
+func checkEach(t *testing.T, what string, atLeast int, check func(document) (int, []Problem)) {
+	t.Helper()
 	total := 0
 	for _, d := range documents(t) {
-		n, problems := check(d.Document)
+		n, problems := check(d)
 		total += n
 		for _, p := range problems {
 			t.Errorf("%s:%d: %s", d.name, p.Line, p.Msg)
@@ -82,6 +97,38 @@ func checkAll(t *testing.T, what string, atLeast int, check func(Document) (int,
 	if total < atLeast {
 		t.Errorf("checked only %d %s, fewer than the %d the docs hold: the extraction is broken", total, what, atLeast)
 	}
+}
+
+// linkChecker knows every document of allDocuments, and the other
+// Markdown files they link to (deploy/helm/stackyard/README.md,
+// CHANGELOG.md), so that anchors into those are checked too; it looks
+// for files in the repository.
+func linkChecker(t *testing.T) *LinkChecker {
+	t.Helper()
+	root := testenv.RepoRoot()
+	c := &LinkChecker{
+		Docs: map[string]Document{},
+		Exists: func(p string) bool {
+			_, err := os.Stat(filepath.Join(root, filepath.FromSlash(p)))
+			return err == nil
+		},
+	}
+	all := allDocuments(t)
+	for _, d := range all {
+		c.Docs[d.name] = d.Document
+	}
+	for _, d := range all {
+		for _, l := range d.Links {
+			to, _, err := resolve(d.name, l.Target)
+			if err != nil || absoluteURL(l.Target) || path.Ext(to) != ".md" || c.Docs[to].Headings != nil {
+				continue
+			}
+			if data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(to))); err == nil {
+				c.Docs[to] = Parse(string(data))
+			}
+		}
+	}
+	return c
 }
 
 // TestDocsRunRealCommands: every `stackyard …` command line in the docs
@@ -111,4 +158,19 @@ func TestDocsNameRealFields(t *testing.T) {
 func TestDocsNameRealFlags(t *testing.T) {
 	c := checker(t)
 	checkAll(t, "lone flags", 100, c.Flags)
+}
+
+// TestDocsLinksResolve: every relative link and image in the docs points
+// to a file or directory that exists, and every anchor into a document
+// is one of its headings' or explicit anchors, so that renaming a
+// heading or a page fails here.
+func TestDocsLinksResolve(t *testing.T) {
+	c := linkChecker(t)
+	checkEach(t, "relative links", 300, func(d document) (int, []Problem) { return c.Links(d.name) })
+}
+
+// TestDocsContentsListSections: a document's contents list lists every
+// level-2 section of it.
+func TestDocsContentsListSections(t *testing.T) {
+	checkAll(t, "sections against contents lists", 20, Contents)
 }
