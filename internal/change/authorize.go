@@ -490,15 +490,37 @@ func (a *authorizer) pullRequestPreview(ctx context.Context) (Verdict, error) {
 				switch {
 				case err != nil:
 					return Verdict{}, err
-				case !found || stage.Spec.Pipeline != pl.Name ||
-					!slices.ContainsFunc(stage.Spec.Stacks, func(b promotionv1alpha1.StackBinding) bool { return b.Name == sp.Stack }):
-					return refuse(RefusedNoConsent, "spec.pullRequests.stages: stage %s of pipeline %s does not list Stack %s", sp.Stage, pl.Name, sp.Stack), nil
+				case !found || stage.Spec.Pipeline != pl.Name:
+					return refuse(RefusedNoConsent, "spec.pullRequests.stages: stage %s does not belong to pipeline %s", sp.Stage, pl.Name), nil
+				}
+				switch deploys, err := a.deploys(ctx, stage, sp.Stack); {
+				case err != nil:
+					return Verdict{}, err
+				case !deploys:
+					return refuse(RefusedNoConsent, "spec.pullRequests.stages: stage %s of pipeline %s does not deploy Stack %s", sp.Stage, pl.Name, sp.Stack), nil
 				}
 				return a.preview(ctx, AuthorityPullRequestPreview, sp.Stage, sp.Stack, fmt.Sprintf("pipeline %s, for pull request #%d", pl.Name, e.Number))
 			}
 		}
 	}
 	return unrecorded(a.subject(), a.now, "status.pullRequests: pipeline %s records no preview in workspace %s", pl.Name, a.ws.Name), nil
+}
+
+// deploys reports whether stage deploys the Stack named name
+// (Includes), the Stack read live when the stage does not name it.
+func (a *authorizer) deploys(ctx context.Context, stage *promotionv1alpha1.Stage, name string) (bool, error) {
+	if slices.ContainsFunc(stage.Spec.Stacks, func(b promotionv1alpha1.StackBinding) bool { return b.Name == name }) {
+		return true, nil
+	}
+	if stage.Spec.StackSelector == nil {
+		return false, nil
+	}
+	stack := &pulumiv1.Stack{}
+	found, err := a.get(ctx, name, "", stack)
+	if err != nil || !found {
+		return false, err
+	}
+	return Includes(stage, stack), nil
 }
 
 // preview decides on a preview, for stage, of the Stack named stackName,

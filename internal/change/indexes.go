@@ -14,6 +14,9 @@ import (
 const (
 	// StackIndex indexes Stages by the names of the Stacks they bind.
 	StackIndex = "stage.spec.stacks.name"
+	// SelectorIndex indexes the Stages that select Stacks by label
+	// (spec.stackSelector) under HasSelector.
+	SelectorIndex = "stage.spec.stackSelector"
 	// UpstreamIndex indexes Stages by the names of their upstream stages.
 	UpstreamIndex = "stage.spec.sources.stages"
 	// PipelineIndex indexes Stages by their pipeline.
@@ -23,6 +26,10 @@ const (
 	// API server (spec.stage is a selectable field of Promotions).
 	PromotionStageIndex = "spec.stage"
 )
+
+// HasSelector is the value SelectorIndex holds for a Stage that selects
+// Stacks by label.
+const HasSelector = "set"
 
 // SetupIndexes registers the indexes above with indexer; call it once,
 // before setting up the Stage and Promotion controllers.
@@ -49,6 +56,12 @@ var stageIndexes = map[string]func(*promotionv1alpha1.Stage) []string{
 			names = append(names, b.Name)
 		}
 		return names
+	},
+	SelectorIndex: func(st *promotionv1alpha1.Stage) []string {
+		if st.Spec.StackSelector == nil {
+			return nil
+		}
+		return []string{HasSelector}
 	},
 	UpstreamIndex: func(st *promotionv1alpha1.Stage) []string { return st.Spec.Sources.Stages },
 	PipelineIndex: func(st *promotionv1alpha1.Stage) []string { return []string{st.Spec.Pipeline} },

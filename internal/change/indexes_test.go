@@ -28,6 +28,8 @@ func indexedStage(name string, upstream []string, stacks ...string) promotionv1a
 // Stage that never hears of its change.
 func TestStageIndexes(t *testing.T) {
 	st := indexedStage("prod", []string{"staging", "qa"}, "web-prod", "db-prod")
+	selecting := indexedStage("edge", nil)
+	selecting.Spec.StackSelector = &metav1.LabelSelector{}
 	tests := []struct {
 		index string
 		st    promotionv1alpha1.Stage
@@ -38,6 +40,8 @@ func TestStageIndexes(t *testing.T) {
 		{UpstreamIndex, st, []string{"staging", "qa"}},
 		{UpstreamIndex, indexedStage("first", nil), nil},
 		{PipelineIndex, st, []string{"web"}},
+		{SelectorIndex, st, nil},
+		{SelectorIndex, selecting, []string{HasSelector}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.index+"/"+tt.st.Name, func(t *testing.T) {
@@ -50,8 +54,8 @@ func TestStageIndexes(t *testing.T) {
 			}
 		})
 	}
-	if len(stageIndexes) != 3 {
-		t.Errorf("%d stage indexes; this test checks 3", len(stageIndexes))
+	if len(stageIndexes) != 4 {
+		t.Errorf("%d stage indexes; this test checks 4", len(stageIndexes))
 	}
 }
 

@@ -96,7 +96,8 @@ func Timeline(objs *TimelineObjects) []Moment {
 	for i := range objs.Stages {
 		s := &objs.Stages[i]
 		t.stages[s.Name] = s
-		for _, b := range s.Spec.Stacks {
+		members, _ := Members(s, objs.Stacks) // an invalid selector selects nothing
+		for _, b := range members.Bindings {
 			t.stackStage[b.Name] = s
 		}
 	}

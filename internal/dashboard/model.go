@@ -41,8 +41,12 @@ type stageView struct {
 	Health     string
 	Message    string
 	WaitingFor string
-	// Stacks are the bound Stacks, with their own health.
+	// Stacks are the Stacks the stage deploys (named, or selected and
+	// consenting: change.Members), with their own health.
 	Stacks []stackHealth
+	// Unconsented are the Stacks the stage's selector matches that do not
+	// consent to it, which it leaves alone.
+	Unconsented []string
 	// Active is the promotion running or waiting in the stage, if any.
 	Active *promotionView
 	// Approval says how many approvals the stage asks for, if any.
@@ -143,6 +147,8 @@ type objects struct {
 	releases   []promotionv1alpha1.Release
 	promotions []promotionv1alpha1.Promotion
 	stacks     map[string]*pulumiv1.Stack
+	// stackList holds the same Stacks, as listed.
+	stackList []pulumiv1.Stack
 	// mayStacks: the user may list the namespace's Stacks.
 	mayStacks bool
 }
@@ -157,7 +163,7 @@ func (s *Server) namespaceObjects(ctx context.Context, ns string) (*objects, err
 			return nil, err
 		}
 	}
-	o := &objects{stages: stages.Items, releases: releases.Items, promotions: promotions.Items, stacks: map[string]*pulumiv1.Stack{}}
+	o := &objects{stages: stages.Items, releases: releases.Items, promotions: promotions.Items, stacks: map[string]*pulumiv1.Stack{}, stackList: stacks.Items}
 	for i := range stacks.Items {
 		o.stacks[stacks.Items[i].Name] = &stacks.Items[i]
 	}
@@ -227,7 +233,11 @@ func buildStage(st *promotionv1alpha1.Stage, node Node, releases map[string]*pro
 			sv.Author = r.Spec.Commit.Author
 		}
 	}
-	for _, b := range st.Spec.Stacks {
+	// An invalid selector selects nothing here; the stage's status says
+	// why.
+	members, _ := change.Members(st, o.stackList)
+	sv.Unconsented = members.Unconsented
+	for _, b := range members.Bindings {
 		h := change.Health([]promotionv1alpha1.StackBinding{b}, o.stacks)
 		if stack := o.stacks[b.Name]; stack != nil {
 			if msg := change.Unconsented(st.Name, st.Spec.PreviewOnly, b.Name, stack.Annotations); msg != "" {

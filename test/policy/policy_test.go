@@ -148,6 +148,9 @@ func TestStageGovernance(t *testing.T) {
 		"spec.stacks": func(s *promotionv1alpha1.StageSpec) {
 			s.Stacks = append(s.Stacks, promotionv1alpha1.StackBinding{Name: "prod"})
 		},
+		"spec.stackSelector": func(s *promotionv1alpha1.StageSpec) {
+			s.StackSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "web"}}
+		},
 		"spec.sources": func(s *promotionv1alpha1.StageSpec) {
 			s.Sources = promotionv1alpha1.ReleaseSources{Stages: []string{"dev"}}
 		},
@@ -168,6 +171,21 @@ func TestStageGovernance(t *testing.T) {
 		edit(&edited.Spec)
 		g.Expect(editor.Update(ctx, edited)).To(MatchError(ContainSubstring(field+`: deciding what stage plain deploys`)), field)
 	}
+
+	// A selector a governor set is governed as it changes, and so is a
+	// stage that names none of its Stacks.
+	g.Expect(governor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+	plain.Spec.StackSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "web"}}
+	g.Expect(governor.Update(ctx, plain)).To(Succeed())
+	widened := plain.DeepCopy()
+	widened.Spec.StackSelector = &metav1.LabelSelector{}
+	g.Expect(editor.Update(ctx, widened)).To(MatchError(ContainSubstring(`spec.stackSelector: deciding what stage plain deploys`)))
+	g.Expect(governor.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+	plain.Spec.Stacks = nil
+	g.Expect(governor.Update(ctx, plain)).To(Succeed())
+	named := plain.DeepCopy()
+	named.Spec.Stacks = []promotionv1alpha1.StackBinding{{Name: "prod"}}
+	g.Expect(editor.Update(ctx, named)).To(MatchError(ContainSubstring(`spec.stacks: deciding what stage plain deploys`)))
 
 	// A governor lifts a freeze; an editor cannot put it back, nor drop
 	// the stage to make it again without its gates.

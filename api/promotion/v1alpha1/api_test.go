@@ -96,7 +96,31 @@ spec:
   stacks: []
   sources: {direct: true}
 `,
-		want: "spec.stacks",
+		want: "name the stage's Stacks in spec.stacks, or select them with spec.stackSelector",
+	}, {
+		name: "a stage that selects its stacks",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}, matchExpressions: [{key: region, operator: In, values: [eu, us]}]}
+  sources: {direct: true}
+`,
+	}, {
+		name: "a stage that names no stacks and selects none",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  sources: {direct: true}
+`,
+		want: "name the stage's Stacks in spec.stacks, or select them with spec.stackSelector",
 	}, {
 		name: "policy rules",
 		crd:  "stages.promotion.stackyard.dev",

@@ -147,6 +147,7 @@ type Freeze struct {
 // releases come from.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.autoPromotionOptions) || !has(self.autoPromotionOptions.selectionPolicy) || self.autoPromotionOptions.selectionPolicy != 'MatchUpstream' || (has(self.sources.stages) && size(self.sources.stages) == 1)",message="spec.autoPromotionOptions.selectionPolicy MatchUpstream needs exactly one stage in spec.sources.stages",fieldPath=".autoPromotionOptions.selectionPolicy"
+// +kubebuilder:validation:XValidation:rule="(has(self.stacks) && size(self.stacks) > 0) || has(self.stackSelector)",message="spec: name the stage's Stacks in spec.stacks, or select them with spec.stackSelector"
 type StageSpec struct {
 	// Pipeline is the Pipeline, in the same namespace, whose releases the
 	// stage promotes. It cannot change.
@@ -155,16 +156,30 @@ type StageSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.pipeline cannot change"
 	Pipeline string `json:"pipeline"`
 
-	// Stacks are the Stacks the stage deploys. A Stack belongs to the one
-	// stage its annotation promotion.stackyard.dev/authorized-stage names,
-	// which a governor sets: a promotion of any other stage that lists it
-	// is Aborted, naming the Stack. Each Stack must deploy from git with
-	// spec.commit (not spec.branch): a promotion pins that field.
+	// Stacks are the Stacks the stage deploys, by name. A Stack belongs to
+	// the one stage its annotation promotion.stackyard.dev/authorized-stage
+	// names, which a governor sets: a promotion of any other stage that
+	// lists it is Aborted, naming the Stack. Each Stack must deploy from git
+	// with spec.commit (not spec.branch): a promotion pins that field.
+	// Name the Stacks here, select them with stackSelector, or both.
+	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
-	Stacks []StackBinding `json:"stacks"`
+	Stacks []StackBinding `json:"stacks,omitempty"`
+
+	// StackSelector selects, by their labels, more Stacks of the stage's
+	// namespace for the stage to deploy: a fleet of Stacks of one program,
+	// one per region or tenant, without naming each. Labels are anyone's
+	// to write who may edit a Stack, so a selector only narrows: a Stack it
+	// matches is deployed only if its promotion.stackyard.dev/authorized-
+	// stage annotation names this stage (its consent, which only a
+	// governor gives); one that does not is left alone and listed in
+	// status.unconsentedStacks. An empty selector ({}) matches every Stack
+	// of the namespace. A stage deploys at most 16 Stacks, named and
+	// selected together; beyond that it is Stalled.
+	// +optional
+	StackSelector *metav1.LabelSelector `json:"stackSelector,omitempty"`
 
 	// Sources are where the stage takes releases from.
 	Sources ReleaseSources `json:"sources"`
@@ -580,6 +595,25 @@ type StageStatus struct {
 	// +optional
 	Health *StageHealth `json:"health,omitempty"`
 
+	// StackCount is how many Stacks the stage deploys: those spec.stacks
+	// names and those spec.stackSelector matches that consent to it.
+	// +optional
+	StackCount int32 `json:"stackCount,omitempty"`
+
+	// UnconsentedStacks names Stacks spec.stackSelector matches that do
+	// not consent to this stage (their promotion.stackyard.dev/authorized-
+	// stage annotation names no stage, or another): the stage does not
+	// deploy them. At most 20 are named, in name order;
+	// unconsentedStackCount counts them all.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	UnconsentedStacks []string `json:"unconsentedStacks,omitempty"`
+
+	// UnconsentedStackCount is how many Stacks spec.stackSelector matches
+	// that do not consent to this stage.
+	// +optional
+	UnconsentedStackCount int32 `json:"unconsentedStackCount,omitempty"`
+
 	// WaitingFor says what keeps the next release from being promoted:
 	// an upstream verification, a soak time, a window, a freeze, a
 	// running promotion, or a person (auto-promotion off); empty when the
@@ -602,6 +636,7 @@ type StageStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Pipeline",type=string,JSONPath=`.spec.pipeline`
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.status.currentRelease.name`
+// +kubebuilder:printcolumn:name="Stacks",type=integer,JSONPath=`.status.stackCount`
 // +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health.status`
 // +kubebuilder:printcolumn:name="Waiting For",type=string,priority=10,JSONPath=`.status.waitingFor`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

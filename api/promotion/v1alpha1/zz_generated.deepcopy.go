@@ -1195,6 +1195,11 @@ func (in *StageSpec) DeepCopyInto(out *StageSpec) {
 		*out = make([]StackBinding, len(*in))
 		copy(*out, *in)
 	}
+	if in.StackSelector != nil {
+		in, out := &in.StackSelector, &out.StackSelector
+		*out = new(metav1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	in.Sources.DeepCopyInto(&out.Sources)
 	if in.AutoPromotionOptions != nil {
 		in, out := &in.AutoPromotionOptions, &out.AutoPromotionOptions
@@ -1261,6 +1266,11 @@ func (in *StageStatus) DeepCopyInto(out *StageStatus) {
 		in, out := &in.Health, &out.Health
 		*out = new(StageHealth)
 		**out = **in
+	}
+	if in.UnconsentedStacks != nil {
+		in, out := &in.UnconsentedStacks, &out.UnconsentedStacks
+		*out = make([]string, len(*in))
+		copy(*out, *in)
 	}
 	if in.History != nil {
 		in, out := &in.History, &out.History

@@ -15,14 +15,15 @@ import (
 const ReasonHeldChangeDeciding = "HeldChangeChanging"
 
 // targets are the Stacks of the stage the promotion previews and pins:
-// every Stack the stage lists, or, for a held change, the Stack that
-// holds it, if the stage lists it.
+// every Stack the stage deploys (change.Members: named, or selected and
+// consenting), or, for a held change, the Stack that holds it, if it is
+// one of them.
 func (s *session) targets() []promotionv1alpha1.StackBinding {
 	held := s.p.Spec.HeldChange
 	if held == nil {
-		return s.stage.Spec.Stacks
+		return s.members.Bindings
 	}
-	for _, b := range s.stage.Spec.Stacks {
+	for _, b := range s.members.Bindings {
 		if b.Name == held.Stack {
 			return []promotionv1alpha1.StackBinding{b}
 		}
@@ -44,7 +45,7 @@ func (s *session) reconcileHeldChange(ctx context.Context) (sreconcile.Result, e
 		return sreconcile.ResultEmpty, nil
 	}
 	if len(s.targets()) == 0 {
-		return s.abort("spec.heldChange.stack: stage %s does not list Stack %s", s.p.Spec.Stage, held.Stack)
+		return s.abort("spec.heldChange.stack: stage %s does not deploy Stack %s", s.p.Spec.Stage, held.Stack)
 	}
 	// Whoever may ask for promotions may write spec.heldChange: what the
 	// stage runs is read from its status, which only the operator writes,

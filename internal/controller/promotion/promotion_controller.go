@@ -78,6 +78,10 @@ type session struct {
 	// or the stage alone while Running; nil when it is gone).
 	stage   *promotionv1alpha1.Stage
 	release *promotionv1alpha1.Release
+	// members are the Stacks the stage deploys, named and selected
+	// (reconcileRequest, while the promotion is Pending; once it runs,
+	// status.stacks records those it pins).
+	members change.Membership
 	// outcome is the final phase observeStacks found, with its message;
 	// releaseFailed says the release itself failed (an update), so that
 	// auto-promotion leaves it out of the stage from now on.

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -53,6 +54,17 @@ func (s *session) reconcileRequest(ctx context.Context) (sreconcile.Result, erro
 	case stage.Spec.Freeze != nil:
 		return s.abort("spec.stage: Stage %q is frozen: %s", spec.Stage, stage.Spec.Freeze.Reason)
 	}
+	if _, err := change.StackSelector(stage); err != nil {
+		return s.abort("spec.stage: Stage %q: %v", spec.Stage, err)
+	}
+	members, err := change.ListMembers(ctx, s.r.Client, stage)
+	if err != nil {
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
+	}
+	if n := len(members.Bindings); n > change.MaxMembers {
+		return s.abort("spec.stage: Stage %q deploys %d Stacks, more than the %d a promotion records", spec.Stage, n, change.MaxMembers)
+	}
+	s.members = members
 	return sreconcile.ResultEmpty, nil
 }
 

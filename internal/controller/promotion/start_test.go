@@ -63,7 +63,7 @@ func TestStartRechecksInputs(t *testing.T) {
 	p.Spec.Stage, p.Spec.Release = "prod", "r2"
 	p.Status.Phase = promotionv1alpha1.PromotionPending
 	p.Status.Previews = []promotionv1alpha1.StackPreview{{Name: "web", Round: 1, Inputs: inputs, Summary: &promotionv1alpha1.ChangeSummary{Update: 1}}}
-	s := &session{r: &Reconciler{Client: c, APIReader: c}, p: p, stage: st, release: rel}
+	s := &session{r: &Reconciler{Client: c, APIReader: c}, p: p, stage: st, release: rel, members: change.Membership{Bindings: st.Spec.Stacks}}
 
 	// Unchanged: it starts.
 	if _, err := s.startPromotion(ctx); err != nil || p.Status.Phase != promotionv1alpha1.PromotionRunning {

@@ -140,7 +140,7 @@ type target struct {
 }
 
 // targets lists the Stacks of the stages spec.pullRequests names, in
-// their order. A stage that is missing or of another pipeline, or a Stack
+// their order, each stage's as change.Members has them. A stage that is missing or of another pipeline, or a Stack
 // that is missing or does not consent to its stage, is a target that
 // cannot be previewed, with the reason.
 func (s *session) targets(ctx context.Context) ([]target, error) {
@@ -158,7 +158,15 @@ func (s *session) targets(ctx context.Context) ([]target, error) {
 			out = append(out, target{stage: name, problem: fmt.Sprintf("spec.pullRequests.stages: stage %s belongs to pipeline %s", name, stage.Spec.Pipeline)})
 			continue
 		}
-		for _, b := range stage.Spec.Stacks {
+		members, err := change.ListMembers(ctx, s.r.Client, stage)
+		if err != nil {
+			if _, selErr := change.StackSelector(stage); selErr != nil {
+				out = append(out, target{stage: name, problem: fmt.Sprintf("stage %s: %v", name, selErr)})
+				continue
+			}
+			return nil, sreconcile.NewGeneric("", err)
+		}
+		for _, b := range members.Bindings {
 			t := target{stage: name, name: b.Name}
 			stack := &pulumiv1.Stack{}
 			err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: b.Name}, stack)

@@ -12,11 +12,31 @@ import (
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
-// reconcileHealth reads the bound Stacks and sums up their kstatus
-// conditions in status.health.
+// reconcileHealth works out which Stacks the stage deploys (those it
+// names and those its selector matches that consent, change.Members),
+// records how many and which matched without consent, reads them, and
+// sums up their kstatus conditions in status.health. An invalid selector,
+// or more Stacks than a promotion can record, stalls the stage.
 func (s *session) reconcileHealth(ctx context.Context) (sreconcile.Result, error) {
+	members, err := change.ListMembers(ctx, s.r.Client, s.stage)
+	if err != nil {
+		if _, selErr := change.StackSelector(s.stage); selErr != nil {
+			return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, selErr)
+		}
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
+	}
+	s.members = members
+	st := &s.stage.Status
+	st.StackCount = int32(len(members.Bindings))               //nolint:gosec // bounded by the Stacks of one namespace
+	st.UnconsentedStackCount = int32(len(members.Unconsented)) //nolint:gosec // likewise
+	st.UnconsentedStacks = members.Unconsented[:min(len(members.Unconsented), maxListedUnconsented)]
+	if len(members.Bindings) > change.MaxMembers {
+		return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
+			"spec.stacks and spec.stackSelector: the stage deploys %d Stacks, more than the %d a promotion records; name or select fewer",
+			len(members.Bindings), change.MaxMembers))
+	}
 	s.stacks, s.stackErrs = map[string]*pulumiv1.Stack{}, map[string]error{}
-	for _, b := range s.stage.Spec.Stacks {
+	for _, b := range members.Bindings {
 		var stack pulumiv1.Stack
 		err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.stage.Namespace, Name: b.Name}, &stack)
 		switch {
@@ -28,7 +48,11 @@ func (s *session) reconcileHealth(ctx context.Context) (sreconcile.Result, error
 			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("reading Stack %q: %w", b.Name, err))
 		}
 	}
-	h := change.Health(s.stage.Spec.Stacks, s.stacks)
+	h := change.Health(members.Bindings, s.stacks)
 	s.stage.Status.Health = &h
 	return sreconcile.ResultEmpty, nil
 }
+
+// maxListedUnconsented is how many Stacks status.unconsentedStacks names
+// (its MaxItems).
+const maxListedUnconsented = 20

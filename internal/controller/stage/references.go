@@ -72,6 +72,8 @@ func (s *session) reconcileReferences(ctx context.Context) (sreconcile.Result, e
 	if err := policy.Check(spec.Policies); err != nil {
 		return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, err)
 	}
+	// The Stacks spec.stacks names must exist and consent; those the
+	// selector matches are members only if they do (reconcileHealth).
 	for i, b := range spec.Stacks {
 		field := fmt.Sprintf("spec.stacks[%d]", i)
 		if s.stacks[b.Name] == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -32,9 +33,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			sreconcile.AnnotationChanged(pulumiv1.ReconcileRequestAnnotation),
 		))).
 		Watches(&promotionv1alpha1.Stage{}, handler.EnqueueRequestsFromMapFunc(r.neighboursOf)).
-		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-			return r.stagesBy(ctx, obj.GetNamespace(), change.StackIndex, obj.GetName())
-		})).
+		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(r.stagesOfStack)).
 		Watches(&promotionv1alpha1.Pipeline{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
 			return r.stagesBy(ctx, obj.GetNamespace(), change.PipelineIndex, obj.GetName())
 		})).
@@ -45,6 +44,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.(*promotionv1alpha1.Promotion).Spec.Stage}}}
 		})).
 		Complete(r)
+}
+
+// stagesOfStack maps a Stack to the Stages that name it and those whose
+// selector matches its labels. (On an update the handler maps the old
+// object too, so a Stack whose labels no longer match still wakes the
+// stage it leaves.)
+func (r *Reconciler) stagesOfStack(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+	reqs := r.stagesBy(ctx, obj.GetNamespace(), change.StackIndex, obj.GetName())
+	var list promotionv1alpha1.StageList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{change.SelectorIndex: change.HasSelector}); err != nil {
+		log.FromContext(ctx).Error(err, "listing the stages that select Stacks")
+		return reqs
+	}
+	for i := range list.Items {
+		st := &list.Items[i]
+		if sel, err := change.StackSelector(st); err == nil && sel != nil && sel.Matches(labels.Set(obj.GetLabels())) {
+			reqs = append(reqs, ctrlreconcile.Request{NamespacedName: types.NamespacedName{Namespace: st.Namespace, Name: st.Name}})
+		}
+	}
+	return reqs
 }
 
 // neighboursOf maps a Stage to the Stages it feeds and those that bind one

@@ -62,7 +62,10 @@ type session struct {
 	stage *promotionv1alpha1.Stage
 	now   time.Time
 
-	// stacks are the bound Stacks found, by name, and stackErrs why the
+	// members are the Stacks the stage deploys, named and selected
+	// (reconcileHealth).
+	members change.Membership
+	// stacks are the member Stacks found, by name, and stackErrs why the
 	// others could not be read (reconcileHealth).
 	stacks    map[string]*pulumiv1.Stack
 	stackErrs map[string]error
