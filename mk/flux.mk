@@ -12,9 +12,10 @@
 #                           (5.6 min on 2 busy cores from an empty build
 #                           cache: 5 min of CPU)
 #   bin/kustomize-controller  the same for kustomize-controller, built only
-#                           for `make test-gitops` (5 min on 2 cores shared
-#                           with another build, 4 min of CPU; most of its
-#                           dependencies are source-controller's)
+#                           for `make test-gitops` and `make test-cluster`
+#                           (docs/walkthrough.md runs with Flux) (5 min on 2
+#                           cores shared with another build, 4 min of CPU;
+#                           most of its dependencies are source-controller's)
 #   bin/crds/flux/          their CRDs (GitRepository, OCIRepository,
 #                           Bucket, ..., Kustomization), which tests pass to
 #                           testenv as an extra CRD directory
@@ -67,9 +68,15 @@ $(FLUX_CRDS): tools/flux/go.mod tools/flux/go.sum
 
 ##@ Flux
 
-.PHONY: flux-crds flux-tools
+.PHONY: flux-crds flux-tools flux-kustomize
 flux-crds: $(FLUX_CRDS) ## Copy Flux's CRDs and ClusterRoles into bin/ (part of `make tools`).
 flux-tools: $(SOURCE_CONTROLLER) $(FLUX_CRDS) ## Build Flux's source-controller and copy Flux's manifests into bin/ (part of `make tools`).
+flux-kustomize: $(KUSTOMIZE_CONTROLLER) ## Build Flux's kustomize-controller into bin/ (for `make test-gitops` and `make test-cluster`).
+
+# The walkthrough (test/cluster TestWalkthrough) runs Flux's two
+# controllers against the test cluster. (test-cluster's recipe is in
+# mk/cluster.mk, read before this file sets these names.)
+test-cluster: $(SOURCE_CONTROLLER) $(KUSTOMIZE_CONTROLLER) $(FLUX_CRDS)
 
 # The GitOps suite (test/gitops, build tag gitops): Flux's source- and
 # kustomize-controller sync Stack, Stage and Pipeline manifests from git

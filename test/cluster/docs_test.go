@@ -216,30 +216,7 @@ func TestDocs(t *testing.T) {
 	img := requireImages(t, c)
 	root := repoRoot(t)
 
-	// A clone, as far as the guides read one.
-	clone := t.TempDir()
-	for _, d := range []string{"deploy", "config"} {
-		if err := os.Symlink(filepath.Join(root, d), filepath.Join(clone, d)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	home := t.TempDir()
-	env := []string{
-		"PATH=" + filepath.Join(root, "bin") + ":" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"KUBECONFIG=" + kubeconfigPath(),
-		"LANG=C.UTF-8",
-		"STACKYARD_REGISTRY=" + img.registry,
-		"STACKYARD_VERSION=" + img.tag,
-		// git as a reader has it set up, minus their configuration.
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=Quickstart Reader",
-		"GIT_AUTHOR_EMAIL=reader@stackyard.invalid",
-		"GIT_COMMITTER_NAME=Quickstart Reader",
-		"GIT_COMMITTER_EMAIL=reader@stackyard.invalid",
-	}
+	clone, env := guideSession(t, root, img)
 	docs := filepath.Join(root, "docs")
 
 	t.Run("install", func(t *testing.T) {
@@ -273,6 +250,37 @@ func TestDocs(t *testing.T) {
 			{after: "helm uninstall", check: func(t *testing.T) { waitOperatorGone(t, c) }},
 		})
 	})
+}
+
+// guideSession is where a guide's reader stands: a directory standing for
+// a clone of the repository (as far as the guides read one), and the
+// environment of their shell: bin/ on the PATH (kubectl, helm, the
+// stackyard CLI), a home of their own, the cluster's kubeconfig, the
+// images `make images` built, and git set up as a reader has it, minus
+// their configuration.
+func guideSession(t *testing.T, root string, img images) (clone string, env []string) {
+	t.Helper()
+	clone = t.TempDir()
+	for _, d := range []string{"deploy", "config"} {
+		if err := os.Symlink(filepath.Join(root, d), filepath.Join(clone, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return clone, []string{
+		"PATH=" + filepath.Join(root, "bin") + ":" + os.Getenv("PATH"),
+		"HOME=" + t.TempDir(),
+		"KUBECONFIG=" + kubeconfigPath(),
+		"LANG=C.UTF-8",
+		"STACKYARD_REGISTRY=" + img.registry,
+		"STACKYARD_VERSION=" + img.tag,
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=Guide Reader",
+		"GIT_AUTHOR_EMAIL=reader@stackyard.invalid",
+		"GIT_COMMITTER_NAME=Guide Reader",
+		"GIT_COMMITTER_EMAIL=reader@stackyard.invalid",
+	}
 }
 
 // claimDir is the host directory of the volume bound to the claim ns/name

@@ -10,7 +10,8 @@
 // identity.
 //
 // Each Controller reconciles only the Kustomizations labelled for it
-// (LabelKey, through --watch-label-selector).
+// (LabelKey, through --watch-label-selector); one started with Everything
+// reconciles every Kustomization, as in a cluster.
 package fluxkc
 
 import (
@@ -79,8 +80,12 @@ var started atomic.Int64
 // credentials are the test administrator's, impersonating its own
 // ServiceAccount for its own reads, so its impersonation of a
 // Kustomization's ServiceAccount is allowed the same way.
-func Start(t testing.TB, env *testenv.Env) *Controller {
+func Start(t testing.TB, env *testenv.Env, opts ...Option) *Controller {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := testenv.RequireBinaries(Required()...); err != nil {
 		t.Fatal(err)
 	}
@@ -100,16 +105,15 @@ func Start(t testing.TB, env *testenv.Env) *Controller {
 	}
 	testenv.StartListening(t, 2, func(addrs []string) (*testenv.Daemon, error) {
 		metricsAddr, healthAddr := addrs[0], addrs[1]
-		daemon := testenv.StartDaemon(t, Binary, []string{
+		daemon := testenv.StartDaemon(t, Binary, append(o.selector(c.Label), []string{
 			"--metrics-addr=" + metricsAddr,
 			"--health-addr=" + healthAddr,
 			"--enable-leader-election=false",
 			"--watch-all-namespaces=true",
-			"--watch-label-selector=" + LabelKey + "=" + c.Label,
 			"--log-encoding=console",
 			// No notification-controller here.
 			"--events-addr=",
-		}, []string{
+		}...), []string{
 			"KUBECONFIG=" + kubeconfig,
 			"RUNTIME_NAMESPACE=" + namespace,
 			"TMPDIR=" + tmp,
@@ -130,4 +134,27 @@ func (c *Controller) Own(obj *unstructured.Unstructured) *unstructured.Unstructu
 	labels[LabelKey] = c.Label
 	obj.SetLabels(labels)
 	return obj
+}
+
+// Option changes how Start runs the controller.
+type Option func(*options)
+
+// options are what the Options set.
+type options struct {
+	everything bool
+}
+
+// Everything makes the controller reconcile every one of the Kustomizations of
+// the cluster, labelled for it or not, as an installed Flux does: for a
+// cluster where no other controller of its kind runs, and manifests
+// written for any Flux (a guide's).
+func Everything() Option { return func(o *options) { o.everything = true } }
+
+// selector is the flag that restricts the controller to the objects
+// labelled with label, unless it reconciles everything.
+func (o options) selector(label string) []string {
+	if o.everything {
+		return nil
+	}
+	return []string{"--watch-label-selector=" + LabelKey + "=" + label}
 }

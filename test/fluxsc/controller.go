@@ -9,7 +9,8 @@
 //
 // Each Controller reconciles only the sources labelled for it (LabelKey,
 // through source-controller's --watch-label-selector), so tests that run
-// side by side against one API server do not share a controller.
+// side by side against one API server do not share a controller; one
+// started with Everything reconciles every source, as in a cluster.
 package fluxsc
 
 import (
@@ -80,8 +81,12 @@ var started atomic.Int64
 // Controller in every namespace, and waits until it serves its probes and
 // its artifacts. The test fails with a message to run `make tools` when a
 // binary or manifest is missing.
-func Start(t testing.TB, env *testenv.Env) *Controller {
+func Start(t testing.TB, env *testenv.Env, opts ...Option) *Controller {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := testenv.RequireBinaries(Required()...); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +110,7 @@ func Start(t testing.TB, env *testenv.Env) *Controller {
 	// when one was taken before it bound it.
 	_, addrs := testenv.StartListening(t, 3, func(addrs []string) (*testenv.Daemon, error) {
 		storageAddr, metricsAddr, healthAddr := addrs[0], addrs[1], addrs[2]
-		daemon := testenv.StartDaemon(t, Binary, []string{
+		daemon := testenv.StartDaemon(t, Binary, append(o.selector(c.Label), []string{
 			"--storage-path=" + storage,
 			"--storage-addr=" + storageAddr,
 			"--storage-adv-addr=" + storageAddr,
@@ -113,9 +118,8 @@ func Start(t testing.TB, env *testenv.Env) *Controller {
 			"--health-addr=" + healthAddr,
 			"--enable-leader-election=false",
 			"--watch-all-namespaces=true",
-			"--watch-label-selector=" + LabelKey + "=" + c.Label,
 			"--log-encoding=console",
-		}, []string{
+		}...), []string{
 			"KUBECONFIG=" + kubeconfig,
 			"RUNTIME_NAMESPACE=" + namespace,
 			// Its git clones and downloads go to the test's directory.
@@ -142,4 +146,27 @@ func (c *Controller) Own(obj *unstructured.Unstructured) *unstructured.Unstructu
 	labels[LabelKey] = c.Label
 	obj.SetLabels(labels)
 	return obj
+}
+
+// Option changes how Start runs the controller.
+type Option func(*options)
+
+// options are what the Options set.
+type options struct {
+	everything bool
+}
+
+// Everything makes the controller reconcile every one of the sources of
+// the cluster, labelled for it or not, as an installed Flux does: for a
+// cluster where no other controller of its kind runs, and manifests
+// written for any Flux (a guide's).
+func Everything() Option { return func(o *options) { o.everything = true } }
+
+// selector is the flag that restricts the controller to the objects
+// labelled with label, unless it reconciles everything.
+func (o options) selector(label string) []string {
+	if o.everything {
+		return nil
+	}
+	return []string{"--watch-label-selector=" + LabelKey + "=" + label}
 }

@@ -127,7 +127,7 @@ func TestArgoCDSync(t *testing.T) {
 	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stack), stack)).To(Succeed())
 	g.Expect(stack.Spec.Commit).To(Equal(c1))
-	g.Expect(managers(stack, "f:spec", "f:commit")).To(ConsistOf(promotionManager), "spec.commit belongs to the promotion alone")
+	g.Expect(testenv.FieldManagers(stack, "f:spec", "f:commit")).To(ConsistOf(promotionManager), "spec.commit belongs to the promotion alone")
 	generation := stack.Generation
 	deploy.Commit("main", map[string]string{"prod/README.md": "the prod stage\n"})
 	appSynced(t, prodApp, deploy.Head("main"), "Healthy")
@@ -144,7 +144,7 @@ func TestArgoCDSync(t *testing.T) {
 		h := resourceHealth(prodApp, "Stack", "web")
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stack), stack)).To(Succeed())
 		g.Expect(h.Status).To(Equal("Suspended"), "%s; application: %s; Stack generation %d, config %s, managers of spec.config %v, heldSpec %v, conditions %v",
-			h.Message, appSummary(prodApp), stack.Generation, stack.Spec.Config, managers(stack, "f:spec", "f:config"), stack.Status.HeldSpec, stack.Status.Conditions)
+			h.Message, appSummary(prodApp), stack.Generation, stack.Spec.Config, testenv.FieldManagers(stack, "f:spec", "f:config"), stack.Status.HeldSpec, stack.Status.Conditions)
 		g.Expect(h.Message).To(ContainSubstring("prod"))
 	}).WithTimeout(opTimeout).Should(Succeed(), "Argo CD never read the held change as Suspended")
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stack), stack)).To(Succeed())

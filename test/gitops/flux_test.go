@@ -4,7 +4,6 @@ package gitops
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -179,7 +178,7 @@ func TestFluxSync(t *testing.T) {
 	}).WithTimeout(opTimeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 	g.Expect(seen).To(Equal(map[string]bool{"Progressing": true, "Healthy": true}), "the health the Stack showed on its way")
 	g.Expect(readFile(t, page)).To(Equal("v0"))
-	g.Expect(managers(stack, "f:metadata", "f:annotations", "f:promotion.stackyard.dev/authorized-stage")).To(ContainElement(fluxkc.FieldManager))
+	g.Expect(testenv.FieldManagers(stack, "f:metadata", "f:annotations", "f:promotion.stackyard.dev/authorized-stage")).To(ContainElement(fluxkc.FieldManager))
 	ready(t, prodSync)
 
 	// 2. The Pipeline releases c1, a promotion pins it, and syncs after it
@@ -193,7 +192,7 @@ func TestFluxSync(t *testing.T) {
 	g.Expect(readFile(t, page)).To(Equal("v1"))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stack), stack)).To(Succeed())
 	g.Expect(stack.Spec.Commit).To(Equal(c1))
-	g.Expect(managers(stack, "f:spec", "f:commit")).To(ConsistOf(promotionManager), "spec.commit belongs to the promotion alone")
+	g.Expect(testenv.FieldManagers(stack, "f:spec", "f:commit")).To(ConsistOf(promotionManager), "spec.commit belongs to the promotion alone")
 	generation := stack.Generation
 	// A new revision of the repository, and a sync asked for by hand.
 	deploy.Commit("main", map[string]string{"prod/README.md": "the prod stage\n"})
@@ -308,34 +307,6 @@ func readFile(t *testing.T, path string) string {
 func readFileErr(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	return string(data), err
-}
-
-// managers lists the field managers whose managed fields include the
-// field at path (e.g. "f:spec", "f:commit").
-func managers(obj client.Object, path ...string) []string {
-	var out []string
-	for _, e := range obj.GetManagedFields() {
-		if e.FieldsV1 == nil {
-			continue
-		}
-		var fields map[string]any
-		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
-			continue
-		}
-		var cur any = fields
-		for _, p := range path {
-			m, ok := cur.(map[string]any)
-			if !ok {
-				cur = nil
-				break
-			}
-			cur = m[p]
-		}
-		if cur != nil {
-			out = append(out, e.Manager)
-		}
-	}
-	return out
 }
 
 // get reads obj afresh.
