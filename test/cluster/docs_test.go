@@ -253,22 +253,37 @@ func TestDocs(t *testing.T) {
 }
 
 // guideSession is where a guide's reader stands: a directory standing for
-// a clone of the repository (as far as the guides read one), and the
-// environment of their shell: bin/ on the PATH (kubectl, helm, the
-// stackyard CLI), a home of their own, the cluster's kubeconfig, the
-// images `make images` built, and git set up as a reader has it, minus
-// their configuration.
+// a clone of the repository (every file and directory a clone has, linked,
+// without its history and without what builds leave: bin/, dist/), and
+// the environment of their shell: bin/ on the PATH (kubectl, helm, the
+// stackyard CLI), a home of their own (where `make install-cli` installs,
+// through PREFIX), the cluster's kubeconfig, the images `make images`
+// built, and git set up as a reader has it, minus their configuration.
 func guideSession(t *testing.T, root string, img images) (clone string, env []string) {
 	t.Helper()
 	clone = t.TempDir()
-	for _, d := range []string{"deploy", "config"} {
-		if err := os.Symlink(filepath.Join(root, d), filepath.Join(clone, d)); err != nil {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case ".git", "bin", "dist", ".stackyard":
+			continue
+		}
+		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(clone, e.Name())); err != nil {
 			t.Fatal(err)
 		}
 	}
+	home := t.TempDir()
 	return clone, []string{
 		"PATH=" + filepath.Join(root, "bin") + ":" + os.Getenv("PATH"),
-		"HOME=" + t.TempDir(),
+		"HOME=" + home,
+		"PREFIX=" + filepath.Join(home, ".local"),
+		// The Go caches the tests' own builds use, so that the CLI the
+		// install guide builds takes seconds.
+		"GOCACHE=" + goEnv(t, "GOCACHE"),
+		"GOMODCACHE=" + goEnv(t, "GOMODCACHE"),
 		"KUBECONFIG=" + kubeconfigPath(),
 		"LANG=C.UTF-8",
 		"STACKYARD_REGISTRY=" + img.registry,
@@ -422,4 +437,14 @@ func TestDocBlocks(t *testing.T) {
 	if got := missingLines("c\na\n", []string{"a", "c"}); len(got) != 1 || got[0] != "c" {
 		t.Errorf("out of order: missing %q", got)
 	}
+}
+
+// goEnv is the value of the go command's variable name.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
