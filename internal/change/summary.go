@@ -2,6 +2,7 @@ package change
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -63,4 +64,46 @@ func DescribeSummary(sum *promotionv1alpha1.ChangeSummary) string {
 		parts = append(parts, fmt.Sprintf("%d unchanged", sum.Same))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// DescribeFleet sums up the previews of many Stacks (their summaries;
+// nil for a Stack not previewed) in one line, for an approver who cannot
+// read each: the Stacks grouped by what their
+// previews would change, the largest group first, e.g. "180 Stacks: 178
+// with 3 to update; 2 with 3 to update, 1 to replace". Stacks not
+// previewed (yet) are a group of their own. Counts of unchanged resources
+// are left out, so that Stacks that change alike group together.
+func DescribeFleet(summaries []*promotionv1alpha1.ChangeSummary) string {
+	type group struct {
+		what string
+		n    int
+	}
+	var groups []*group
+	byWhat := map[string]*group{}
+	for _, sum := range summaries {
+		what := "not previewed"
+		if sum != nil {
+			changed := *sum
+			changed.Same = 0
+			what = "with " + DescribeSummary(&changed)
+		}
+		g := byWhat[what]
+		if g == nil {
+			g = &group{what: what}
+			byWhat[what] = g
+			groups = append(groups, g)
+		}
+		g.n++
+	}
+	// Largest first; equal groups keep the order of their first Stack.
+	slices.SortStableFunc(groups, func(a, b *group) int { return b.n - a.n })
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = fmt.Sprintf("%d %s", g.n, g.what)
+	}
+	stacks := "Stacks"
+	if len(summaries) == 1 {
+		stacks = "Stack"
+	}
+	return fmt.Sprintf("%d %s: %s", len(summaries), stacks, strings.Join(parts, "; "))
 }

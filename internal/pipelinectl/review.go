@@ -258,6 +258,13 @@ func WriteReview(w io.Writer, r Review) error {
 	if h := r.HeldChange; h != nil {
 		writeHeldChange(b, h)
 	}
+	if len(r.Stacks) > 1 {
+		summaries := make([]*promotionv1alpha1.ChangeSummary, len(r.Stacks))
+		for i := range r.Stacks {
+			summaries[i] = r.Stacks[i].Summary
+		}
+		fmt.Fprintf(b, "in all, %s\n", change.DescribeFleet(summaries))
+	}
 	for _, s := range r.Stacks {
 		fmt.Fprintf(b, "\nStack %s: %s\n", s.Name, describeCounts(s.Summary))
 		if s.Message != "" && s.Summary == nil {

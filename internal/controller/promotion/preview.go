@@ -334,11 +334,24 @@ func (s *session) deletePreviews(ctx context.Context, updates bool) error {
 	return nil
 }
 
-// DescribePreviews renders the previews of a promotion, Stack by Stack:
-// "web: 1 to update; db: no changes".
+// fleetSummaryFrom is how many Stacks DescribePreviews still names one by
+// one; more are summed up by what they change (change.DescribeFleet).
+const fleetSummaryFrom = 4
+
+// DescribePreviews renders the previews of a promotion, Stack by Stack
+// ("web: 1 to update; db: no changes"), or, for more than
+// fleetSummaryFrom Stacks, grouped by what they change ("12 Stacks: 11
+// with 1 to update; 1 with no changes").
 func DescribePreviews(previews []promotionv1alpha1.StackPreview) string {
 	if len(previews) == 0 {
 		return "no Stacks"
+	}
+	if len(previews) > fleetSummaryFrom {
+		summaries := make([]*promotionv1alpha1.ChangeSummary, len(previews))
+		for i := range previews {
+			summaries[i] = previews[i].Summary
+		}
+		return change.DescribeFleet(summaries)
 	}
 	parts := make([]string, 0, len(previews))
 	for _, pv := range previews {

@@ -42,6 +42,14 @@ func (s *session) reconcileHeldChanges(ctx context.Context) (sreconcile.Result, 
 		if held == nil || held.Generation != stack.Generation || change.AuthorizedStage(stack.Annotations) != s.stage.Name {
 			continue
 		}
+		if st.CurrentRelease != nil && st.CurrentRelease.Name != s.storedRelease {
+			// The stage has only now taken this release: a held change's
+			// promotion asked for before the status says so would read
+			// the stage's stored status, find another release, and be
+			// aborted as naming a release the stage does not run. The
+			// next pass, once the status is stored, asks for it.
+			return sreconcile.ResultRequeue, nil
+		}
 		if st.CurrentRelease == nil {
 			st.WaitingFor = fmt.Sprintf("Stack %s holds a change; the stage runs no release yet, so its first promotion deploys it", name)
 			continue

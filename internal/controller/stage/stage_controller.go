@@ -62,6 +62,9 @@ type session struct {
 	stage *promotionv1alpha1.Stage
 	now   time.Time
 
+	// storedRelease is the release the stage's stored status says it runs,
+	// before this reconcile (which may move it) patches the status.
+	storedRelease string
 	// members are the Stacks the stage deploys, named and selected
 	// (reconcileHealth).
 	members change.Membership
@@ -103,6 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 	s := &session{r: r, stage: stage, now: r.now()}
+	if cur := stage.Status.CurrentRelease; cur != nil {
+		s.storedRelease = cur.Name
+	}
 	patcher := sreconcile.NewPatcher(r.Client, stage)
 	var (
 		res sreconcile.Result
