@@ -19,8 +19,8 @@ func at(d time.Duration) *metav1.Time {
 }
 
 var rows = []StageRow{
-	{Pipeline: "web", Stage: "dev", Release: "web-0123456789", Commit: "0123456789abcdef0123456789abcdef01234567", Subject: "Add the bucket\n\nlong body", Since: at(5 * time.Minute), Health: "Healthy"},
-	{Pipeline: "web", Stage: "qa", Health: "Unknown", WaitingFor: "release web-0123456789: soaking in dev until 12:10"},
+	{Pipeline: "web", Stage: "dev", Release: "web-0123456789", Commit: "0123456789abcdef0123456789abcdef01234567", Subject: "Add the bucket\n\nlong body", Since: at(5 * time.Minute), Health: "Healthy", Stacks: 12, Unconsented: 2},
+	{Pipeline: "web", Stage: "qa", Health: "Unknown", Stacks: 1, WaitingFor: "release web-0123456789: soaking in dev until 12:10"},
 }
 
 // TestStageTable pins the table's shape: aligned columns, short SHAs,
@@ -30,9 +30,9 @@ func TestStageTable(t *testing.T) {
 	if err := Print(&b, "table", "PipelineStatus", rows, StageCells, StageColumns, now); err != nil {
 		t.Fatal(err)
 	}
-	want := `PIPELINE   STAGE   RELEASE                  SINCE   HEALTH    WAITING FOR
-web        dev     0123456 Add the bucket   5m      Healthy   -
-web        qa      <none>                   -       Unknown   release web-0123456789: soaking in dev until 12:10
+	want := `PIPELINE   STAGE   RELEASE                  SINCE   HEALTH    STACKS                WAITING FOR
+web        dev     0123456 Add the bucket   5m      Healthy   12 (+2 unconsented)   -
+web        qa      <none>                   -       Unknown   1                     release web-0123456789: soaking in dev until 12:10
 `
 	if b.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
@@ -54,6 +54,7 @@ func TestStageJSON(t *testing.T) {
             "pipeline": "web",
             "stage": "qa",
             "health": "Unknown",
+            "stacks": 1,
             "waitingFor": "release web-0123456789: soaking in dev until 12:10"
         }
     ]

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -57,7 +58,7 @@ func Print[T any](w io.Writer, format, kind string, rows []T, table func(T, time
 }
 
 // StageColumns are the columns of `stackyard pipeline status`.
-var StageColumns = []string{"PIPELINE", "STAGE", "RELEASE", "SINCE", "HEALTH", "WAITING FOR"}
+var StageColumns = []string{"PIPELINE", "STAGE", "RELEASE", "SINCE", "HEALTH", "STACKS", "WAITING FOR"}
 
 // StageCells renders a StageRow as table cells.
 func StageCells(r StageRow, now time.Time) []string {
@@ -68,7 +69,11 @@ func StageCells(r StageRow, now time.Time) []string {
 			release += " (rollback)"
 		}
 	}
-	return []string{r.Pipeline, r.Stage, release, age(r.Since, now), r.Health, dash(oneLine(r.WaitingFor, 80))}
+	stacks := strconv.Itoa(int(r.Stacks))
+	if r.Unconsented > 0 {
+		stacks += fmt.Sprintf(" (+%d unconsented)", r.Unconsented)
+	}
+	return []string{r.Pipeline, r.Stage, release, age(r.Since, now), r.Health, stacks, dash(oneLine(r.WaitingFor, 80))}
 }
 
 // ReleaseColumns are the columns of `stackyard releases`.

@@ -29,6 +29,12 @@ type StageRow struct {
 	// Health sums the stage's Stacks up: Healthy, Progressing, Degraded or
 	// Unknown.
 	Health string `json:"health"`
+	// Stacks is how many Stacks the stage deploys (named, or selected and
+	// consenting).
+	Stacks int32 `json:"stacks"`
+	// Unconsented is how many Stacks the stage's selector matches that do
+	// not consent to it, which it leaves alone.
+	Unconsented int32 `json:"unconsented,omitempty"`
 	// WaitingFor is what keeps the next release out, if anything.
 	WaitingFor string `json:"waitingFor,omitempty"`
 }
@@ -48,7 +54,8 @@ func (c *Client) PipelineStatus(ctx context.Context, pipeline string) ([]StageRo
 	})
 	rows := make([]StageRow, 0, len(stages))
 	for _, s := range stages {
-		row := StageRow{Pipeline: s.Spec.Pipeline, Stage: s.Name, Health: string(promotionv1alpha1.Unknown), WaitingFor: s.Status.WaitingFor}
+		row := StageRow{Pipeline: s.Spec.Pipeline, Stage: s.Name, Health: string(promotionv1alpha1.Unknown), WaitingFor: s.Status.WaitingFor,
+			Stacks: s.Status.StackCount, Unconsented: s.Status.UnconsentedStackCount}
 		if h := s.Status.Health; h != nil {
 			row.Health = string(h.Status)
 		}
