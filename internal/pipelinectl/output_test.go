@@ -3,6 +3,7 @@ package pipelinectl
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,25 @@ func TestHistoryCells(t *testing.T) {
 				t.Errorf("HistoryCells = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestReviewFleet: a review of several Stacks sums them up by what they
+// change, above the Stacks; one of a single Stack does not.
+func TestReviewFleet(t *testing.T) {
+	update := &promotionv1alpha1.ChangeSummary{Update: 1, Same: 3}
+	replace := &promotionv1alpha1.ChangeSummary{Update: 1, Replace: 1}
+	r := Review{Promotion: "edge-x", Release: "web-0123456789", Stage: "edge", Phase: "Pending",
+		Stacks: []StackReview{{Name: "eu", Summary: update}, {Name: "us", Summary: update}, {Name: "ap", Summary: replace}}}
+	var b bytes.Buffer
+	if err := WriteReview(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "in all, 3 Stacks: 2 with 1 to update; 1 with 1 to update, 1 to replace\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("the review lacks %q:\n%s", want, b.String())
+	}
+	r.Stacks = r.Stacks[:1]
+	if got := r.Fleet(); got != "" {
+		t.Errorf("one Stack: Fleet() = %q, want nothing", got)
 	}
 }

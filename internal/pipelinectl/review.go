@@ -235,6 +235,20 @@ func (c *Client) Review(ctx context.Context, promotion string, withPatch bool) (
 	return r, nil
 }
 
+// Fleet sums up the previews of the review's Stacks, grouped by what
+// they change (change.DescribeFleet), when there is more than one; "" for
+// one Stack or none.
+func (r Review) Fleet() string {
+	if len(r.Stacks) < 2 {
+		return ""
+	}
+	summaries := make([]*promotionv1alpha1.ChangeSummary, len(r.Stacks))
+	for i := range r.Stacks {
+		summaries[i] = r.Stacks[i].Summary
+	}
+	return change.DescribeFleet(summaries)
+}
+
 // WriteReview prints r as text: per Stack, the counts, each resource with
 // its op sign (+ create, ~ update, +- replace, - delete) and its changed
 // values as old => new, the commits and files the release brings, and,
@@ -258,12 +272,8 @@ func WriteReview(w io.Writer, r Review) error {
 	if h := r.HeldChange; h != nil {
 		writeHeldChange(b, h)
 	}
-	if len(r.Stacks) > 1 {
-		summaries := make([]*promotionv1alpha1.ChangeSummary, len(r.Stacks))
-		for i := range r.Stacks {
-			summaries[i] = r.Stacks[i].Summary
-		}
-		fmt.Fprintf(b, "in all, %s\n", change.DescribeFleet(summaries))
+	if fleet := r.Fleet(); fleet != "" {
+		fmt.Fprintf(b, "in all, %s\n", fleet)
 	}
 	for _, s := range r.Stacks {
 		fmt.Fprintf(b, "\nStack %s: %s\n", s.Name, describeCounts(s.Summary))
