@@ -26,12 +26,19 @@ const MaxMembers = 16
 // Stack named and a Stack selected are one and the same to them.
 //
 // A label is anyone's to write who may edit the Stack, so a selector
-// only narrows: a Stack the selector matches is deployed only if it
-// consents to the stage (promotion.stackyard.dev/authorized-stage, which
-// needs govern on the stage), and one that does not is left alone and
-// listed in Unconsented. A Stack the spec names is a member whatever it
-// says: a named Stack that does not consent is a mistake of the stage's,
-// which the stage and its promotions report.
+// only narrows, and cannot narrow unseen: a Stack the selector matches
+// is a member only if it consents to the stage explicitly (selectedConsent:
+// its promotion.stackyard.dev/authorized-stage annotation, which needs
+// govern, names the stage, or, for a preview-only stage, its
+// preview-stages annotation does), and one that does not is left alone
+// and listed in Unconsented. A Stack bound to a selecting stage by its
+// annotation that the stage does not select (its label removed, say) is
+// listed in Unselected: the stage would claim a release it never
+// deployed there, so the stage stalls and its promotions are refused
+// until it is selected again or its binding removed. A Stack the spec
+// names is a member whatever it says: a named Stack that does not
+// consent is a mistake of the stage's, which the stage and its
+// promotions report.
 type Membership struct {
 	// Bindings are the member Stacks: those spec.stacks names, in its
 	// order, then those spec.stackSelector matches that consent, by name.
@@ -39,6 +46,37 @@ type Membership struct {
 	// Unconsented are the Stacks spec.stackSelector matches that do not
 	// consent to the stage, by name.
 	Unconsented []string
+	// Unselected are the Stacks bound to a selecting stage (their
+	// authorized-stage annotation names it) that it neither names nor
+	// selects, by name. Always empty for a stage without a selector.
+	Unselected []string
+}
+
+// Problem says why a stage cannot be promoted into with this membership,
+// naming the fields, or "" when it can: it deploys no Stack (a promotion
+// would verify a release nowhere), or Stacks bound to it are not
+// selected.
+func (m Membership) Problem(stage string) string {
+	switch {
+	case len(m.Unselected) > 0:
+		return fmt.Sprintf("spec.stackSelector: Stacks %s are bound to stage %s (%s) but the selector does not match their labels; "+
+			"label them, or have a governor remove the binding", strings.Join(m.Unselected, ", "), stage, promotionv1alpha1.AuthorizedStageAnnotation)
+	case len(m.Bindings) == 0:
+		return fmt.Sprintf("spec.stacks and spec.stackSelector: stage %s deploys no Stack (none is named, and none that the selector matches consents)", stage)
+	}
+	return ""
+}
+
+// selectedConsent reports whether a Stack that stage does not name but
+// selects consents to it: explicitly, by an annotation only a governor
+// writes. An ungoverned Stack, which any preview-only stage that names
+// it may preview, is not a member by its labels alone.
+func selectedConsent(stage *promotionv1alpha1.Stage, stack *pulumiv1.Stack) bool {
+	governor := AuthorizedStage(stack.Annotations)
+	if governor == "" {
+		return false
+	}
+	return Unconsented(stage.Name, stage.Spec.PreviewOnly, stack.Name, stack.Annotations) == ""
 }
 
 // Names are the names of the member Stacks, in order.
@@ -65,8 +103,8 @@ func StackSelector(stage *promotionv1alpha1.Stage) (labels.Selector, error) {
 }
 
 // Members works out stage's membership from stacks, the Stacks of its
-// namespace its selector matches (any order; others are ignored). It
-// fails only on an invalid selector.
+// namespace (any order; those of other namespaces are ignored). It fails
+// only on an invalid selector.
 func Members(stage *promotionv1alpha1.Stage, stacks []pulumiv1.Stack) (Membership, error) {
 	m := Membership{Bindings: slices.Clone(stage.Spec.Stacks)}
 	sel, err := StackSelector(stage)
@@ -79,13 +117,21 @@ func Members(stage *promotionv1alpha1.Stage, stacks []pulumiv1.Stack) (Membershi
 	}
 	var selected []pulumiv1.Stack
 	for _, st := range stacks {
-		if st.Namespace == stage.Namespace && !named[st.Name] && sel.Matches(labels.Set(st.Labels)) {
+		if st.Namespace != stage.Namespace || named[st.Name] {
+			continue
+		}
+		switch {
+		case sel.Matches(labels.Set(st.Labels)):
 			selected = append(selected, st)
+		case AuthorizedStage(st.Annotations) == stage.Name:
+			m.Unselected = append(m.Unselected, st.Name)
 		}
 	}
+	slices.Sort(m.Unselected)
 	slices.SortFunc(selected, func(a, b pulumiv1.Stack) int { return strings.Compare(a.Name, b.Name) })
-	for _, st := range selected {
-		if Unconsented(stage.Name, stage.Spec.PreviewOnly, st.Name, st.Annotations) != "" {
+	for i := range selected {
+		st := &selected[i]
+		if !selectedConsent(stage, st) {
 			m.Unconsented = append(m.Unconsented, st.Name)
 			continue
 		}
@@ -94,16 +140,17 @@ func Members(stage *promotionv1alpha1.Stage, stacks []pulumiv1.Stack) (Membershi
 	return m, nil
 }
 
-// ListMembers lists, with r, the Stacks of stage's namespace its selector
-// matches, and returns Members of them.
+// ListMembers lists, with r, the Stacks of stage's namespace (all of them
+// when it selects: those bound to it that it does not select count too),
+// and returns Members of them.
 func ListMembers(ctx context.Context, r client.Reader, stage *promotionv1alpha1.Stage) (Membership, error) {
 	sel, err := StackSelector(stage)
 	if err != nil || sel == nil {
 		return Members(stage, nil)
 	}
 	var list pulumiv1.StackList
-	if err := r.List(ctx, &list, client.InNamespace(stage.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return Membership{}, fmt.Errorf("listing the Stacks spec.stackSelector of stage %s matches: %w", stage.Name, err)
+	if err := r.List(ctx, &list, client.InNamespace(stage.Namespace)); err != nil {
+		return Membership{}, fmt.Errorf("listing the Stacks of namespace %s for stage %s: %w", stage.Namespace, stage.Name, err)
 	}
 	return Members(stage, list.Items)
 }
@@ -121,5 +168,5 @@ func Includes(stage *promotionv1alpha1.Stage, stack *pulumiv1.Stack) bool {
 	if err != nil || sel == nil || !sel.Matches(labels.Set(stack.Labels)) {
 		return false
 	}
-	return Unconsented(stage.Name, stage.Spec.PreviewOnly, stack.Name, stack.Annotations) == ""
+	return selectedConsent(stage, stack)
 }

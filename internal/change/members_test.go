@@ -2,6 +2,7 @@ package change
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,16 +47,18 @@ func TestMembers(t *testing.T) {
 		stage       *promotionv1alpha1.Stage
 		members     []string
 		unconsented []string
+		unselected  []string
 		wantErr     bool
 	}{{
 		name:    "named only: as spec.stacks lists them, whatever they say",
 		stage:   stage([]string{"pinned", "db-eu"}, nil),
 		members: []string{"pinned", "db-eu"},
 	}, {
-		name:        "selected: the consenting ones, by name; the others listed",
+		name:        "selected: the consenting ones, by name; the others listed; one bound to the stage but not selected listed too",
 		stage:       stage(nil, &metav1.LabelSelector{MatchLabels: web}),
 		members:     []string{"web-eu", "web-us"},
 		unconsented: []string{"web-ap", "web-qa"},
+		unselected:  []string{"db-eu"},
 	}, {
 		name:        "named and selected: named first, a Stack both named and selected once",
 		stage:       stage([]string{"web-us", "db-eu"}, &metav1.LabelSelector{MatchLabels: web}),
@@ -68,6 +71,7 @@ func TestMembers(t *testing.T) {
 		}}),
 		members:     []string{"db-eu"},
 		unconsented: []string{"pinned"},
+		unselected:  []string{"web-eu", "web-us"},
 	}, {
 		name:  "an invalid selector",
 		stage: stage([]string{"pinned"}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}),
@@ -87,6 +91,9 @@ func TestMembers(t *testing.T) {
 			if !slices.Equal(m.Unconsented, tt.unconsented) {
 				t.Errorf("unconsented %v, want %v", m.Unconsented, tt.unconsented)
 			}
+			if !slices.Equal(m.Unselected, tt.unselected) {
+				t.Errorf("unselected %v, want %v", m.Unselected, tt.unselected)
+			}
 			// Includes says the same, Stack by Stack.
 			for i := range stacks {
 				st := &stacks[i]
@@ -101,7 +108,8 @@ func TestMembers(t *testing.T) {
 
 // TestMembersOfAPreviewStage: a preview-only stage needs a Stack's consent
 // to preview it (promotion.stackyard.dev/preview-stages), not to deploy
-// it.
+// it; and a Stack no stage governs, which a preview-only stage that names
+// it may preview, is not selected by its labels alone.
 func TestMembersOfAPreviewStage(t *testing.T) {
 	st := &promotionv1alpha1.Stage{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "try"},
@@ -111,11 +119,32 @@ func TestMembersOfAPreviewStage(t *testing.T) {
 		Annotations: map[string]string{promotionv1alpha1.AuthorizedStageAnnotation: "prod", promotionv1alpha1.PreviewStagesAnnotation: "try"}}}
 	deploys := pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "b",
 		Annotations: map[string]string{promotionv1alpha1.AuthorizedStageAnnotation: "prod"}}}
-	m, err := Members(st, []pulumiv1.Stack{deploys, previews})
+	ungoverned := pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "c"}}
+	m, err := Members(st, []pulumiv1.Stack{deploys, previews, ungoverned})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(m.Names(), []string{"a"}) || !slices.Equal(m.Unconsented, []string{"b"}) {
-		t.Errorf("members %v, unconsented %v; want [a] and [b]", m.Names(), m.Unconsented)
+	if !slices.Equal(m.Names(), []string{"a"}) || !slices.Equal(m.Unconsented, []string{"b", "c"}) {
+		t.Errorf("members %v, unconsented %v; want [a] and [b c]", m.Names(), m.Unconsented)
+	}
+	if Includes(st, &ungoverned) {
+		t.Error("an ungoverned Stack is included by its labels alone")
+	}
+}
+
+func TestMembershipProblem(t *testing.T) {
+	for _, tt := range []struct {
+		m    Membership
+		want string
+	}{
+		{Membership{Bindings: []promotionv1alpha1.StackBinding{{Name: "a"}}}, ""},
+		{Membership{}, "spec.stacks and spec.stackSelector: stage edge deploys no Stack"},
+		{Membership{Bindings: []promotionv1alpha1.StackBinding{{Name: "a"}}, Unselected: []string{"b", "c"}},
+			"spec.stackSelector: Stacks b, c are bound to stage edge"},
+	} {
+		got := tt.m.Problem("edge")
+		if (tt.want == "") != (got == "") || !strings.HasPrefix(got, tt.want) {
+			t.Errorf("Problem(%+v) = %q, want it to begin with %q", tt.m, got, tt.want)
+		}
 	}
 }

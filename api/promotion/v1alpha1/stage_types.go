@@ -174,8 +174,12 @@ type StageSpec struct {
 	// to write who may edit a Stack, so a selector only narrows: a Stack it
 	// matches is deployed only if its promotion.stackyard.dev/authorized-
 	// stage annotation names this stage (its consent, which only a
-	// governor gives); one that does not is left alone and listed in
-	// status.unconsentedStacks. An empty selector ({}) matches every Stack
+	// governor gives; for a preview-only stage, its preview-stages
+	// annotation); one that does not is left alone and listed in
+	// status.unconsentedStacks. A Stack bound to this stage that the
+	// selector does not match (its label removed) makes the stage wait,
+	// naming it, and its promotions are refused until it matches again or
+	// its binding is removed. An empty selector ({}) matches every Stack
 	// of the namespace. A stage deploys at most 16 Stacks, named and
 	// selected together; beyond that it is Stalled.
 	// +optional

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -14,10 +15,12 @@ import (
 
 // TestStageSelectsStacks: a stage that selects its Stacks by label
 // deploys those of them that consent to it, and leaves alone, listing
-// them in its status, those that match without consent. A labelled Stack
-// is not a member by its label alone: a Stack that consents but is not
-// labelled is not deployed until it is, and then the next promotion
-// previews and deploys it like the others.
+// them in its status, those that match without consent. A Stack that
+// gains the label and then the consent is previewed and deployed by the
+// next promotion like the others. A label is anyone's to write, so
+// removing one from a member cannot quietly take it out of the stage's
+// promotions: the stage says the Stack is bound to it but not selected,
+// and a promotion is refused, naming it, until the label is back.
 func TestStageSelectsStacks(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -34,7 +37,7 @@ func TestStageSelectsStacks(t *testing.T) {
 		{"web-eu", fleet, "edge"},
 		{"web-us", fleet, "edge"},
 		{"web-ap", fleet, ""}, // matches, but no governor bound it to edge
-		{"late", nil, "edge"}, // bound to edge, but not labelled yet
+		{"late", nil, ""},     // neither, yet
 	} {
 		stack, file := gitStack(t, ns, s.name, repo.URL, c1)
 		stack.Labels = s.labels
@@ -69,14 +72,22 @@ func TestStageSelectsStacks(t *testing.T) {
 		g.Expect(readFile(g, files[name])).To(Equal(want), "Stack %s", name)
 	}
 
-	// late gets the label: it is a member now, and the next promotion
-	// previews and deploys it; web-ap still matches without consent.
+	// late gets the label: it matches, without consent; then a governor
+	// binds it, and it is a member. The next promotion previews and
+	// deploys it; web-ap still matches without consent.
 	late := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}}
 	get(g, late)
 	late.Labels = fleet
 	g.Expect(env.Client.Update(ctx, late)).To(Succeed())
 	waitFor(t, edge, opTimeout, func(g Gomega, st *promotionv1alpha1.Stage) {
+		g.Expect(st.Status.UnconsentedStacks).To(Equal([]string{"late", "web-ap"}))
+	})
+	get(g, late)
+	late.Annotations = map[string]string{promotionv1alpha1.AuthorizedStageAnnotation: "edge"}
+	g.Expect(env.Client.Update(ctx, late)).To(Succeed())
+	waitFor(t, edge, opTimeout, func(g Gomega, st *promotionv1alpha1.Stage) {
 		g.Expect(st.Status.StackCount).To(Equal(int32(3)))
+		g.Expect(st.Status.UnconsentedStacks).To(Equal([]string{"web-ap"}))
 	})
 	create(t, release(ns, "r3", c3, time.Now()))
 	create(t, askFor(ns, "second", "edge", "r3", false))
@@ -86,4 +97,21 @@ func TestStageSelectsStacks(t *testing.T) {
 	for name, want := range map[string]string{"web-eu": "v3", "web-us": "v3", "web-ap": "v1", "late": "v3"} {
 		g.Expect(readFile(g, files[name])).To(Equal(want), "Stack %s", name)
 	}
+
+	// Someone who may edit Stacks removes web-us's label: the stage does
+	// not drop it unseen, and a promotion is refused, naming it.
+	us := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-us"}}
+	get(g, us)
+	us.Labels = nil
+	g.Expect(env.Client.Update(ctx, us)).To(Succeed())
+	waitFor(t, edge, opTimeout, func(g Gomega, st *promotionv1alpha1.Stage) {
+		c := apimeta.FindStatusCondition(st.Status.Conditions, "Reconciling")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("Stacks web-us are bound to stage edge"))
+	})
+	create(t, askFor(ns, "third", "edge", "r2", true))
+	third := waitFinished(t, ns, "third", opTimeout)
+	g.Expect(third.Status.Phase).To(Equal(promotionv1alpha1.PromotionAborted), describe(third))
+	g.Expect(third.Status.Message).To(ContainSubstring("spec.stackSelector: Stacks web-us are bound to stage edge"))
+	g.Expect(readFile(g, files["web-eu"])).To(Equal("v3"), "the refused promotion changed a Stack")
 }

@@ -64,6 +64,9 @@ func (s *session) reconcileRequest(ctx context.Context) (sreconcile.Result, erro
 	if n := len(members.Bindings); n > change.MaxMembers {
 		return s.abort("spec.stage: Stage %q deploys %d Stacks, more than the %d a promotion records", spec.Stage, n, change.MaxMembers)
 	}
+	if problem := members.Problem(spec.Stage); problem != "" {
+		return s.abort("spec.stage: %s", problem)
+	}
 	s.members = members
 	return sreconcile.ResultEmpty, nil
 }

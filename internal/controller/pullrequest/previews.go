@@ -166,6 +166,10 @@ func (s *session) targets(ctx context.Context) ([]target, error) {
 			}
 			return nil, sreconcile.NewGeneric("", err)
 		}
+		if n := len(members.Bindings); n > change.MaxMembers {
+			out = append(out, target{stage: name, problem: fmt.Sprintf("stage %s deploys %d Stacks, more than the %d previewed", name, n, change.MaxMembers)})
+			continue
+		}
 		for _, b := range members.Bindings {
 			t := target{stage: name, name: b.Name}
 			stack := &pulumiv1.Stack{}

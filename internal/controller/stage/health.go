@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,8 +17,12 @@ import (
 // names and those its selector matches that consent, change.Members),
 // records how many and which matched without consent, reads them, and
 // sums up their kstatus conditions in status.health. An invalid selector,
-// or more Stacks than a promotion can record, stalls the stage.
+// or more Stacks than a promotion can record, stalls the stage; a stage
+// that deploys no Stack, or that no longer selects a Stack bound to it
+// (Membership.Problem), waits, and stalls if that lasts.
 func (s *session) reconcileHealth(ctx context.Context) (sreconcile.Result, error) {
+	st := &s.stage.Status
+	st.StackCount, st.UnconsentedStackCount, st.UnconsentedStacks = 0, 0, nil
 	members, err := change.ListMembers(ctx, s.r.Client, s.stage)
 	if err != nil {
 		if _, selErr := change.StackSelector(s.stage); selErr != nil {
@@ -26,7 +31,6 @@ func (s *session) reconcileHealth(ctx context.Context) (sreconcile.Result, error
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", err)
 	}
 	s.members = members
-	st := &s.stage.Status
 	st.StackCount = int32(len(members.Bindings))               //nolint:gosec // bounded by the Stacks of one namespace
 	st.UnconsentedStackCount = int32(len(members.Unconsented)) //nolint:gosec // likewise
 	st.UnconsentedStacks = members.Unconsented[:min(len(members.Unconsented), maxListedUnconsented)]
@@ -34,6 +38,9 @@ func (s *session) reconcileHealth(ctx context.Context) (sreconcile.Result, error
 		return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
 			"spec.stacks and spec.stackSelector: the stage deploys %d Stacks, more than the %d a promotion records; name or select fewer",
 			len(members.Bindings), change.MaxMembers))
+	}
+	if problem := members.Problem(s.stage.Name); problem != "" {
+		return sreconcile.ResultEmpty, sreconcile.NewMissing(pulumiv1.ReferenceNotFoundReason, errors.New(problem))
 	}
 	s.stacks, s.stackErrs = map[string]*pulumiv1.Stack{}, map[string]error{}
 	for _, b := range members.Bindings {
