@@ -79,15 +79,6 @@ func selectedConsent(stage *promotionv1alpha1.Stage, stack *pulumiv1.Stack) bool
 	return Unconsented(stage.Name, stage.Spec.PreviewOnly, stack.Name, stack.Annotations) == ""
 }
 
-// Names are the names of the member Stacks, in order.
-func (m Membership) Names() []string {
-	out := make([]string, len(m.Bindings))
-	for i, b := range m.Bindings {
-		out[i] = b.Name
-	}
-	return out
-}
-
 // StackSelector is the stage's spec.stackSelector as a labels.Selector:
 // nil when the stage has none, an error naming the field when it is not a
 // valid selector. An empty selector matches every Stack of the namespace.

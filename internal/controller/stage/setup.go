@@ -46,12 +46,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// stagesOfStack maps a Stack to the Stages that name it and those whose
-// selector matches its labels. (On an update the handler maps the old
-// object too, so a Stack whose labels no longer match still wakes the
-// stage it leaves.)
+// stagesOfStack maps a Stack to the Stages that name it, those whose
+// selector matches its labels, and the one its authorized-stage
+// annotation binds it to, which must hear of a bound Stack it does not
+// select (change.Membership.Unselected), created so. (On an update the
+// handler maps the old object too, so a Stack whose labels no longer
+// match still wakes the stage it leaves.)
 func (r *Reconciler) stagesOfStack(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
 	reqs := r.stagesBy(ctx, obj.GetNamespace(), change.StackIndex, obj.GetName())
+	if bound := change.AuthorizedStage(obj.GetAnnotations()); bound != "" {
+		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: bound}})
+	}
 	var list promotionv1alpha1.StageList
 	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{change.SelectorIndex: change.HasSelector}); err != nil {
 		log.FromContext(ctx).Error(err, "listing the stages that select Stacks")
