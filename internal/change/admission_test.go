@@ -17,8 +17,8 @@ func TestExpectedPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(policies) != 9 || len(bindings) != len(policies) {
-		t.Fatalf("%d policies and %d bindings, want 9 of each", len(policies), len(bindings))
+	if len(policies) != 10 || len(bindings) != len(policies) {
+		t.Fatalf("%d policies and %d bindings, want 10 of each", len(policies), len(bindings))
 	}
 	bound := map[string]int{}
 	for _, b := range bindings {

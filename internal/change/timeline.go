@@ -2,6 +2,7 @@ package change
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +181,27 @@ func (t *timeline) promotion(p *promotionv1alpha1.Promotion) {
 	}
 	if s := p.Status.StartTime; s != nil {
 		t.add(at(promotionv1alpha1.EventPromotionStarted, *s, "started"))
+	}
+	if ro := p.Status.Rollout; ro != nil {
+		// Its halts (by its failure budget, or by a person), and who
+		// resumed or aborted it, as the promotion acted on it.
+		for i, h := range ro.Halts {
+			m := at(promotionv1alpha1.EventRolloutHalted, h.Time, fmt.Sprintf("halted/%d", i+1))
+			m.By, m.Phase, m.Message = h.By, string(promotionv1alpha1.Halt), h.Reason
+			t.add(m)
+		}
+		for _, in := range ro.Interventions {
+			event := map[promotionv1alpha1.InterventionAction]string{
+				promotionv1alpha1.Resume: promotionv1alpha1.EventRolloutResumed,
+				promotionv1alpha1.Abort:  promotionv1alpha1.EventRolloutAborted,
+			}[in.Action]
+			if event == "" {
+				continue // a halt is among the halts
+			}
+			m := at(event, in.Time, "intervention/"+in.Intervention)
+			m.By, m.Phase, m.Message = in.User, string(in.Action), in.Reason
+			t.add(m)
+		}
 	}
 	if !p.Status.Phase.IsFinished() {
 		return

@@ -87,6 +87,30 @@ func TestTimeline(t *testing.T) {
 			{Event: "VerificationFailed", Key: "promotion/pro/VerificationFailed", Stage: "prod", Pipeline: "web", Release: "r1", Commit: "def", Phase: "Succeeded"},
 		},
 	}, {
+		name: "a rollout halted by a person, resumed, halted by its budget and aborted, in that order",
+		objs: TimelineObjects{Stages: []promotionv1alpha1.Stage{stage},
+			Promotions: []promotionv1alpha1.Promotion{promotion(func(p *promotionv1alpha1.Promotion) {
+				p.Status.Phase, p.Status.Commit = promotionv1alpha1.PromotionAborted, "def"
+				p.Status.StartTime, p.Status.EndTime = ptrAt(2*time.Minute), ptrAt(9*time.Minute)
+				p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Halts: []promotionv1alpha1.RolloutHalt{
+					{Time: at(3 * time.Minute), Reason: "halted by bob", By: "bob"},
+					{Time: at(5 * time.Minute), Reason: "the failure budget is spent"},
+				}, Interventions: []promotionv1alpha1.InterventionRecord{
+					{Intervention: "p-1", Action: promotionv1alpha1.Halt, User: "bob", Time: at(3 * time.Minute)},
+					{Intervention: "p-2", Action: promotionv1alpha1.Resume, User: "carol", Time: at(4 * time.Minute)},
+					{Intervention: "p-3", Action: promotionv1alpha1.Abort, User: "bob", Time: at(8 * time.Minute)},
+				}}
+			})}},
+		want: []summary{
+			{Event: "PromotionRequested", Key: "promotion/pro/requested", Stage: "prod", Pipeline: "web", Release: "r1", Commit: "def", By: "ada"},
+			{Event: "PromotionStarted", Key: "promotion/pro/started", Stage: "prod", Pipeline: "web", Release: "r1", Commit: "def"},
+			{Event: "RolloutHalted", Key: "promotion/pro/halted/1", Stage: "prod", Pipeline: "web", Release: "r1", Commit: "def", By: "bob", Phase: "Halt"},
+			{Event: "RolloutResumed", Key: "promotion/pro/intervention/p-2", Stage: "prod", Pipeline: "web", Release: "r1", Commit: "def", By: "carol", Phase: "Resume"},
+			{Event: "RolloutHalted", Key: "promotion/pro/halted/2", Stage: "prod", Pipeline: "web", Release: "r1", Commit: "def", Phase: "Halt"},
+			{Event: "RolloutAborted", Key: "promotion/pro/intervention/p-3", Stage: "prod", Pipeline: "web", Release: "r1", Commit: "def", By: "bob", Phase: "Abort"},
+			{Event: "PromotionFinished", Key: "promotion/pro/Aborted", Stage: "prod", Pipeline: "web", Release: "r1", Commit: "def", Phase: "Aborted"},
+		},
+	}, {
 		name: "a rejection of a promotion nobody can read any more still names its stage",
 		objs: TimelineObjects{Approvals: []promotionv1alpha1.Approval{{
 			ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "app", CreationTimestamp: at(0)},

@@ -162,7 +162,8 @@ Controllers, by API group:
     Stage          reports what runs in each Stage and how it is, and asks for its
                    automatic promotions
     Promotion      moves a Release into a Stage, after the Approvals the Stage
-                   requires, and records the outcome
+                   requires, in the Stage's waves, acting on Interventions, and
+                   records the outcome
     pull request   previews the open pull requests of Pipelines that set
                    spec.pullRequests and comments on them
   notification.stackyard.dev/v1alpha1 (notifications)
@@ -170,8 +171,9 @@ Controllers, by API group:
     Alert          sends the events of Promotions, Releases and Stacks to the
                    Alert's Provider
 Releases (created by the Pipeline controller), Approvals (written by people:
-stackyard approve and reject, the dashboard) and Providers (read by the Alert
-controller) have no controller of their own.
+stackyard approve and reject, the dashboard), Interventions (written by people:
+stackyard halt, resume and abort) and Providers (read by the Alert controller)
+have no controller of their own.
 
 Servers:
   artifacts            --artifact-listen             Program artifacts, which workspace

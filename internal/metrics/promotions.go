@@ -13,6 +13,8 @@ type Promotions struct {
 	total        *prometheus.CounterVec
 	approvalWait *prometheus.HistogramVec
 	checks       *prometheus.CounterVec
+	halts        *prometheus.CounterVec
+	rollout      *prometheus.HistogramVec
 }
 
 // NewPromotions creates the change-management metrics (not yet
@@ -33,6 +35,16 @@ func NewPromotions() *Promotions {
 			Name: "stackyard_verification_checks_total",
 			Help: "Finished verification checks by namespace, stage, check and result (passed, failed).",
 		}, []string{"namespace", "stage", "check", "result"}),
+		halts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackyard_rollout_halts_total",
+			Help: "Halts of promotions' rollouts by namespace, stage and cause (budget: the failure budget was spent; person: an Intervention).",
+		}, []string{"namespace", "stage", "cause"}),
+		rollout: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "stackyard_rollout_duration_seconds",
+			Help: "Time from a promotion's start to its end, by namespace, stage and result, for stages that roll out in waves.",
+			// From a minute to a few days.
+			Buckets: []float64{60, 300, 900, 1800, 3600, 2 * 3600, 4 * 3600, 8 * 3600, 24 * 3600, 3 * 24 * 3600},
+		}, []string{"namespace", "stage", "result"}),
 	}
 }
 
@@ -58,7 +70,23 @@ func (p *Promotions) ObserveCheck(namespace, stage, check, result string) {
 	}
 }
 
+// ObserveHalt records a halt of a rollout, by cause ("budget" or
+// "person").
+func (p *Promotions) ObserveHalt(namespace, stage, cause string) {
+	if p != nil {
+		p.halts.WithLabelValues(namespace, stage, cause).Inc()
+	}
+}
+
+// ObserveRollout records a rollout in waves that ended with result after
+// it ran for d.
+func (p *Promotions) ObserveRollout(namespace, stage, result string, d time.Duration) {
+	if p != nil {
+		p.rollout.WithLabelValues(namespace, stage, result).Observe(max(d, 0).Seconds())
+	}
+}
+
 // Collectors returns the metrics' collectors, for registration.
 func (p *Promotions) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{p.total, p.approvalWait, p.checks}
+	return []prometheus.Collector{p.total, p.approvalWait, p.checks, p.halts, p.rollout}
 }

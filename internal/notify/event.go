@@ -66,6 +66,8 @@ func (e *Event) Title() string {
 		return fmt.Sprintf("Verification of %s in %s failed", e.Release, e.Stage)
 	case string(notificationv1alpha1.EventRolledBack):
 		return fmt.Sprintf("Stage %s rolled back to %s", e.Stage, e.Release)
+	case string(notificationv1alpha1.EventRolloutHalted):
+		return fmt.Sprintf("Rollout of %s into %s halted", e.Release, e.Stage)
 	case string(notificationv1alpha1.EventStackStalled):
 		return fmt.Sprintf("Stack %s is stalled", e.Name)
 	case string(notificationv1alpha1.EventDriftDetected):

@@ -58,17 +58,7 @@ func (c *Client) Decide(ctx context.Context, d Decision) (*promotionv1alpha1.App
 		decision = promotionv1alpha1.Reject
 	}
 	a := &promotionv1alpha1.Approval{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: p.Name + "-",
-			Namespace:    c.Namespace,
-			Labels: map[string]string{
-				promotionv1alpha1.PromotionLabel: p.Name,
-				promotionv1alpha1.StageLabel:     p.Spec.Stage,
-			},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: promotionv1alpha1.GroupVersion.String(), Kind: "Promotion", Name: p.Name, UID: p.UID,
-			}},
-		},
+		ObjectMeta: ownedBy(p),
 		Spec: promotionv1alpha1.ApprovalSpec{
 			Promotion: p.Name, Stage: p.Spec.Stage, PlanDigest: p.Status.PlanDigest, Decision: decision,
 			User: who.User, Groups: who.Groups, Comment: d.Comment,
@@ -78,6 +68,23 @@ func (c *Client) Decide(ctx context.Context, d Decision) (*promotionv1alpha1.App
 		return nil, fmt.Errorf("recording your decision on promotion %s: %w", p.Name, err)
 	}
 	return a, nil
+}
+
+// ownedBy is the metadata of a record about promotion p (an Approval, an
+// Intervention): named after it, labelled with it and its stage, and
+// owned by it, so that it goes when retention deletes the promotion.
+func ownedBy(p *promotionv1alpha1.Promotion) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		GenerateName: p.Name + "-",
+		Namespace:    p.Namespace,
+		Labels: map[string]string{
+			promotionv1alpha1.PromotionLabel: p.Name,
+			promotionv1alpha1.StageLabel:     p.Spec.Stage,
+		},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: promotionv1alpha1.GroupVersion.String(), Kind: "Promotion", Name: p.Name, UID: p.UID,
+		}},
+	}
 }
 
 // orNone is s, or "no message".

@@ -28,7 +28,7 @@ func TestRenderDefaults(t *testing.T) {
 	m := render(t)
 	crds, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "*.yaml"))
 	want := map[string]int{
-		"CustomResourceDefinition": len(crds), "ValidatingAdmissionPolicy": 9, "ValidatingAdmissionPolicyBinding": 9, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
+		"CustomResourceDefinition": len(crds), "ValidatingAdmissionPolicy": 10, "ValidatingAdmissionPolicyBinding": 10, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
 		"ServiceAccount": 1, "ClusterRole": 7, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 		"Deployment": 1, "Service": 3,
 	}
@@ -314,8 +314,8 @@ func TestRenderOptions(t *testing.T) {
 			}
 			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
 			approve := rules[0].(map[string]any)
-			if fmt.Sprint(approve["verbs"]) != "[approve]" || fmt.Sprint(approve["resourceNames"]) != "[prod]" {
-				t.Errorf("the approver's first rule is %v, want approve on stage prod alone", approve)
+			if fmt.Sprint(approve["verbs"]) != "[approve operate]" || fmt.Sprint(approve["resourceNames"]) != "[prod]" {
+				t.Errorf("the approver's first rule is %v, want approve and operate on stage prod alone", approve)
 			}
 			subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
 			if len(subjects) != 1 || subjects[0].(map[string]any)["name"] != "payments-approvers" {

@@ -8,7 +8,7 @@ import (
 
 // EventType is a kind of fact an Alert reports.
 //
-// +kubebuilder:validation:Enum=ReleaseDiscovered;PromotionAwaitingApproval;PromotionSucceeded;PromotionFailed;VerificationFailed;RolledBack;StackStalled;DriftDetected
+// +kubebuilder:validation:Enum=ReleaseDiscovered;PromotionAwaitingApproval;PromotionSucceeded;PromotionFailed;VerificationFailed;RolledBack;RolloutHalted;StackStalled;DriftDetected
 type EventType string
 
 const (
@@ -28,6 +28,9 @@ const (
 	EventVerificationFailed EventType = promotionv1alpha1.EventVerificationFailed
 	// EventRolledBack: a rollback Promotion (spec.rollback) succeeded.
 	EventRolledBack EventType = promotionv1alpha1.EventRolledBack
+	// EventRolloutHalted: a promotion's rollout halted: its failure
+	// budget was spent, or a person halted it (an Intervention).
+	EventRolloutHalted EventType = promotionv1alpha1.EventRolloutHalted
 	// EventStackStalled: a Stack became Stalled (kstatus): only a human
 	// can make it progress.
 	EventStackStalled EventType = promotionv1alpha1.EventStackStalled

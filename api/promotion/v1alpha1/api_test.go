@@ -12,6 +12,7 @@ func TestCRDsAreAccepted(t *testing.T) {
 	for _, name := range []string{
 		"pipelines.promotion.stackyard.dev", "releases.promotion.stackyard.dev",
 		"stages.promotion.stackyard.dev", "promotions.promotion.stackyard.dev", "approvals.promotion.stackyard.dev",
+		"interventions.promotion.stackyard.dev",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if errs := crdtest.Load(t, name).DefinitionErrors(); len(errs) > 0 {
@@ -207,6 +208,127 @@ spec:
   commit: {sha: abc}
 `,
 		want: "spec.commit.sha",
+	}, {
+		name: "a rollout in waves",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {waves: [1, "10%", "50%"], maxParallel: 4, failureBudget: "5%", pauseBetweenWaves: 10m, order: {by: Label, label: ring}}
+`,
+	}, {
+		name: "a wave of none",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {waves: [0]}
+`,
+		want: `each wave is a count of at least 1, or a percentage from 1% to 100%`,
+	}, {
+		name: "a wave of more than all",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {waves: ["150%"]}
+`,
+		want: `each wave is a count of at least 1, or a percentage from 1% to 100%`,
+	}, {
+		name: "a wave in words",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {waves: ["half"]}
+`,
+		want: `each wave is a count of at least 1`,
+	}, {
+		name: "a failure budget in words",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {failureBudget: "some"}
+`,
+		want: `spec.rollout.failureBudget: Invalid value`,
+	}, {
+		name: "an order by label without a label",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {order: {by: Label}}
+`,
+		want: `spec.rollout.order.label: Invalid value`,
+	}, {
+		name: "a seed for an order by name",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {order: {by: Name, seed: x}}
+`,
+		want: `seed: set it only with by Random`,
+	}, {
+		name: "a pause that is not a duration",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {pauseBetweenWaves: soon}
+`,
+		want: `spec.rollout.pauseBetweenWaves`,
+	}, {
+		name: "an intervention that jumps",
+		crd:  "interventions.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Intervention
+metadata: {name: x, namespace: apps}
+spec: {promotion: edge-1, stage: edge, action: Jump, user: alice}
+`,
+		want: "spec.action: Unsupported value",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

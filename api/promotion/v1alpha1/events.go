@@ -32,8 +32,19 @@ const (
 	EventPromotionSucceeded = "PromotionSucceeded"
 	// EventPromotionFailed: a Stack failed, or could not be pinned.
 	EventPromotionFailed = "PromotionFailed"
-	// EventPromotionAborted: refused or superseded before it started.
+	// EventPromotionAborted: refused or superseded before it started,
+	// or aborted by an Intervention while it ran.
 	EventPromotionAborted = "PromotionAborted"
+	// EventWaveStarted: a promotion's rollout began its next wave.
+	EventWaveStarted = "WaveStarted"
+	// EventRolloutHalted: a promotion's rollout halted: its failure
+	// budget was spent, or someone halted it (an Intervention).
+	EventRolloutHalted = "RolloutHalted"
+	// EventRolloutResumed: someone resumed a halted rollout.
+	EventRolloutResumed = "RolloutResumed"
+	// EventRolloutAborted: someone aborted a promotion that runs (an
+	// Intervention); PromotionFinished follows once nothing updates.
+	EventRolloutAborted = "RolloutAborted"
 	// EventPromotionFinished: the promotion ended, whichever way (the
 	// audit trail's kind; its phase says how).
 	EventPromotionFinished = "PromotionFinished"

@@ -127,6 +127,13 @@ type PromotedStack struct {
 	// Message is the Stack's state at the end of the promotion.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Wave is the rollout wave that deploys the Stack, from 1 (the stage's
+	// spec.rollout); 0 without one.
+	// +optional
+	Wave int32 `json:"wave,omitempty"`
+	// State is Pending, Updating, Succeeded, Failed or Skipped.
+	// +optional
+	State RolloutStackState `json:"state,omitempty"`
 }
 
 // PromotionStatus is the promotion's progress and outcome. Once the phase
@@ -207,6 +214,10 @@ type PromotionStatus struct {
 	// Verification is the progress of the stage's checks.
 	// +optional
 	Verification *VerificationStatus `json:"verification,omitempty"`
+	// Rollout is the progress through the stage's waves: counts of Stacks
+	// by state, and whether it halted. Set once the promotion started.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // ChangeSummary counts the changes of a preview by operation.

@@ -236,6 +236,12 @@ type StageSpec struct {
 	// to do when they fail.
 	// +optional
 	Verification *Verification `json:"verification,omitempty"`
+
+	// Rollout deploys the stage's Stacks in waves, a few at a time, with a
+	// failure budget that halts the rollout when spent. Without it a
+	// promotion pins every Stack at once and fails at the first failure.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
 }
 
 // Approver names who may approve: a user or a group, as the API server

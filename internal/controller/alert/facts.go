@@ -45,7 +45,8 @@ func alertable(m *change.Moment) (notificationv1alpha1.EventType, bool) {
 		}
 		return "", false
 	case promotionv1alpha1.EventReleaseDiscovered, promotionv1alpha1.EventPromotionAwaitingApproval, promotionv1alpha1.EventRolledBack,
-		promotionv1alpha1.EventVerificationFailed, promotionv1alpha1.EventStackStalled, promotionv1alpha1.EventDriftDetected:
+		promotionv1alpha1.EventRolloutHalted, promotionv1alpha1.EventVerificationFailed, promotionv1alpha1.EventStackStalled,
+		promotionv1alpha1.EventDriftDetected:
 		return notificationv1alpha1.EventType(m.Event), true
 	}
 	return "", false

@@ -44,6 +44,25 @@ func TestFactsAndFilters(t *testing.T) {
 	}
 	g.Expect(keys).To(ConsistOf("promotion/p1/Succeeded", "promotion/p1/RolledBack", "stack/s1/stalled/4", "stack/s2/stalled/1"))
 
+	// A rollout that halted is a fact of its own, one per halt, with who
+	// halted it.
+	halted := objs.Promotions[0]
+	halted.UID, halted.Spec.Rollback = "p2", false
+	halted.Status = promotionv1alpha1.PromotionStatus{Phase: promotionv1alpha1.PromotionRunning, Rollout: &promotionv1alpha1.RolloutStatus{
+		Halts: []promotionv1alpha1.RolloutHalt{{Time: at(2 * time.Minute), Reason: "halted by ada: the quota", By: "ada"}},
+	}}
+	withHalt := *objs
+	withHalt.Promotions = append([]promotionv1alpha1.Promotion{halted}, objs.Promotions...)
+	var haltFacts []fact
+	for _, f := range facts(&withHalt, "") {
+		if f.event.Type == string(notificationv1alpha1.EventRolloutHalted) {
+			haltFacts = append(haltFacts, f)
+		}
+	}
+	g.Expect(haltFacts).To(HaveLen(1))
+	g.Expect(haltFacts[0].event.Key).To(Equal("promotion/p2/halted/1"))
+	g.Expect(haltFacts[0].event.Title()).To(Equal("Rollout of r0 into prod halted"))
+
 	a := &notificationv1alpha1.Alert{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)}, Spec: notificationv1alpha1.AlertSpec{
 		Events: []notificationv1alpha1.EventType{notificationv1alpha1.EventRolledBack, notificationv1alpha1.EventStackStalled},
 		Stages: []string{"prod"},

@@ -8,6 +8,7 @@
 //
 //	Pending → Running → Succeeded | Failed
 //	Pending → Aborted
+//	Running → Aborted (an Intervention)
 //
 // A finished Promotion never changes again; the API server holds it to
 // that (a CEL transition rule on its status), and its spec never changes
@@ -16,7 +17,8 @@
 // # The queue rule
 //
 // One Promotion runs per stage at a time, and a Running one is never
-// interrupted. Of the Pending promotions of a stage, the newest (by
+// interrupted by another: only a person stops it (an Intervention, see
+// Rollouts). Of the Pending promotions of a stage, the newest (by
 // creationTimestamp, then name) runs next; the older ones are Aborted
 // with the message "superseded by <name>". The decision to start is taken
 // on a live list of the stage's promotions (spec.stage is a selectable
@@ -93,8 +95,9 @@
 // Each reconcile runs
 //
 //	reconcileRequest → reconcileQueue → reconcileWindow → reconcilePreview →
-//	reconcilePolicies → reconcileApproval → startPromotion → pinStacks →
-//	observeStacks → verify → recordOutcome → garbageCollect
+//	reconcilePolicies → reconcileApproval → startPromotion →
+//	reconcileInterventions → observeStacks → advanceRollout → pinStacks →
+//	awaitRollout → verify → recordOutcome → garbageCollect
 //
 // where each step does nothing in a phase it does not concern.
 // startPromotion checks that every Stack can be pinned (git-sourced, not
@@ -119,6 +122,34 @@
 // trying the release there again. Events PromotionStarted,
 // PromotionSucceeded, PromotionFailed and PromotionAborted (the last two
 // Warnings) go to the Promotion and the Stage.
+//
+// # Rollouts
+//
+// startPromotion orders the Stacks and gives each its wave
+// (change.Order, change.Waves: the stage's spec.rollout, or one wave of
+// every Stack without one), all Pending, in status.stacks; with a rollout
+// it records status.rollout (the waves, and the failure budget computed
+// for this many Stacks). observeStacks follows the Stacks pinned
+// (Updating) to Succeeded or Failed; without a rollout the first failure
+// fails the promotion, as it always did. advanceRollout then decides:
+// more failures than the budget halt the rollout (status.reason Halted,
+// an event RolloutHalted), or fail it when nothing is left to pin; a
+// halted rollout pins nothing until resumed; otherwise it marks the next
+// Stacks of the waves begun Updating (at most maxParallel at once), for
+// pinStacks, begins the next wave once the current one has finished and
+// pauseBetweenWaves has passed, and succeeds once no Stack is pending or
+// updating. awaitRollout returns its wait once pinStacks has pinned what
+// it marked, so that a reconcile that waits has pinned everything it
+// reached.
+//
+// reconcileInterventions acts on the Interventions naming the promotion
+// and its stage (their user is the one the API server authenticated, with
+// the verb operate on the stage: config/policy), oldest first and once
+// each, recording them in status.rollout.interventions: Halt halts,
+// Resume lifts a halt (a budget still spent halts again at once), Abort
+// makes advanceRollout skip the Stacks not reached and, once none
+// updates, end the promotion Aborted, naming the release each Stack runs.
+// An aborted promotion records nothing on the Release.
 //
 // # Verification
 //

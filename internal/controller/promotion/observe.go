@@ -11,7 +11,6 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
-	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -109,30 +108,50 @@ func historyReason(stack *pulumiv1.Stack, name string) string {
 	return ""
 }
 
-// observeStacks follows the Stacks of a Running promotion: it records each
-// one's Update and message as it ends, fails the promotion at the first
-// Stack that failed, and succeeds it once all are deployed. Until then it
-// waits, woken by the Stacks' changes.
+// observeStacks follows the Stacks a Running promotion pinned: it records
+// each one's state (Updating, Succeeded, Failed), and its Update and
+// message as it ends. Without a rollout on the stage the first Stack that
+// failed fails the promotion, as do a Stack deleted and a change held
+// since the promotion started; with one, each is a failed Stack, which
+// the failure budget counts (advanceRollout). A failed Stack that later
+// deploys (the Stack's own retry) counts as succeeded. What it waits for
+// is left in s.waiting for advanceRollout.
 func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) {
 	if !s.running() || s.outcome != "" {
 		return sreconcile.ResultEmpty, nil
 	}
-	waiting := ""
+	budgeted := s.p.Status.Rollout != nil && s.rolloutOf() != nil
+	fail := func(ps *promotionv1alpha1.PromotedStack, msg string, releaseFailed bool) bool {
+		ps.State, ps.Message = promotionv1alpha1.StackFailed, sreconcile.Truncate(msg, maxMessage)
+		if budgeted {
+			return false
+		}
+		s.outcome, s.message, s.releaseFailed = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %s: %s", ps.Name, msg), releaseFailed
+		return true
+	}
 	for i := range s.p.Status.Stacks {
 		ps := &s.p.Status.Stacks[i]
+		if !pinned(ps) {
+			continue
+		}
 		stack, err := get(ctx, s.r.Client, s.p.Namespace, "Stack", ps.Name, &pulumiv1.Stack{})
 		if err != nil {
 			return sreconcile.ResultEmpty, err
 		}
 		if stack == nil {
-			s.outcome, s.message = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %q was deleted", ps.Name)
-			return sreconcile.ResultEmpty, nil
+			if fail(ps, "the Stack was deleted", false) {
+				s.message = fmt.Sprintf("Stack %q was deleted", ps.Name)
+				return sreconcile.ResultEmpty, nil
+			}
+			continue
 		}
 		if msg := heldSince(stack, s.p.Status.StartTime); msg != "" {
 			// Nothing of the change ran, and nothing will until a
 			// promotion of its own approves it: not the release's fault.
-			s.outcome, s.message = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %s: %s", ps.Name, msg)
-			return sreconcile.ResultEmpty, nil
+			if fail(ps, msg, false) {
+				return sreconcile.ResultEmpty, nil
+			}
+			continue
 		}
 		state, msg := Observe(stack, ps.Commit, PinRequest(s.p))
 		if state != StackDeploying && stack.Status.LastUpdate != nil {
@@ -140,25 +159,31 @@ func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) 
 		}
 		switch state {
 		case StackFailed:
-			s.outcome, s.message, s.releaseFailed = promotionv1alpha1.PromotionFailed, fmt.Sprintf("Stack %s: %s", ps.Name, msg), true
+			releaseFailed, violation := true, violatesPlan(msg)
 			switch {
-			case violatesPlan(msg):
+			case violation:
 				// Not the release's fault: a new promotion may take it.
-				s.message, s.releaseFailed = planViolation(ps.Name, msg), false
+				msg, releaseFailed = planViolation(ps.Name, msg), false
 			case stalledFor(stack, pulumiv1.StalledInputsChangedReason):
 				// Nothing ran; not the release's fault either.
-				s.releaseFailed = false
+				releaseFailed = false
 			}
-			return sreconcile.ResultEmpty, nil
-		case StackDeploying:
-			if waiting == "" {
-				waiting = fmt.Sprintf("waiting for Stack %s: %s", ps.Name, msg)
+			if fail(ps, msg, releaseFailed) {
+				if violation {
+					s.message = msg
+				}
+				return sreconcile.ResultEmpty, nil
+			}
+		case StackDeployed:
+			ps.State = promotionv1alpha1.StackSucceeded
+		default:
+			if ps.State != promotionv1alpha1.StackFailed {
+				ps.State = promotionv1alpha1.StackUpdating
+			}
+			if s.waiting == "" {
+				s.waiting = fmt.Sprintf("waiting for Stack %s: %s", ps.Name, msg)
 			}
 		}
 	}
-	if waiting != "" {
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonDeploying, fmt.Errorf("%s", waiting), deployWait)
-	}
-	s.outcome, s.message = promotionv1alpha1.PromotionSucceeded, fmt.Sprintf("every Stack is Ready at %s", change.ShortCommit(s.p.Status.Commit))
 	return sreconcile.ResultEmpty, nil
 }

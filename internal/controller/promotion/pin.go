@@ -19,8 +19,8 @@ import (
 // with backoff.
 const ReasonPinFailed = "PinFailed"
 
-// pinStacks sets spec.commit of each Stack of a Running promotion to the
-// release's commit, with the annotations that hold its up to the plan its
+// pinStacks sets spec.commit of each Stack a Running promotion's rollout
+// has reached (advanceRollout) to the release's commit, with the annotations that hold its up to the plan its
 // preview saved, unless they are there already. A Stack that disappeared,
 // or that someone made unpinnable since the promotion started, fails the
 // promotion; so does a pin the API server refuses as invalid or forbidden.
@@ -29,6 +29,14 @@ func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
 		return sreconcile.ResultEmpty, nil
 	}
 	for _, ps := range s.p.Status.Stacks {
+		if s.outcome != "" {
+			break
+		}
+		if ps.State != promotionv1alpha1.StackUpdating && ps.State != "" {
+			// Not reached yet, or finished: a Stack that finished keeps
+			// its pin, and observeStacks sees it if someone moves it.
+			continue
+		}
 		stack, err := get(ctx, s.r.Client, s.p.Namespace, "Stack", ps.Name, &pulumiv1.Stack{})
 		if err != nil {
 			return sreconcile.ResultEmpty, err

@@ -88,6 +88,11 @@ type session struct {
 	outcome       promotionv1alpha1.PromotionPhase
 	message       string
 	releaseFailed bool
+	// waiting is what observeStacks found the pinned Stacks wait for;
+	// wait is the wait advanceRollout decided, returned by awaitRollout
+	// once pinStacks has pinned what it marked.
+	waiting string
+	wait    error
 	// obs is what the metrics record once the status is stored.
 	obs observations
 	// current says p was found to be the Promotion as stored (see
@@ -100,8 +105,8 @@ type session struct {
 //	reconcileRequest → reconcileHeldChange → reconcileQueue → reconcileWindow →
 //	reconcileAdmission → reconcilePreview → reconcileInputs → reconcilePolicies →
 //	reconcileApproval →
-//	startPromotion → pinStacks → observeStacks → verify → recordOutcome →
-//	garbageCollect
+//	startPromotion → reconcileInterventions → observeStacks → advanceRollout →
+//	pinStacks → awaitRollout → verify → recordOutcome → garbageCollect
 //
 // finish, in a defer, writes a failure being retried into status.message
 // while the promotion is not finished, patches the status once and maps
@@ -140,8 +145,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{Name: "reconcilePolicies", Run: s.reconcilePolicies},
 		{Name: "reconcileApproval", Run: s.reconcileApproval},
 		{Name: "startPromotion", Run: s.startPromotion},
-		{Name: "pinStacks", Run: s.pinStacks},
+		{Name: "reconcileInterventions", Run: s.reconcileInterventions},
 		{Name: "observeStacks", Run: s.observeStacks},
+		{Name: "advanceRollout", Run: s.advanceRollout},
+		{Name: "pinStacks", Run: s.pinStacks},
+		{Name: "awaitRollout", Run: s.awaitRollout},
 		{Name: "verify", Run: s.verify},
 		{Name: "recordOutcome", Run: s.recordOutcome},
 		{Name: "garbageCollect", Run: s.garbageCollect},

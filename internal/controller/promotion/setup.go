@@ -57,6 +57,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			return r.unfinished(ctx, obj.GetNamespace(), StackIndex, obj.GetName())
 		})).
 		Watches(&promotionv1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(promotionOfApproval)).
+		Watches(&promotionv1alpha1.Intervention{}, handler.EnqueueRequestsFromMapFunc(promotionOfIntervention)).
 		Watches(&promotionv1alpha1.Promotion{}, sreconcile.RecordDeletions(r.Recorder, r.promotionDeleted)).
 		Watches(&promotionv1alpha1.Approval{}, sreconcile.RecordDeletions(r.Recorder, r.approvalDeleted)).
 		Owns(&autov1alpha1.Workspace{}).

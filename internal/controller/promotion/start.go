@@ -42,6 +42,7 @@ func (s *session) startPromotion(ctx context.Context) (sreconcile.Result, error)
 	}
 	sha := s.release.Spec.Commit.SHA
 	recorded := make([]promotionv1alpha1.PromotedStack, 0, len(s.targets()))
+	labels := make(map[string]map[string]string, len(s.targets()))
 	for _, b := range s.targets() {
 		// Read live: the commit recorded as previous is the one the Stack
 		// has now, whatever the cache says.
@@ -59,11 +60,22 @@ func (s *session) startPromotion(ctx context.Context) (sreconcile.Result, error)
 			return sreconcile.ResultSuccess, nil
 		}
 		recorded = append(recorded, promotionv1alpha1.PromotedStack{Name: b.Name, PreviousCommit: stack.Spec.Commit, Commit: sha})
+		labels[b.Name] = stack.Labels
+	}
+	// The order and the waves are decided once, from the labels the
+	// Stacks have now: relabelling a Stack later moves it in no rollout
+	// that runs.
+	ordered, err := s.planRollout(recorded, labels)
+	if err != nil {
+		return s.abort("spec.stage: Stage %q: %v", s.stage.Name, err)
 	}
 	now := metav1.NewTime(s.now)
 	st := &s.p.Status
-	st.Phase, st.StartTime, st.Commit, st.Stacks = promotionv1alpha1.PromotionRunning, &now, sha, recorded
+	st.Phase, st.StartTime, st.Commit, st.Stacks = promotionv1alpha1.PromotionRunning, &now, sha, ordered
 	st.Message = fmt.Sprintf("pinning %d Stacks to %s", len(recorded), sha)
+	if ro := st.Rollout; ro != nil {
+		st.Message = fmt.Sprintf("rolling %d Stacks out to %s in %d waves", len(recorded), sha, ro.Waves)
+	}
 	s.event(corev1.EventTypeNormal, promotionv1alpha1.EventPromotionStarted, fmt.Sprintf("promoting release %s (%s) into stage %s", s.p.Spec.Release, change.ShortCommit(sha), s.stage.Name))
 	return sreconcile.ResultRequeue, nil
 }

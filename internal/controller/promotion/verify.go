@@ -53,7 +53,7 @@ func (s *session) verify(ctx context.Context) (sreconcile.Result, error) {
 	if !s.running() {
 		return sreconcile.ResultEmpty, nil
 	}
-	if s.outcome == promotionv1alpha1.PromotionFailed {
+	if s.outcome == promotionv1alpha1.PromotionFailed || s.outcome == promotionv1alpha1.PromotionAborted {
 		return sreconcile.ResultEmpty, s.stopVerification(ctx)
 	}
 	if s.outcome != promotionv1alpha1.PromotionSucceeded {
@@ -386,6 +386,9 @@ type observations struct {
 	began promotionv1alpha1.PromotionPhase
 	// checks are the checks that ended.
 	checks []checkOutcome
+	// halts are the causes of the halts this reconcile began ("budget",
+	// "person").
+	halts []string
 }
 
 // checkOutcome is one check that ended.
@@ -412,17 +415,27 @@ func (s *session) started() bool {
 
 // observing reports whether this reconcile has something for observe to
 // count once its status is stored.
-func (s *session) observing() bool { return s.ended() || s.started() || len(s.obs.checks) > 0 }
+func (s *session) observing() bool {
+	return s.ended() || s.started() || len(s.obs.checks) > 0 || len(s.obs.halts) > 0
+}
 
 // observe records the metrics of what this reconcile stored: the end of
-// the promotion, its start (the wait for approvals, on a stage that
-// requires them), and the checks that ended.
+// the promotion (and of its rollout, in waves), its start (the wait for
+// approvals, on a stage that requires them), the checks that ended, and
+// the halts that began.
 func (s *session) observe() {
 	m, p := s.r.Metrics, s.p
 	ns, stageName, phase := p.Namespace, p.Spec.Stage, p.Status.Phase
 	if s.ended() {
 		m.ObservePromotion(ns, stageName, strings.ToLower(string(phase)))
+		if p.Status.Rollout != nil && p.Status.StartTime != nil && p.Status.EndTime != nil && p.Status.Rollout.Waves > 1 {
+			m.ObserveRollout(ns, stageName, strings.ToLower(string(phase)), p.Status.EndTime.Sub(p.Status.StartTime.Time))
+		}
 	}
+	for _, cause := range s.obs.halts {
+		m.ObserveHalt(ns, stageName, cause)
+	}
+	s.obs.halts = nil
 	if s.started() && s.awaitedApproval() {
 		m.ObserveApprovalWait(ns, stageName, p.Status.StartTime.Sub(p.CreationTimestamp.Time))
 	}

@@ -1,0 +1,201 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Rollout says how a promotion into a stage deploys the stage's Stacks:
+// in waves, a few Stacks at a time, halting when more of them fail than
+// the failure budget allows. Without it, a promotion pins every Stack at
+// once and fails at the first Stack that fails.
+type Rollout struct {
+	// Waves say how many Stacks have been deployed once each wave is
+	// done, counted from the first Stack: a count ("1", or 1) or a
+	// percentage of the Stacks the stage deploys ("10%"), rounded up,
+	// with at least one Stack in each wave. ["1", "10%", "50%"] deploys
+	// one Stack, then up to a tenth of them, then up to half, then the
+	// rest: a last wave of every Stack follows when the list does not end
+	// with it, and a wave that would add no Stack is skipped. Unset: one
+	// wave of every Stack. At most 6 entries (7 waves with the last).
+	// +optional
+	// +kubebuilder:validation:MaxItems=6
+	// +kubebuilder:validation:XValidation:rule="self.all(w, type(w) == int ? w >= 1 : w.matches('^(100|[1-9][0-9]?)%$'))",message="each wave is a count of at least 1, or a percentage from 1% to 100%"
+	Waves []intstr.IntOrString `json:"waves,omitempty"`
+
+	// MaxParallel is how many Stacks of a wave update at once: the next
+	// Stack of the wave is pinned once one of them has finished. Unset or
+	// 0: every Stack of the wave at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	MaxParallel int32 `json:"maxParallel,omitempty"`
+
+	// FailureBudget is how many Stacks may fail before the rollout halts:
+	// a count, or a percentage of the Stacks the stage deploys, rounded
+	// down. Unset or 0: the first Stack that fails halts it. A halted
+	// promotion pins no more Stacks; the Stacks it pinned finish, and it
+	// waits, Running with status.reason Halted, until someone resumes or
+	// aborts it (an Intervention). Without spec.rollout a failed Stack
+	// fails the promotion instead.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="a count of at least 0, or a percentage from 0% to 100%"
+	FailureBudget *intstr.IntOrString `json:"failureBudget,omitempty"`
+
+	// PauseBetweenWaves is how long a promotion waits after a wave has
+	// deployed before it pins the next one, e.g. "10m".
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	PauseBetweenWaves *metav1.Duration `json:"pauseBetweenWaves,omitempty"`
+
+	// Order says which Stacks go first. Unset: by name.
+	// +optional
+	Order *RolloutOrder `json:"order,omitempty"`
+}
+
+// RolloutOrderBy names how a rollout orders the stage's Stacks.
+//
+// +kubebuilder:validation:Enum=Name;Label;Random
+type RolloutOrderBy string
+
+const (
+	// OrderByName: by the Stacks' names.
+	OrderByName RolloutOrderBy = "Name"
+	// OrderByLabel: by the value of one label (order.label), then by
+	// name; Stacks without the label go last.
+	OrderByLabel RolloutOrderBy = "Label"
+	// OrderByRandom: a random order that is the same for the same seed
+	// and the same Stacks (order.seed; each Stack's place is a hash of the
+	// seed and its name, so a Stack joining the stage moves no other).
+	OrderByRandom RolloutOrderBy = "Random"
+)
+
+// RolloutOrder says which Stacks of a rollout go first.
+//
+// +kubebuilder:validation:XValidation:rule="self.by == 'Label' ? has(self.label) : !has(self.label)",message="label: set it with by Label, and only then",fieldPath=".label"
+// +kubebuilder:validation:XValidation:rule="self.by == 'Random' || !has(self.seed)",message="seed: set it only with by Random",fieldPath=".seed"
+type RolloutOrder struct {
+	// By is Name, Label or Random.
+	By RolloutOrderBy `json:"by"`
+
+	// Label is the label key whose values order the Stacks with by Label,
+	// e.g. "stackyard.dev/ring": "0" goes before "1". Values compare as
+	// numbers when both are numbers, as text otherwise.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	Label string `json:"label,omitempty"`
+
+	// Seed makes another random order with by Random; unset, the stage's
+	// name is the seed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Seed string `json:"seed,omitempty"`
+}
+
+// RolloutStackState is where one Stack is in a promotion's rollout.
+//
+// +kubebuilder:validation:Enum=Pending;Updating;Succeeded;Failed;Skipped
+type RolloutStackState string
+
+const (
+	// StackPending: its wave has not reached it yet; nothing changed on it.
+	StackPending RolloutStackState = "Pending"
+	// StackUpdating: pinned to the release, its update runs.
+	StackUpdating RolloutStackState = "Updating"
+	// StackSucceeded: Ready at the release's commit.
+	StackSucceeded RolloutStackState = "Succeeded"
+	// StackFailed: its update of the release failed, or it stalled.
+	StackFailed RolloutStackState = "Failed"
+	// StackSkipped: the promotion ended before its wave reached it; it
+	// runs what it ran before (previousCommit).
+	StackSkipped RolloutStackState = "Skipped"
+)
+
+// RolloutCounts counts a rollout's Stacks by state.
+type RolloutCounts struct {
+	Pending   int32 `json:"pending"`
+	Updating  int32 `json:"updating"`
+	Succeeded int32 `json:"succeeded"`
+	Failed    int32 `json:"failed"`
+	Skipped   int32 `json:"skipped"`
+}
+
+// PromotionReasonHalted is status.reason of a Running promotion whose
+// rollout halted: its failure budget is spent, or someone halted it. It
+// pins no more Stacks until it is resumed or aborted.
+const PromotionReasonHalted = "Halted"
+
+// RolloutStatus is a promotion's progress through the stage's waves.
+type RolloutStatus struct {
+	// Waves is how many waves the rollout has.
+	Waves int32 `json:"waves"`
+
+	// Wave is the wave in progress, from 1; Waves once the last one
+	// began.
+	// +optional
+	Wave int32 `json:"wave,omitempty"`
+
+	// WaveStartTime is when the wave in progress began.
+	// +optional
+	WaveStartTime *metav1.Time `json:"waveStartTime,omitempty"`
+
+	// NextWaveTime is when the next wave begins, once the wave in
+	// progress has deployed and the stage pauses between waves.
+	// +optional
+	NextWaveTime *metav1.Time `json:"nextWaveTime,omitempty"`
+
+	// FailureBudget is how many Stacks may fail before the rollout halts,
+	// computed from the stage's spec.rollout.failureBudget when the
+	// promotion started.
+	FailureBudget int32 `json:"failureBudget"`
+
+	// Counts are the Stacks by state.
+	Counts RolloutCounts `json:"counts"`
+
+	// Halted says why the rollout halted, while it is halted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Halted string `json:"halted,omitempty"`
+
+	// Halts are the rollout's halts, oldest first, at most 16: when, why,
+	// and who halted it (empty when its failure budget did).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Halts []RolloutHalt `json:"halts,omitempty"`
+
+	// Interventions are the Interventions the promotion acted on (halt,
+	// resume, abort), oldest first, at most 32: who, what and when.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Interventions []InterventionRecord `json:"interventions,omitempty"`
+}
+
+// InterventionRecord is one Intervention as a promotion acted on it.
+type InterventionRecord struct {
+	// Intervention is the Intervention object.
+	Intervention string `json:"intervention"`
+	// Action is Halt, Resume or Abort.
+	Action InterventionAction `json:"action"`
+	// User is who asked, as the API server authenticated them.
+	User string `json:"user"`
+	// Reason is the user's words.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+	// Time is when the promotion acted on it.
+	Time metav1.Time `json:"time"`
+}
+
+// RolloutHalt is one halt of a rollout.
+type RolloutHalt struct {
+	// Time is when the rollout halted.
+	Time metav1.Time `json:"time"`
+	// Reason says why.
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason"`
+	// By is who halted it, as the API server authenticated them; empty
+	// when its failure budget was spent.
+	// +optional
+	By string `json:"by,omitempty"`
+}

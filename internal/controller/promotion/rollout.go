@@ -1,0 +1,471 @@
+package promotion
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=interventions,verbs=get;list;watch
+
+// ReasonWavePause is the reason of the wait of a rollout between two
+// waves (spec.rollout.pauseBetweenWaves).
+const ReasonWavePause = "WavePause"
+
+// maxInterventions is the most Interventions status.rollout records.
+const maxInterventions = 32
+
+// rolloutOf is the stage's rollout (nil without one, or once the stage is
+// gone).
+func (s *session) rolloutOf() *promotionv1alpha1.Rollout {
+	if s.stage == nil {
+		return nil
+	}
+	return s.stage.Spec.Rollout
+}
+
+// planRollout orders the Stacks a promotion starts with and assigns each
+// its wave (change.Waves), all Pending; with a rollout on the stage it
+// also records status.rollout: the waves, the failure budget computed for
+// this many Stacks, and the first wave's start.
+func (s *session) planRollout(stacks []promotionv1alpha1.PromotedStack, labels map[string]map[string]string) ([]promotionv1alpha1.PromotedStack, error) {
+	rollout := s.rolloutOf()
+	members := make([]change.RolloutMember, len(stacks))
+	for i, ps := range stacks {
+		members[i] = change.RolloutMember{Name: ps.Name, Labels: labels[ps.Name]}
+	}
+	waveOf, waves, err := change.Waves(rollout, s.p.Spec.Stage, members)
+	if err != nil {
+		return nil, err
+	}
+	budget, err := change.FailureBudget(rollout, len(stacks))
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]promotionv1alpha1.PromotedStack, len(stacks))
+	for _, ps := range stacks {
+		byName[ps.Name] = ps
+	}
+	ordered := make([]promotionv1alpha1.PromotedStack, 0, len(stacks))
+	for _, m := range change.Order(rollout, s.p.Spec.Stage, members) {
+		ps := byName[m.Name]
+		ps.State = promotionv1alpha1.StackPending
+		if rollout != nil {
+			ps.Wave = waveOf[m.Name]
+		}
+		ordered = append(ordered, ps)
+	}
+	// Stable by wave, so that a wave's Stacks go in the rollout's order.
+	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Wave < ordered[j].Wave })
+	if rollout != nil {
+		now := metav1.NewTime(s.now)
+		s.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Waves: waves, Wave: 1, WaveStartTime: &now, FailureBudget: budget}
+	}
+	return ordered, nil
+}
+
+// wave is the wave of a promoted Stack: 1 without a rollout.
+func wave(ps *promotionv1alpha1.PromotedStack) int32 { return max(ps.Wave, 1) }
+
+// pinned reports whether the promotion has pinned the Stack (or is about
+// to, this reconcile).
+func pinned(ps *promotionv1alpha1.PromotedStack) bool {
+	switch ps.State {
+	case promotionv1alpha1.StackUpdating, promotionv1alpha1.StackSucceeded, promotionv1alpha1.StackFailed:
+		return true
+	case "":
+		// Recorded before rollouts had states: every Stack was pinned.
+		return true
+	}
+	return false
+}
+
+// reconcileInterventions acts, while the promotion runs, on the
+// Interventions that name it and its stage and that it has not acted on
+// yet, oldest first: Halt halts the rollout, Resume ends a halt, Abort
+// makes it pin no more Stacks and end once those updating finished. Each
+// is recorded in status.rollout.interventions (who, what, when) and told
+// by an event. The user is the one the API server authenticated
+// (config/policy), with the verb operate on the stage.
+func (s *session) reconcileInterventions(ctx context.Context) (sreconcile.Result, error) {
+	if !s.running() {
+		return sreconcile.ResultEmpty, nil
+	}
+	var list promotionv1alpha1.InterventionList
+	if err := s.r.Client.List(ctx, &list, client.InNamespace(s.p.Namespace)); err != nil {
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing Interventions: %w", err))
+	}
+	items := make([]promotionv1alpha1.Intervention, 0)
+	for _, in := range list.Items {
+		if in.Spec.Promotion == s.p.Name && in.Spec.Stage == s.p.Spec.Stage && in.DeletionTimestamp.IsZero() &&
+			!in.CreationTimestamp.Before(&s.p.CreationTimestamp) {
+			items = append(items, in)
+		}
+	}
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i].CreationTimestamp, items[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return a.Before(&b)
+		}
+		return items[i].Name < items[j].Name
+	})
+	ro := s.ensureRolloutStatus()
+	done := make(map[string]bool, len(ro.Interventions))
+	for _, rec := range ro.Interventions {
+		done[rec.Intervention] = true
+	}
+	for _, in := range items {
+		if done[in.Name] || len(ro.Interventions) >= maxInterventions {
+			continue
+		}
+		who := in.Spec.User
+		why := ""
+		if in.Spec.Reason != "" {
+			why = ": " + in.Spec.Reason
+		}
+		switch in.Spec.Action {
+		case promotionv1alpha1.Halt:
+			s.halt(fmt.Sprintf("halted by %s%s", who, why), who)
+		case promotionv1alpha1.Resume:
+			ro.Halted = ""
+			s.event(corev1.EventTypeNormal, promotionv1alpha1.EventRolloutResumed, fmt.Sprintf("rollout of release %s into stage %s resumed by %s%s", s.p.Spec.Release, s.p.Spec.Stage, who, why))
+		case promotionv1alpha1.Abort:
+			// Acted on by advanceRollout, from the record.
+		default:
+			continue
+		}
+		ro.Interventions = append(ro.Interventions, promotionv1alpha1.InterventionRecord{
+			Intervention: in.Name, Action: in.Spec.Action, User: who,
+			Reason: sreconcile.Truncate(in.Spec.Reason, 1024), Time: metav1.NewTime(s.now),
+		})
+	}
+	return sreconcile.ResultEmpty, nil
+}
+
+// maxHalts is the most halts status.rollout records.
+const maxHalts = 16
+
+// halt halts the rollout for why (by whom, when a person did): it pins
+// no more Stacks until resumed. The halt is recorded in status.rollout
+// (halted, and the halts) and told by a Warning event, which Alerts send
+// as RolloutHalted.
+func (s *session) halt(why, by string) {
+	ro := s.ensureRolloutStatus()
+	ro.Halted = sreconcile.Truncate(why, 1024)
+	if len(ro.Halts) < maxHalts {
+		ro.Halts = append(ro.Halts, promotionv1alpha1.RolloutHalt{Time: metav1.NewTime(s.now), Reason: ro.Halted, By: by})
+	}
+	cause := "budget"
+	if by != "" {
+		cause = "person"
+	}
+	s.obs.halts = append(s.obs.halts, cause)
+	s.event(corev1.EventTypeWarning, promotionv1alpha1.EventRolloutHalted,
+		fmt.Sprintf("rollout of release %s into stage %s halted: %s", s.p.Spec.Release, s.p.Spec.Stage, ro.Halted))
+}
+
+// ensureRolloutStatus is status.rollout, made for a promotion whose stage
+// has no rollout (one wave) when an Intervention needs a record.
+func (s *session) ensureRolloutStatus() *promotionv1alpha1.RolloutStatus {
+	if s.p.Status.Rollout == nil {
+		s.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Waves: 1, Wave: 1, WaveStartTime: s.p.Status.StartTime}
+	}
+	return s.p.Status.Rollout
+}
+
+// aborting reports whether an Intervention aborted the promotion.
+func (s *session) aborting() (promotionv1alpha1.InterventionRecord, bool) {
+	if ro := s.p.Status.Rollout; ro != nil {
+		for _, rec := range ro.Interventions {
+			if rec.Action == promotionv1alpha1.Abort {
+				return rec, true
+			}
+		}
+	}
+	return promotionv1alpha1.InterventionRecord{}, false
+}
+
+// advanceRollout decides, once observeStacks has updated each pinned
+// Stack's state, what the rollout does next:
+//
+//   - more Stacks failed than the failure budget allows: it halts (a
+//     Warning event), or, with no Stack left to pin, fails;
+//   - aborted: the Stacks not pinned are Skipped, and once none updates
+//     the promotion ends Aborted, naming what each Stack runs;
+//   - halted: nothing is pinned, and it waits;
+//   - otherwise it marks the next Stacks of the wave Updating, at most
+//     maxParallel at once, for pinStacks; once the wave has finished it
+//     waits pauseBetweenWaves and begins the next; once every Stack has
+//     finished, within the budget, the promotion succeeds (verify runs
+//     the stage's checks next).
+//
+// Without a rollout on the stage there is one wave, and observeStacks has
+// already failed the promotion at the first failed Stack.
+func (s *session) advanceRollout(_ context.Context) (sreconcile.Result, error) {
+	if !s.running() || s.outcome != "" {
+		return sreconcile.ResultEmpty, nil
+	}
+	st := &s.p.Status
+	rollout := s.rolloutOf()
+	counts := countStates(st.Stacks)
+	ro := st.Rollout
+	if ro != nil {
+		ro.Counts = counts
+	}
+	if rec, ok := s.aborting(); ok {
+		for i := range st.Stacks {
+			if st.Stacks[i].State == promotionv1alpha1.StackPending {
+				st.Stacks[i].State = promotionv1alpha1.StackSkipped
+			}
+		}
+		ro.Counts = countStates(st.Stacks)
+		if ro.Counts.Updating > 0 {
+			s.wait = sreconcile.NewWaiting(ReasonDeploying,
+				fmt.Errorf("aborted by %s; waiting for %d Stacks updating to finish: %s", rec.User, ro.Counts.Updating, s.waiting), deployWait)
+			return sreconcile.ResultEmpty, nil
+		}
+		s.outcome, s.message = promotionv1alpha1.PromotionAborted, fmt.Sprintf("aborted by %s%s: %s", rec.User, reasonSuffix(rec.Reason), s.whereStacksAre())
+		return sreconcile.ResultEmpty, nil
+	}
+	if ro != nil && counts.Failed > ro.FailureBudget {
+		if counts.Pending == 0 && counts.Updating == 0 {
+			s.outcome, s.message, s.releaseFailed = promotionv1alpha1.PromotionFailed,
+				fmt.Sprintf("%s, more than the failure budget of %d: %s", stacksRun(int(counts.Failed), "failed"), ro.FailureBudget, s.failedStacks()), true
+			return sreconcile.ResultEmpty, nil
+		}
+		if ro.Halted == "" {
+			s.halt(fmt.Sprintf("the failure budget is spent: %s, the budget is %d (%s)",
+				stacksRun(int(counts.Failed), "failed"), ro.FailureBudget, s.failedStacks()), "")
+		}
+	}
+	if ro != nil && ro.Halted != "" {
+		// Woken by an Intervention or a Stack; the wait only looks again.
+		s.wait = sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonHalted,
+			fmt.Errorf("rollout halted in wave %d of %d: %s; %s", ro.Wave, ro.Waves, ro.Halted, describeCounts(ro.Counts)), deployWait)
+		return sreconcile.ResultEmpty, nil
+	}
+	if counts.Pending == 0 && counts.Updating == 0 {
+		s.outcome, s.message = promotionv1alpha1.PromotionSucceeded, fmt.Sprintf("every Stack is Ready at %s", change.ShortCommit(st.Commit))
+		if counts.Failed > 0 {
+			s.message = fmt.Sprintf("every Stack but %d is Ready at %s, within the failure budget of %d: %s",
+				counts.Failed, change.ShortCommit(st.Commit), ro.FailureBudget, s.failedStacks())
+		}
+		return sreconcile.ResultEmpty, nil
+	}
+	current := int32(1)
+	if ro != nil {
+		current = max(ro.Wave, 1)
+	}
+	waveDone := true
+	for i := range st.Stacks {
+		ps := &st.Stacks[i]
+		if wave(ps) <= current && (ps.State == promotionv1alpha1.StackPending || ps.State == promotionv1alpha1.StackUpdating) {
+			waveDone = false
+		}
+	}
+	if waveDone && ro != nil && current < ro.Waves {
+		if pause := pauseOf(rollout); pause > 0 {
+			if ro.NextWaveTime == nil {
+				t := metav1.NewTime(s.now.Add(pause).Truncate(time.Second))
+				ro.NextWaveTime = &t
+			}
+			next := ro.NextWaveTime.Time
+			if s.now.Before(next) {
+				s.wait = sreconcile.NewWaiting(ReasonWavePause,
+					fmt.Errorf("wave %d of %d deployed; the next begins at %s; %s", current, ro.Waves, next.UTC().Format(time.RFC3339), describeCounts(ro.Counts)),
+					next.Sub(s.now))
+				return sreconcile.ResultEmpty, nil
+			}
+		}
+		current++
+		now := metav1.NewTime(s.now)
+		ro.Wave, ro.WaveStartTime, ro.NextWaveTime = current, &now, nil
+		s.event(corev1.EventTypeNormal, promotionv1alpha1.EventWaveStarted, fmt.Sprintf("rollout of release %s into stage %s: wave %d of %d began", s.p.Spec.Release, s.p.Spec.Stage, current, ro.Waves))
+	}
+	// Pin the next Stacks of the waves begun, in the rollout's order, at
+	// most maxParallel updating at once.
+	limit := int32(len(st.Stacks)) //nolint:gosec // bounded by the API's MaxItems on status.stacks
+	if rollout != nil && rollout.MaxParallel > 0 {
+		limit = rollout.MaxParallel
+	}
+	updating := counts.Updating
+	for i := range st.Stacks {
+		ps := &st.Stacks[i]
+		if updating >= limit {
+			break
+		}
+		if ps.State == promotionv1alpha1.StackPending && wave(ps) <= current {
+			ps.State = promotionv1alpha1.StackUpdating
+			updating++
+		}
+	}
+	waiting := s.waiting
+	if waiting == "" {
+		waiting = "pinning the Stacks"
+	}
+	if ro != nil {
+		ro.Counts = countStates(st.Stacks)
+		waiting = fmt.Sprintf("wave %d of %d: %s; %s", ro.Wave, ro.Waves, describeCounts(ro.Counts), waiting)
+	}
+	s.wait = sreconcile.NewWaiting(ReasonDeploying, fmt.Errorf("%s", waiting), deployWait)
+	return sreconcile.ResultEmpty, nil
+}
+
+// awaitRollout returns the wait advanceRollout decided, once pinStacks has
+// pinned the Stacks it marked: a reconcile that waits has still pinned
+// every Stack it reached.
+func (s *session) awaitRollout(_ context.Context) (sreconcile.Result, error) {
+	if !s.running() || s.outcome != "" || s.wait == nil {
+		return sreconcile.ResultEmpty, nil
+	}
+	return sreconcile.ResultEmpty, s.wait
+}
+
+// pauseOf is the rollout's pause between waves.
+func pauseOf(rollout *promotionv1alpha1.Rollout) time.Duration {
+	if rollout == nil || rollout.PauseBetweenWaves == nil {
+		return 0
+	}
+	return rollout.PauseBetweenWaves.Duration
+}
+
+// countStates counts promoted Stacks by state.
+func countStates(stacks []promotionv1alpha1.PromotedStack) promotionv1alpha1.RolloutCounts {
+	var c promotionv1alpha1.RolloutCounts
+	for i := range stacks {
+		switch stacks[i].State {
+		case promotionv1alpha1.StackPending:
+			c.Pending++
+		case promotionv1alpha1.StackUpdating, "":
+			c.Updating++
+		case promotionv1alpha1.StackSucceeded:
+			c.Succeeded++
+		case promotionv1alpha1.StackFailed:
+			c.Failed++
+		case promotionv1alpha1.StackSkipped:
+			c.Skipped++
+		}
+	}
+	return c
+}
+
+// describeCounts says how many Stacks are in each state.
+func describeCounts(c promotionv1alpha1.RolloutCounts) string {
+	return fmt.Sprintf("%d succeeded, %d failed, %d updating, %d pending, %d skipped", c.Succeeded, c.Failed, c.Updating, c.Pending, c.Skipped)
+}
+
+// failedStacks names the failed Stacks, at most 5, with how many more.
+func (s *session) failedStacks() string {
+	var names []string
+	for _, ps := range s.p.Status.Stacks {
+		if ps.State == promotionv1alpha1.StackFailed {
+			names = append(names, ps.Name)
+		}
+	}
+	return listSome(names, 5)
+}
+
+// listSome joins at most n names, and says how many more there are.
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// whereStacksAre says, after an abort, which release each Stack runs:
+// those that succeeded run the release, those never pinned run what they
+// ran before (the release the stage runs, where their previous commit is
+// its commit), and those that failed are at the release's commit with a
+// failed update.
+func (s *session) whereStacksAre() string {
+	var at, before, failed []string
+	for _, ps := range s.p.Status.Stacks {
+		switch ps.State {
+		case promotionv1alpha1.StackSucceeded:
+			at = append(at, ps.Name)
+		case promotionv1alpha1.StackFailed:
+			failed = append(failed, ps.Name)
+		default:
+			before = append(before, ps.Name)
+		}
+	}
+	var parts []string
+	if len(at) > 0 {
+		parts = append(parts, fmt.Sprintf("%s release %s (%s): %s", stacksRun(len(at), "run"), s.p.Spec.Release, change.ShortCommit(s.p.Status.Commit), listSome(at, 5)))
+	}
+	if len(before) > 0 {
+		was := "the commits they ran before"
+		if cur := s.stageRelease(); cur != nil && s.allPreviousAt(before, cur.SHA) {
+			was = fmt.Sprintf("release %s (%s), as before", cur.Name, change.ShortCommit(cur.SHA))
+		}
+		parts = append(parts, fmt.Sprintf("%s %s: %s", stacksRun(len(before), "run"), was, listSome(before, 5)))
+	}
+	if len(failed) > 0 {
+		parts = append(parts, fmt.Sprintf("%s to update to %s: %s", stacksRun(len(failed), "failed"), change.ShortCommit(s.p.Status.Commit), listSome(failed, 5)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// stacksRun is "1 Stack runs" or "n Stacks run": n Stacks and the verb,
+// in the present tense made to agree ("run"), or as given ("failed").
+func stacksRun(n int, verb string) string {
+	if n == 1 {
+		if verb == "run" {
+			verb = "runs"
+		}
+		return fmt.Sprintf("1 Stack %s", verb)
+	}
+	return fmt.Sprintf("%d Stacks %s", n, verb)
+}
+
+// stageRelease is the release the stage's status says it runs.
+func (s *session) stageRelease() *promotionv1alpha1.StageRelease {
+	if s.stage == nil {
+		return nil
+	}
+	return s.stage.Status.CurrentRelease
+}
+
+// allPreviousAt reports whether each named Stack's previous commit is sha.
+func (s *session) allPreviousAt(names []string, sha string) bool {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	for _, ps := range s.p.Status.Stacks {
+		if want[ps.Name] && ps.PreviousCommit != sha {
+			return false
+		}
+	}
+	return true
+}
+
+// reasonSuffix is ": reason", or "" without one.
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
+}
+
+// promotionOfIntervention maps an Intervention to the Promotion it names.
+func promotionOfIntervention(_ context.Context, obj client.Object) []ctrlreconcile.Request {
+	in, ok := obj.(*promotionv1alpha1.Intervention)
+	if !ok || in.Spec.Promotion == "" {
+		return nil
+	}
+	return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: in.Namespace, Name: in.Spec.Promotion}}}
+}
