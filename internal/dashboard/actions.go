@@ -97,6 +97,18 @@ func (s *Server) runAction(ctx context.Context, c *pipelinectl.Client, action st
 			verb = "rejected"
 		}
 		return "", fmt.Sprintf("%s promotion %s", verb, promotion), nil
+	case "halt", "resume", "abort":
+		promotion, err := required("promotion")
+		if err != nil {
+			return "", "", err
+		}
+		action := map[string]promotionv1alpha1.InterventionAction{
+			"halt": promotionv1alpha1.Halt, "resume": promotionv1alpha1.Resume, "abort": promotionv1alpha1.Abort,
+		}[action]
+		if _, err := c.Intervene(ctx, promotion, action, field("reason")); err != nil {
+			return "", "", err
+		}
+		return "", fmt.Sprintf("asked promotion %s to %s", promotion, strings.ToLower(string(action))), nil
 	case "promote", "rollback":
 		stage, err := required("stage")
 		if err != nil {

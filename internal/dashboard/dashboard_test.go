@@ -125,10 +125,11 @@ var (
 		rule("pulumi.com", []string{"stacks"}, "get", "list", "watch"),
 		rule("auto.pulumi.com", []string{"updates"}, "get", "list", "watch"),
 	}
-	// approveRules lets a user decide on promotions into any stage.
+	// approveRules lets a user decide on promotions into any stage, and
+	// halt, resume or abort those that run.
 	approveRules = []rbacv1.PolicyRule{
-		rule("promotion.stackyard.dev", []string{"stages"}, "approve"),
-		rule("promotion.stackyard.dev", []string{"approvals"}, "create"),
+		rule("promotion.stackyard.dev", []string{"stages"}, "approve", "operate"),
+		rule("promotion.stackyard.dev", []string{"approvals", "interventions"}, "create"),
 	}
 	// operateRules lets a user request promotions and reconciles.
 	operateRules = []rbacv1.PolicyRule{
@@ -154,7 +155,7 @@ func user(ctx context.Context, ns, name string, rules ...rbacv1.PolicyRule) erro
 // seed creates a team's namespace ns with the pipeline web (dev and dev2
 // fed by git, qa after both, with one approval required) and its Stacks.
 // alice operates and approves there, bob only reads (he may create
-// Approvals, but not approve). team-b (nsB) has a Stack only, and carol,
+// Approvals and Interventions, but not approve nor operate). team-b (nsB) has a Stack only, and carol,
 // who reads there.
 func seed(ctx context.Context, nsA string) error {
 	c := env.Client
@@ -166,7 +167,7 @@ func seed(ctx context.Context, nsA string) error {
 	if err := user(ctx, nsA, "alice", append(append(readAll, approveRules...), operateRules...)...); err != nil {
 		return err
 	}
-	if err := user(ctx, nsA, "bob", append(readAll, rule("promotion.stackyard.dev", []string{"approvals"}, "create"))...); err != nil {
+	if err := user(ctx, nsA, "bob", append(readAll, rule("promotion.stackyard.dev", []string{"approvals", "interventions"}, "create"))...); err != nil {
 		return err
 	}
 	pipeline := &promotionv1alpha1.Pipeline{

@@ -75,6 +75,48 @@ type promotionDetail struct {
 	Policy       string
 	// Decidable: people may approve or reject it now.
 	Decidable bool
+	// Rollout is its progress through the stage's waves, with the Stacks
+	// of each wave; nil before it started, or without a rollout.
+	Rollout *rolloutView
+	// Operable: it runs, so people may halt, resume or abort it.
+	Operable bool
+}
+
+// rolloutView is a promotion's rollout as the page shows it: the counts,
+// whether it halted, and each wave's Stacks by state.
+type rolloutView struct {
+	promotionv1alpha1.RolloutStatus
+	Waves []waveView
+}
+
+// waveView is one wave of a rollout.
+type waveView struct {
+	Number int32
+	// Current: the wave in progress.
+	Current bool
+	Counts  promotionv1alpha1.RolloutCounts
+	Stacks  []promotionv1alpha1.PromotedStack
+}
+
+// buildRollout groups a promotion's Stacks by wave.
+func buildRollout(p *promotionv1alpha1.Promotion) *rolloutView {
+	ro := p.Status.Rollout
+	if ro == nil {
+		return nil
+	}
+	v := &rolloutView{RolloutStatus: *ro}
+	for n := int32(1); n <= ro.Waves; n++ {
+		w := waveView{Number: n, Current: n == ro.Wave}
+		for _, ps := range p.Status.Stacks {
+			if max(ps.Wave, 1) != n {
+				continue
+			}
+			w.Stacks = append(w.Stacks, ps)
+			w.Counts.Add(ps.State)
+		}
+		v.Waves = append(v.Waves, w)
+	}
+	return v
 }
 
 // updateView is an Update as the pages show it. Its message and changes
@@ -161,6 +203,8 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 		}
 	}
 	d.Decidable = d.AwaitsApproval
+	d.Rollout = buildRollout(&p)
+	d.Operable = p.Status.Phase == promotionv1alpha1.PromotionRunning
 	// The Updates' messages and logs are shown to those who may read
 	// Updates, as on their own pages.
 	mayUpdates, err := s.mayList(ctx, sess, updatesKind, ns)

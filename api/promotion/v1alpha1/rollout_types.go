@@ -121,6 +121,24 @@ type RolloutCounts struct {
 	Skipped   int32 `json:"skipped"`
 }
 
+// Add counts one Stack in state; an empty state (a promotion recorded
+// before rollouts had states, whose Stacks were all pinned) counts as
+// Updating.
+func (c *RolloutCounts) Add(state RolloutStackState) {
+	switch state {
+	case StackPending:
+		c.Pending++
+	case StackSucceeded:
+		c.Succeeded++
+	case StackFailed:
+		c.Failed++
+	case StackSkipped:
+		c.Skipped++
+	default:
+		c.Updating++
+	}
+}
+
 // PromotionReasonHalted is status.reason of a Running promotion whose
 // rollout halted: its failure budget is spent, or someone halted it. It
 // pins no more Stacks until it is resumed or aborted.

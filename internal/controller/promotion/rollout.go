@@ -345,18 +345,7 @@ func pauseOf(rollout *promotionv1alpha1.Rollout) time.Duration {
 func countStates(stacks []promotionv1alpha1.PromotedStack) promotionv1alpha1.RolloutCounts {
 	var c promotionv1alpha1.RolloutCounts
 	for i := range stacks {
-		switch stacks[i].State {
-		case promotionv1alpha1.StackPending:
-			c.Pending++
-		case promotionv1alpha1.StackUpdating, "":
-			c.Updating++
-		case promotionv1alpha1.StackSucceeded:
-			c.Succeeded++
-		case promotionv1alpha1.StackFailed:
-			c.Failed++
-		case promotionv1alpha1.StackSkipped:
-			c.Skipped++
-		}
+		c.Add(stacks[i].State)
 	}
 	return c
 }

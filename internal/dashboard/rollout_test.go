@@ -1,0 +1,73 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+)
+
+// TestRolloutPageAndInterventions: a promotion's page shows its rollout
+// wave by wave and why it halted; alice, who may operate the stage,
+// resumes it from the page, and the Intervention names her; bob, who may
+// not, is refused with the policy's reason.
+func TestRolloutPageAndInterventions(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	csrf := csrfOf(t, tokens["alice"])
+	promote := url.Values{"namespace": {nsA}, "stage": {"qa"}, "release": {"web-bbbbbbb"}, "_csrf": {csrf}}
+	code, body, h := postForm(t, baseURL, "/actions/promote", tokens["alice"], promote, nil)
+	g.Expect(code).To(Equal(http.StatusSeeOther), body)
+	name := strings.TrimPrefix(strings.SplitN(h.Get("Location"), "?", 2)[0], "/promotions/team-a/")
+
+	// Halted in wave 2 of 3, as the Promotion controller records it.
+	var p promotionv1alpha1.Promotion
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: nsA, Name: name}, &p)).To(Succeed())
+	now := metav1.Now()
+	p.Status.Phase, p.Status.StartTime, p.Status.Reason = promotionv1alpha1.PromotionRunning, &now, promotionv1alpha1.PromotionReasonHalted
+	p.Status.Stacks = []promotionv1alpha1.PromotedStack{
+		{Name: "eu", Commit: "b", Wave: 1, State: promotionv1alpha1.StackSucceeded},
+		{Name: "us", Commit: "b", Wave: 2, State: promotionv1alpha1.StackFailed, Message: "update failed"},
+		{Name: "ap", Commit: "b", Wave: 3, State: promotionv1alpha1.StackPending},
+	}
+	halt := "the failure budget is spent: 1 Stack failed, the budget is 0 (us)"
+	p.Status.Rollout = &promotionv1alpha1.RolloutStatus{
+		Waves: 3, Wave: 2, Halted: halt, Counts: promotionv1alpha1.RolloutCounts{Succeeded: 1, Failed: 1, Pending: 1},
+		Halts: []promotionv1alpha1.RolloutHalt{{Time: now, Reason: halt}},
+	}
+	g.Expect(env.Client.Status().Update(ctx, &p)).To(Succeed())
+	var page string
+	g.Eventually(func(g Gomega) {
+		code, page, _ = get(t, baseURL, "/promotions/team-a/"+name, tokens["bob"])
+		g.Expect(code).To(Equal(http.StatusOK))
+		g.Expect(page).To(ContainSubstring(`id="halted"`))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(page).To(ContainSubstring("Wave 2 of 3"))
+	g.Expect(page).To(MatchRegexp(`(?s)data-wave="2".*?data-stack="us".*?Failed`))
+	g.Expect(page).To(ContainSubstring(`id="resume"`))
+	g.Expect(page).To(ContainSubstring(halt))
+
+	// bob may create Interventions but not operate stages.
+	resume := url.Values{"namespace": {nsA}, "promotion": {name}, "reason": {"the quota was raised"}, "_csrf": {csrfOf(t, tokens["bob"])}}
+	code, body, _ = postForm(t, baseURL, "/actions/resume", tokens["bob"], resume, nil)
+	g.Expect(code).To(Equal(http.StatusForbidden), body)
+	g.Expect(body).To(ContainSubstring(`needs the verb &#34;operate&#34; on stages.promotion.stackyard.dev`))
+	resume.Set("_csrf", csrf)
+	code, body, _ = postForm(t, baseURL, "/actions/resume", tokens["alice"], resume, nil)
+	g.Expect(code).To(Equal(http.StatusSeeOther), body)
+	var list promotionv1alpha1.InterventionList
+	g.Expect(env.Client.List(ctx, &list, client.InNamespace(nsA))).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1))
+	g.Expect(list.Items[0].Spec).To(Equal(promotionv1alpha1.InterventionSpec{
+		Promotion: name, Stage: "qa", Action: promotionv1alpha1.Resume, User: "system:serviceaccount:team-a:alice", Reason: "the quota was raised",
+	}))
+	g.Expect(list.Items[0].OwnerReferences).To(ConsistOf(HaveField("UID", p.UID)))
+}
