@@ -389,6 +389,12 @@ func (a *authorizer) pin(ctx context.Context, stack *pulumiv1.Stack, stage strin
 	if i < 0 || p.Status.Stacks[i].Commit != stack.Spec.Commit {
 		return refuse(RefusedPin, "spec.commit: promotion %s does not pin Stack %s to commit %s", name, stack.Name, stack.Spec.Commit), nil
 	}
+	// A rollout pins a Stack only once its record says the rollout
+	// reached it: a Stack still Pending (its wave has not come) or Skipped
+	// (the promotion was aborted first) runs nothing of it.
+	if state := p.Status.Stacks[i].State; state == promotionv1alpha1.StackPending || state == promotionv1alpha1.StackSkipped {
+		return refuse(RefusedPin, "spec.commit: promotion %s has not reached Stack %s (it is %s in its rollout)", name, stack.Name, state), nil
+	}
 	pv := previewOf(p, stack.Name)
 	if pv == nil || pv.Plan != a.upd.Spec.PlanSecret {
 		return refuse(RefusedPin, "spec.planSecret: plan %s is not the one promotion %s previewed for Stack %s", a.upd.Spec.PlanSecret, name, stack.Name), nil

@@ -263,6 +263,24 @@ func TestAuthorize(t *testing.T) {
 				must(c.Create(context.Background(), w.promote))
 			},
 			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},
+		{name: "held to a plan of a promotion whose rollout has not reached the Stack",
+			change: func(w *world, c client.Client) {
+				w.promote.Status.Stacks[0].State = promotionv1alpha1.StackPending
+				must(c.Status().Update(context.Background(), w.promote))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},
+		{name: "held to a plan of an aborted rollout that skipped the Stack",
+			change: func(w *world, c client.Client) {
+				w.promote.Status.Stacks[0].State = promotionv1alpha1.StackSkipped
+				must(c.Status().Update(context.Background(), w.promote))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},
+		{name: "held to a plan of a rollout that reached the Stack",
+			change: func(w *world, c client.Client) {
+				w.promote.Status.Stacks[0].State = promotionv1alpha1.StackUpdating
+				must(c.Status().Update(context.Background(), w.promote))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, want: AuthorityPromotion, checked: true},
 		{name: "held to a plan whose Secret was replaced after the preview",
 			change: func(w *world, c client.Client) {
 				w.plan.Data[autov1alpha1.PlanKey] = []byte("another plan")

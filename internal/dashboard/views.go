@@ -76,7 +76,8 @@ type promotionDetail struct {
 	// Decidable: people may approve or reject it now.
 	Decidable bool
 	// Rollout is its progress through the stage's waves, with the Stacks
-	// of each wave; nil before it started, or without a rollout.
+	// of each wave; nil before it started. A stage without a rollout has
+	// one only once someone intervened (one wave of every Stack).
 	Rollout *rolloutView
 	// Operable: it runs, so people may halt, resume or abort it.
 	Operable bool

@@ -14,7 +14,8 @@ import (
 // TestInterventions: halting, resuming or aborting a promotion needs the
 // verb operate on its stage (on that stage only, where the role names
 // it), is done in one's own name, and the record never changes; only the
-// operator deletes it.
+// operator, and Kubernetes' garbage collector and namespace controller,
+// delete it.
 func TestInterventions(t *testing.T) {
 	ns := env.NewNamespace(t, "policy-")
 	ctx := context.Background()
@@ -49,4 +50,11 @@ func TestInterventions(t *testing.T) {
 	g.Expect(alice.Update(ctx, halt)).To(MatchError(ContainSubstring("an Intervention is a record")))
 	g.Expect(alice.Delete(ctx, intervention("alice", "alice", "prod", promotionv1alpha1.Halt))).
 		To(MatchError(ContainSubstring("a record of change management")))
+
+	// Kubernetes deletes them by itself: the garbage collector once their
+	// Promotion is gone, the namespace controller with their namespace.
+	gc := as(t, ns, "system:serviceaccount:kube-system:generic-garbage-collector", interventions)
+	g.Expect(gc.Delete(ctx, intervention("alice", "alice", "prod", promotionv1alpha1.Halt))).To(Succeed())
+	nsc := as(t, ns, "system:serviceaccount:kube-system:namespace-controller", interventions)
+	g.Expect(nsc.Delete(ctx, intervention("carol-dev", "carol", "dev", promotionv1alpha1.Halt))).To(Succeed())
 }

@@ -219,7 +219,20 @@ spec:
   pipeline: web
   stackSelector: {matchLabels: {app: web}}
   sources: {direct: true}
-  rollout: {waves: [1, "10%", "50%"], maxParallel: 4, failureBudget: "5%", pauseBetweenWaves: 10m, order: {by: Label, label: ring}}
+  rollout: {waves: ["1", "10%", "50%"], maxParallel: 4, failureBudget: "5%", pauseBetweenWaves: 10m, order: {by: Label, label: ring}}
+`,
+	}, {
+		name: "waves and a budget as numbers",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {waves: [1, 10, "100%"], failureBudget: "2"}
 `,
 	}, {
 		name: "a wave of none",

@@ -20,7 +20,8 @@ type Rollout struct {
 	// wave of every Stack. At most 6 entries (7 waves with the last).
 	// +optional
 	// +kubebuilder:validation:MaxItems=6
-	// +kubebuilder:validation:XValidation:rule="self.all(w, type(w) == int ? w >= 1 : w.matches('^(100|[1-9][0-9]?)%$'))",message="each wave is a count of at least 1, or a percentage from 1% to 100%"
+	// +kubebuilder:validation:XValidation:rule="self.all(w, type(w) == int ? w >= 1 : w.matches('^[1-9][0-9]*%?$'))",message="each wave is a count of at least 1, or a percentage from 1% to 100%"
+	// +kubebuilder:validation:XValidation:rule="self.all(w, type(w) == int || !w.endsWith('%') || size(w) <= 3 || w == '100%')",message="each wave is a count of at least 1, or a percentage from 1% to 100%"
 	Waves []intstr.IntOrString `json:"waves,omitempty"`
 
 	// MaxParallel is how many Stacks of a wave update at once: the next
@@ -36,10 +37,14 @@ type Rollout struct {
 	// down. Unset or 0: the first Stack that fails halts it. A halted
 	// promotion pins no more Stacks; the Stacks it pinned finish, and it
 	// waits, Running with status.reason Halted, until someone resumes or
-	// aborts it (an Intervention). Without spec.rollout a failed Stack
-	// fails the promotion instead.
+	// aborts it (an Intervention). A failed Stack whose own retry deploys
+	// the release counts as succeeded again; a Resume while more Stacks
+	// are still failed than the budget allows halts again at once. Once no
+	// Stack is left to pin, a rollout within the budget succeeds and one
+	// beyond it fails. Without spec.rollout a failed Stack fails the
+	// promotion instead.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="a count of at least 0, or a percentage from 0% to 100%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%?$') && (!self.endsWith('%') || size(self) <= 3 || self == '100%')",message="a count of at least 0, or a percentage from 0% to 100%"
 	FailureBudget *intstr.IntOrString `json:"failureBudget,omitempty"`
 
 	// PauseBetweenWaves is how long a promotion waits after a wave has
@@ -49,7 +54,11 @@ type Rollout struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	PauseBetweenWaves *metav1.Duration `json:"pauseBetweenWaves,omitempty"`
 
-	// Order says which Stacks go first. Unset: by name.
+	// Order says which Stacks go first. Unset: by name. Labels are
+	// anyone's to write who may edit a Stack: ordered by label, such a
+	// person can move a Stack to another wave before a promotion starts
+	// (never into the stage, nor past its gates). Order by Name or Random
+	// where only governors should decide which Stacks go first.
 	// +optional
 	Order *RolloutOrder `json:"order,omitempty"`
 }
@@ -146,6 +155,14 @@ const PromotionReasonHalted = "Halted"
 
 // RolloutStatus is a promotion's progress through the stage's waves.
 type RolloutStatus struct {
+	// Spec is the stage's spec.rollout when the promotion started: the
+	// promotion follows it (the waves, maxParallel, the pause, whether a
+	// failure halts or fails), whatever changes on the stage later. Unset
+	// for a stage without one, whose status.rollout only records
+	// Interventions.
+	// +optional
+	Spec *Rollout `json:"spec,omitempty"`
+
 	// Waves is how many waves the rollout has.
 	Waves int32 `json:"waves"`
 
@@ -183,10 +200,30 @@ type RolloutStatus struct {
 	Halts []RolloutHalt `json:"halts,omitempty"`
 
 	// Interventions are the Interventions the promotion acted on (halt,
-	// resume, abort), oldest first, at most 32: who, what and when.
+	// resume, abort), oldest first: who, what and when. At most the last
+	// 32 are kept; lastIntervention says where the promotion is in them.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	Interventions []InterventionRecord `json:"interventions,omitempty"`
+
+	// Aborted is the Intervention that aborted the promotion, once one
+	// did: it pins no more Stacks, and ends once none updates.
+	// +optional
+	Aborted *InterventionRecord `json:"aborted,omitempty"`
+
+	// LastIntervention is the newest Intervention the promotion acted on,
+	// by name and creation time: it acts only on those created after it
+	// (in the order of their creation, then of their names).
+	// +optional
+	LastIntervention *InterventionCursor `json:"lastIntervention,omitempty"`
+}
+
+// InterventionCursor names the newest Intervention a promotion acted on.
+type InterventionCursor struct {
+	// Name is the Intervention's name.
+	Name string `json:"name"`
+	// Created is its creation time.
+	Created metav1.Time `json:"created"`
 }
 
 // InterventionRecord is one Intervention as a promotion acted on it.
@@ -196,6 +233,7 @@ type InterventionRecord struct {
 	// Action is Halt, Resume or Abort.
 	Action InterventionAction `json:"action"`
 	// User is who asked, as the API server authenticated them.
+	// +kubebuilder:validation:MaxLength=512
 	User string `json:"user"`
 	// Reason is the user's words.
 	// +optional
@@ -215,5 +253,6 @@ type RolloutHalt struct {
 	// By is who halted it, as the API server authenticated them; empty
 	// when its failure budget was spent.
 	// +optional
+	// +kubebuilder:validation:MaxLength=512
 	By string `json:"by,omitempty"`
 }

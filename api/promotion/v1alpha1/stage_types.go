@@ -557,6 +557,18 @@ const (
 	Unknown StageHealthStatus = "Unknown"
 )
 
+// Reasons of a Stage's Reconciling and Stalled conditions that say what
+// is wrong with the Stacks it deploys, as typed facts.
+const (
+	// StageReasonTooManyStacks: the stage deploys more Stacks than a
+	// promotion records (named and selected together); it is Stalled.
+	StageReasonTooManyStacks = "TooManyStacks"
+	// StageReasonStacksUnselected: a Stack bound to the stage is not
+	// selected by it (its label removed), or the stage deploys no Stack;
+	// it waits, and stalls if that lasts.
+	StageReasonStacksUnselected = "StacksUnselected"
+)
+
 // StageHealth is the health of a stage's Stacks.
 type StageHealth struct {
 	// Status sums the Stacks' conditions up.

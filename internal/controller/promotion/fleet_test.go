@@ -2,6 +2,7 @@ package promotion_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 )
 
 // TestStageSelectsStacks: a stage that selects its Stacks by label
@@ -108,10 +111,28 @@ func TestStageSelectsStacks(t *testing.T) {
 		c := apimeta.FindStatusCondition(st.Status.Conditions, "Reconciling")
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Message).To(ContainSubstring("Stacks web-us are bound to stage edge"))
+		g.Expect(c.Reason).To(Equal(promotionv1alpha1.StageReasonStacksUnselected))
 	})
 	create(t, askFor(ns, "third", "edge", "r2", true))
 	third := waitFinished(t, ns, "third", opTimeout)
 	g.Expect(third.Status.Phase).To(Equal(promotionv1alpha1.PromotionAborted), describe(third))
 	g.Expect(third.Status.Message).To(ContainSubstring("spec.stackSelector: Stacks web-us are bound to stage edge"))
 	g.Expect(readFile(g, files["web-eu"])).To(Equal("v3"), "the refused promotion changed a Stack")
+
+	// More consenting Stacks than a promotion records: the stage stalls,
+	// with a reason of its own. (Their repository does not exist: they
+	// fail to fetch, and never deploy.)
+	for i := range change.MaxMembers {
+		create(t, &pulumiv1.Stack{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%02d", i), Labels: fleet,
+				Annotations: map[string]string{promotionv1alpha1.AuthorizedStageAnnotation: "edge"}},
+			Spec: shared.StackSpec{Stack: "dev", GitSource: &shared.GitSource{ProjectRepo: repo.URL + "-missing", Commit: c1}},
+		})
+	}
+	waitFor(t, edge, opTimeout, func(g Gomega, st *promotionv1alpha1.Stage) {
+		c := apimeta.FindStatusCondition(st.Status.Conditions, "Stalled")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(promotionv1alpha1.StageReasonTooManyStacks))
+		g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf("the stage deploys %d Stacks, more than the %d a promotion records", change.MaxMembers+2, change.MaxMembers)))
+	})
 }

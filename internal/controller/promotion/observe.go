@@ -115,14 +115,18 @@ func historyReason(stack *pulumiv1.Stack, name string) string {
 // since the promotion started; with one, each is a failed Stack, which
 // the failure budget counts (advanceRollout). A failed Stack that later
 // deploys (the Stack's own retry) counts as succeeded. What it waits for
-// is left in s.waiting for advanceRollout.
+// is left in s.waiting, and how many failures are the release's own (an
+// update of it failed) in s.releaseFaults, for advanceRollout.
 func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) {
 	if !s.running() || s.outcome != "" {
 		return sreconcile.ResultEmpty, nil
 	}
-	budgeted := s.p.Status.Rollout != nil && s.rolloutOf() != nil
+	budgeted := s.recordedRollout() != nil
 	fail := func(ps *promotionv1alpha1.PromotedStack, msg string, releaseFailed bool) bool {
 		ps.State, ps.Message = promotionv1alpha1.StackFailed, sreconcile.Truncate(msg, maxMessage)
+		if releaseFailed {
+			s.releaseFaults++
+		}
 		if budgeted {
 			return false
 		}

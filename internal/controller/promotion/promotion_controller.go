@@ -93,6 +93,10 @@ type session struct {
 	// once pinStacks has pinned what it marked.
 	waiting string
 	wait    error
+	// releaseFaults counts the failed Stacks whose failure is the
+	// release's (observeStacks): a rollout that fails with none fails
+	// without recording the release as failed in the stage.
+	releaseFaults int
 	// obs is what the metrics record once the status is stored.
 	obs observations
 	// current says p was found to be the Promotion as stored (see

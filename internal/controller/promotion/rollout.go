@@ -28,12 +28,23 @@ const ReasonWavePause = "WavePause"
 const maxInterventions = 32
 
 // rolloutOf is the stage's rollout (nil without one, or once the stage is
-// gone).
+// gone), as the stage says now: what a promotion that starts follows.
 func (s *session) rolloutOf() *promotionv1alpha1.Rollout {
 	if s.stage == nil {
 		return nil
 	}
 	return s.stage.Spec.Rollout
+}
+
+// recordedRollout is the rollout a running promotion follows: the stage's
+// spec.rollout as it was when the promotion started (status.rollout.spec),
+// or nil for a stage that had none. A governor who changes the stage
+// changes the next promotion, not this one.
+func (s *session) recordedRollout() *promotionv1alpha1.Rollout {
+	if ro := s.p.Status.Rollout; ro != nil {
+		return ro.Spec
+	}
+	return nil
 }
 
 // planRollout orders the Stacks a promotion starts with and assigns each
@@ -71,7 +82,7 @@ func (s *session) planRollout(stacks []promotionv1alpha1.PromotedStack, labels m
 	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Wave < ordered[j].Wave })
 	if rollout != nil {
 		now := metav1.NewTime(s.now)
-		s.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Waves: waves, Wave: 1, WaveStartTime: &now, FailureBudget: budget}
+		s.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Spec: rollout.DeepCopy(), Waves: waves, Wave: 1, WaveStartTime: &now, FailureBudget: budget}
 	}
 	return ordered, nil
 }
@@ -121,15 +132,15 @@ func (s *session) reconcileInterventions(ctx context.Context) (sreconcile.Result
 		}
 		return items[i].Name < items[j].Name
 	})
-	ro := s.ensureRolloutStatus()
-	done := make(map[string]bool, len(ro.Interventions))
-	for _, rec := range ro.Interventions {
-		done[rec.Intervention] = true
+	if len(items) == 0 {
+		return sreconcile.ResultEmpty, nil
 	}
+	ro := s.ensureRolloutStatus()
 	for _, in := range items {
-		if done[in.Name] || len(ro.Interventions) >= maxInterventions {
+		if c := ro.LastIntervention; c != nil && !after(&in, c) {
 			continue
 		}
+		ro.LastIntervention = &promotionv1alpha1.InterventionCursor{Name: in.Name, Created: in.CreationTimestamp}
 		who := in.Spec.User
 		why := ""
 		if in.Spec.Reason != "" {
@@ -150,8 +161,25 @@ func (s *session) reconcileInterventions(ctx context.Context) (sreconcile.Result
 			Intervention: in.Name, Action: in.Spec.Action, User: who,
 			Reason: sreconcile.Truncate(in.Spec.Reason, 1024), Time: metav1.NewTime(s.now),
 		})
+		if n := len(ro.Interventions); n > maxInterventions {
+			// The newest are kept; an abort is remembered apart.
+			ro.Interventions = ro.Interventions[n-maxInterventions:]
+		}
+		if in.Spec.Action == promotionv1alpha1.Abort && ro.Aborted == nil {
+			rec := ro.Interventions[len(ro.Interventions)-1]
+			ro.Aborted = &rec
+		}
 	}
 	return sreconcile.ResultEmpty, nil
+}
+
+// after reports whether in was created after the Intervention c names: by
+// creation time, then (within a second) by name.
+func after(in *promotionv1alpha1.Intervention, c *promotionv1alpha1.InterventionCursor) bool {
+	if !in.CreationTimestamp.Equal(&c.Created) {
+		return c.Created.Before(&in.CreationTimestamp)
+	}
+	return in.Name > c.Name
 }
 
 // maxHalts is the most halts status.rollout records.
@@ -187,85 +215,89 @@ func (s *session) ensureRolloutStatus() *promotionv1alpha1.RolloutStatus {
 
 // aborting reports whether an Intervention aborted the promotion.
 func (s *session) aborting() (promotionv1alpha1.InterventionRecord, bool) {
-	if ro := s.p.Status.Rollout; ro != nil {
-		for _, rec := range ro.Interventions {
-			if rec.Action == promotionv1alpha1.Abort {
-				return rec, true
-			}
-		}
+	if ro := s.p.Status.Rollout; ro != nil && ro.Aborted != nil {
+		return *ro.Aborted, true
 	}
 	return promotionv1alpha1.InterventionRecord{}, false
 }
 
 // advanceRollout decides, once observeStacks has updated each pinned
-// Stack's state, what the rollout does next:
+// Stack's state, what the rollout does next, in this order:
 //
+//   - aborted: the Stacks not reached are Skipped, and once none updates
+//     the promotion ends Aborted, naming what each Stack runs (an abort
+//     that came when every Stack was reached changes nothing);
+//   - no Stack pending or updating: the promotion succeeds (verify runs
+//     the stage's checks next), naming the Stacks that failed within the
+//     budget; or, with more failures than the budget, fails;
 //   - more Stacks failed than the failure budget allows: it halts (a
-//     Warning event), or, with no Stack left to pin, fails;
-//   - aborted: the Stacks not pinned are Skipped, and once none updates
-//     the promotion ends Aborted, naming what each Stack runs;
-//   - halted: nothing is pinned, and it waits;
-//   - otherwise it marks the next Stacks of the wave Updating, at most
-//     maxParallel at once, for pinStacks; once the wave has finished it
-//     waits pauseBetweenWaves and begins the next; once every Stack has
-//     finished, within the budget, the promotion succeeds (verify runs
-//     the stage's checks next).
+//     Warning event), and a halted rollout pins nothing and waits;
+//   - otherwise it marks the next Stacks of the waves begun Updating, at
+//     most maxParallel at once, and requeues, so that the marks are stored
+//     before pinStacks pins them; once a wave has finished it waits
+//     pauseBetweenWaves and begins the next.
 //
-// Without a rollout on the stage there is one wave, and observeStacks has
-// already failed the promotion at the first failed Stack.
+// It follows the rollout recorded when the promotion started
+// (recordedRollout). Without one there is one wave of every Stack, and
+// observeStacks has already failed the promotion at the first failure.
 func (s *session) advanceRollout(_ context.Context) (sreconcile.Result, error) {
 	if !s.running() || s.outcome != "" {
 		return sreconcile.ResultEmpty, nil
 	}
 	st := &s.p.Status
-	rollout := s.rolloutOf()
-	counts := countStates(st.Stacks)
+	rollout := s.recordedRollout()
 	ro := st.Rollout
-	if ro != nil {
-		ro.Counts = counts
-	}
+	counts := countStates(st.Stacks)
+	defer func() {
+		if ro := st.Rollout; ro != nil {
+			ro.Counts = countStates(st.Stacks)
+		}
+	}()
 	if rec, ok := s.aborting(); ok {
 		for i := range st.Stacks {
 			if st.Stacks[i].State == promotionv1alpha1.StackPending {
 				st.Stacks[i].State = promotionv1alpha1.StackSkipped
 			}
 		}
-		ro.Counts = countStates(st.Stacks)
-		if ro.Counts.Updating > 0 {
+		counts = countStates(st.Stacks)
+		if counts.Updating > 0 {
 			s.wait = sreconcile.NewWaiting(ReasonDeploying,
-				fmt.Errorf("aborted by %s; waiting for %d Stacks updating to finish: %s", rec.User, ro.Counts.Updating, s.waiting), deployWait)
+				fmt.Errorf("aborted by %s; waiting for %s updating to finish: %s", rec.User, stacksRun(int(counts.Updating), ""), s.waiting), deployWait)
 			return sreconcile.ResultEmpty, nil
 		}
-		s.outcome, s.message = promotionv1alpha1.PromotionAborted, fmt.Sprintf("aborted by %s%s: %s", rec.User, reasonSuffix(rec.Reason), s.whereStacksAre())
+		if counts.Skipped > 0 {
+			s.outcome, s.message = promotionv1alpha1.PromotionAborted, fmt.Sprintf("aborted by %s%s: %s", rec.User, reasonSuffix(rec.Reason), s.whereStacksAre())
+			return sreconcile.ResultEmpty, nil
+		}
+	}
+	if counts.Pending == 0 && counts.Updating == 0 && counts.Skipped == 0 {
+		commit := change.ShortCommit(st.Commit)
+		switch {
+		case counts.Failed == 0:
+			s.outcome, s.message = promotionv1alpha1.PromotionSucceeded, fmt.Sprintf("every Stack is Ready at %s", commit)
+		case rollout != nil && counts.Failed <= ro.FailureBudget:
+			s.outcome, s.message = promotionv1alpha1.PromotionSucceeded, fmt.Sprintf("every Stack but %d is Ready at %s, within the failure budget of %d: %s",
+				counts.Failed, commit, ro.FailureBudget, s.failedStacks())
+		default:
+			// Failed because the release failed on a Stack, not only
+			// because Stacks were deleted or held changes.
+			s.outcome, s.releaseFailed = promotionv1alpha1.PromotionFailed, s.releaseFaults > 0
+			s.message = fmt.Sprintf("%s, more than the failure budget of %d: %s", stacksRun(int(counts.Failed), "failed"), ro.FailureBudget, s.failedStacks())
+		}
 		return sreconcile.ResultEmpty, nil
 	}
-	if ro != nil && counts.Failed > ro.FailureBudget {
-		if counts.Pending == 0 && counts.Updating == 0 {
-			s.outcome, s.message, s.releaseFailed = promotionv1alpha1.PromotionFailed,
-				fmt.Sprintf("%s, more than the failure budget of %d: %s", stacksRun(int(counts.Failed), "failed"), ro.FailureBudget, s.failedStacks()), true
-			return sreconcile.ResultEmpty, nil
-		}
-		if ro.Halted == "" {
-			s.halt(fmt.Sprintf("the failure budget is spent: %s, the budget is %d (%s)",
-				stacksRun(int(counts.Failed), "failed"), ro.FailureBudget, s.failedStacks()), "")
-		}
+	if rollout != nil && counts.Failed > ro.FailureBudget && ro.Halted == "" {
+		s.halt(fmt.Sprintf("the failure budget is spent: %s, the budget is %d (%s)",
+			stacksRun(int(counts.Failed), "failed"), ro.FailureBudget, s.failedStacks()), "")
 	}
 	if ro != nil && ro.Halted != "" {
 		// Woken by an Intervention or a Stack; the wait only looks again.
 		s.wait = sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonHalted,
-			fmt.Errorf("rollout halted in wave %d of %d: %s; %s", ro.Wave, ro.Waves, ro.Halted, describeCounts(ro.Counts)), deployWait)
-		return sreconcile.ResultEmpty, nil
-	}
-	if counts.Pending == 0 && counts.Updating == 0 {
-		s.outcome, s.message = promotionv1alpha1.PromotionSucceeded, fmt.Sprintf("every Stack is Ready at %s", change.ShortCommit(st.Commit))
-		if counts.Failed > 0 {
-			s.message = fmt.Sprintf("every Stack but %d is Ready at %s, within the failure budget of %d: %s",
-				counts.Failed, change.ShortCommit(st.Commit), ro.FailureBudget, s.failedStacks())
-		}
+			fmt.Errorf("rollout halted in wave %d of %d: %s; %s", ro.Wave, ro.Waves, ro.Halted, describeCounts(countStates(st.Stacks))), deployWait)
 		return sreconcile.ResultEmpty, nil
 	}
 	current := int32(1)
-	if ro != nil {
+	if rollout != nil {
 		current = max(ro.Wave, 1)
 	}
 	waveDone := true
@@ -275,16 +307,15 @@ func (s *session) advanceRollout(_ context.Context) (sreconcile.Result, error) {
 			waveDone = false
 		}
 	}
-	if waveDone && ro != nil && current < ro.Waves {
+	if waveDone && rollout != nil && current < ro.Waves {
 		if pause := pauseOf(rollout); pause > 0 {
 			if ro.NextWaveTime == nil {
 				t := metav1.NewTime(s.now.Add(pause).Truncate(time.Second))
 				ro.NextWaveTime = &t
 			}
-			next := ro.NextWaveTime.Time
-			if s.now.Before(next) {
+			if next := ro.NextWaveTime.Time; s.now.Before(next) {
 				s.wait = sreconcile.NewWaiting(ReasonWavePause,
-					fmt.Errorf("wave %d of %d deployed; the next begins at %s; %s", current, ro.Waves, next.UTC().Format(time.RFC3339), describeCounts(ro.Counts)),
+					fmt.Errorf("wave %d of %d deployed; the next begins at %s; %s", current, ro.Waves, next.UTC().Format(time.RFC3339), describeCounts(counts)),
 					next.Sub(s.now))
 				return sreconcile.ResultEmpty, nil
 			}
@@ -294,30 +325,35 @@ func (s *session) advanceRollout(_ context.Context) (sreconcile.Result, error) {
 		ro.Wave, ro.WaveStartTime, ro.NextWaveTime = current, &now, nil
 		s.event(corev1.EventTypeNormal, promotionv1alpha1.EventWaveStarted, fmt.Sprintf("rollout of release %s into stage %s: wave %d of %d began", s.p.Spec.Release, s.p.Spec.Stage, current, ro.Waves))
 	}
-	// Pin the next Stacks of the waves begun, in the rollout's order, at
+	// Mark the next Stacks of the waves begun, in the rollout's order, at
 	// most maxParallel updating at once.
 	limit := int32(len(st.Stacks)) //nolint:gosec // bounded by the API's MaxItems on status.stacks
 	if rollout != nil && rollout.MaxParallel > 0 {
 		limit = rollout.MaxParallel
 	}
-	updating := counts.Updating
+	updating, marked := counts.Updating, false
 	for i := range st.Stacks {
 		ps := &st.Stacks[i]
 		if updating >= limit {
 			break
 		}
 		if ps.State == promotionv1alpha1.StackPending && wave(ps) <= current {
-			ps.State = promotionv1alpha1.StackUpdating
+			ps.State, marked = promotionv1alpha1.StackUpdating, true
 			updating++
 		}
+	}
+	if marked {
+		// Stored first: a Stack is pinned only once the record says it
+		// is reached, so no reconcile killed in between leaves a pin the
+		// record does not know.
+		return sreconcile.ResultRequeue, nil
 	}
 	waiting := s.waiting
 	if waiting == "" {
 		waiting = "pinning the Stacks"
 	}
-	if ro != nil {
-		ro.Counts = countStates(st.Stacks)
-		waiting = fmt.Sprintf("wave %d of %d: %s; %s", ro.Wave, ro.Waves, describeCounts(ro.Counts), waiting)
+	if rollout != nil {
+		waiting = fmt.Sprintf("wave %d of %d: %s; %s", ro.Wave, ro.Waves, describeCounts(countStates(st.Stacks)), waiting)
 	}
 	s.wait = sreconcile.NewWaiting(ReasonDeploying, fmt.Errorf("%s", waiting), deployWait)
 	return sreconcile.ResultEmpty, nil
@@ -411,13 +447,14 @@ func (s *session) whereStacksAre() string {
 // stacksRun is "1 Stack runs" or "n Stacks run": n Stacks and the verb,
 // in the present tense made to agree ("run"), or as given ("failed").
 func stacksRun(n int, verb string) string {
+	noun := "Stacks"
 	if n == 1 {
+		noun = "Stack"
 		if verb == "run" {
 			verb = "runs"
 		}
-		return fmt.Sprintf("1 Stack %s", verb)
 	}
-	return fmt.Sprintf("%d Stacks %s", n, verb)
+	return strings.TrimSpace(fmt.Sprintf("%d %s %s", n, noun, verb))
 }
 
 // stageRelease is the release the stage's status says it runs.

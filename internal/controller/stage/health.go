@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
@@ -35,12 +36,12 @@ func (s *session) reconcileHealth(ctx context.Context) (sreconcile.Result, error
 	st.UnconsentedStackCount = int32(len(members.Unconsented)) //nolint:gosec // likewise
 	st.UnconsentedStacks = members.Unconsented[:min(len(members.Unconsented), maxListedUnconsented)]
 	if len(members.Bindings) > change.MaxMembers {
-		return sreconcile.ResultEmpty, sreconcile.NewStalling(sreconcile.StalledSpecInvalidReason, fmt.Errorf(
+		return sreconcile.ResultEmpty, sreconcile.NewStalling(promotionv1alpha1.StageReasonTooManyStacks, fmt.Errorf(
 			"spec.stacks and spec.stackSelector: the stage deploys %d Stacks, more than the %d a promotion records; name or select fewer",
 			len(members.Bindings), change.MaxMembers))
 	}
 	if problem := members.Problem(s.stage.Name); problem != "" {
-		return sreconcile.ResultEmpty, sreconcile.NewMissing(pulumiv1.ReferenceNotFoundReason, errors.New(problem))
+		return sreconcile.ResultEmpty, sreconcile.NewMissing(promotionv1alpha1.StageReasonStacksUnselected, errors.New(problem))
 	}
 	s.stacks, s.stackErrs = map[string]*pulumiv1.Stack{}, map[string]error{}
 	for _, b := range members.Bindings {
