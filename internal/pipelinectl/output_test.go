@@ -124,3 +124,46 @@ func TestReviewFleet(t *testing.T) {
 		t.Errorf("one Stack: Fleet() = %q, want nothing", got)
 	}
 }
+
+// TestReviewRollout: the review of a promotion that rolls out in waves
+// says where it is, why it halted, each wave's Stacks and who intervened;
+// one into a stage without a rollout says nothing of waves.
+func TestReviewRollout(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC))
+	p := &promotionv1alpha1.Promotion{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge-x"},
+		Spec:       promotionv1alpha1.PromotionSpec{Stage: "edge", Release: "web-0123456789"},
+		Status: promotionv1alpha1.PromotionStatus{Phase: promotionv1alpha1.PromotionRunning, Stacks: []promotionv1alpha1.PromotedStack{
+			{Name: "eu", Wave: 1, State: promotionv1alpha1.StackSucceeded},
+			{Name: "us", Wave: 2, State: promotionv1alpha1.StackFailed},
+			{Name: "ap", Wave: 2, State: promotionv1alpha1.StackPending},
+		}, Rollout: &promotionv1alpha1.RolloutStatus{
+			Spec: &promotionv1alpha1.Rollout{}, Waves: 2, Wave: 2, Halted: "the failure budget is spent",
+			Counts:        promotionv1alpha1.RolloutCounts{Succeeded: 1, Failed: 1, Pending: 1},
+			Interventions: []promotionv1alpha1.InterventionRecord{{Action: promotionv1alpha1.Halt, User: "ada", Time: at, Reason: "quota"}},
+		}},
+	}
+	var b bytes.Buffer
+	if err := WriteReview(&b, BuildReview(p, PlanData{}, false)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"rollout: wave 2 of 2; 1 succeeded, 1 failed (budget 0), 0 updating, 1 pending, 0 skipped\n",
+		"  halted: the failure budget is spent\n",
+		"  wave 1: eu Succeeded\n",
+		"  wave 2: us Failed, ap Pending\n",
+		"  Halt by ada at 2026-12-07T10:00:00Z: quota\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the review lacks %q:\n%s", want, b.String())
+		}
+	}
+	p.Status.Rollout.Spec = nil // a stage without a rollout, halted by a person
+	b.Reset()
+	if err := WriteReview(&b, BuildReview(p, PlanData{}, false)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "rollout:") {
+		t.Errorf("a promotion without a rollout shows one:\n%s", b.String())
+	}
+}

@@ -57,6 +57,11 @@ type Review struct {
 	HeldChange *HeldChangeReview `json:"heldChange,omitempty"`
 	// Stacks are the previews, Stack by Stack.
 	Stacks []StackReview `json:"stacks"`
+	// Rollout is the promotion's progress through the stage's waves,
+	// once it started (status.rollout), and Waves each Stack's wave and
+	// state.
+	Rollout *promotionv1alpha1.RolloutStatus  `json:"rollout,omitempty"`
+	Waves   []promotionv1alpha1.PromotedStack `json:"waves,omitempty"`
 }
 
 // HeldChangeReview is the change to a Stack's spec that a promotion of a
@@ -160,6 +165,9 @@ func BuildReview(p *promotionv1alpha1.Promotion, plans PlanData, withPatch bool)
 		if pr.Fired {
 			r.Policies = append(r.Policies, pr)
 		}
+	}
+	if st.Rollout != nil && st.Rollout.Spec != nil {
+		r.Rollout, r.Waves = st.Rollout, st.Stacks
 	}
 	for _, pv := range st.Previews {
 		sr := StackReview{Name: pv.Name, Summary: pv.Summary, Message: pv.Message, Source: pv.Source}
@@ -275,6 +283,7 @@ func WriteReview(w io.Writer, r Review) error {
 	if fleet := r.Fleet(); fleet != "" {
 		fmt.Fprintf(b, "in all, %s\n", fleet)
 	}
+	writeRollout(b, r)
 	for _, s := range r.Stacks {
 		fmt.Fprintf(b, "\nStack %s: %s\n", s.Name, describeCounts(s.Summary))
 		if s.Message != "" && s.Summary == nil {
@@ -382,3 +391,38 @@ func describeCounts(s *promotionv1alpha1.ChangeSummary) string {
 
 // shortSHA is change.ShortCommit(sha), or "-" for none.
 func shortSHA(sha string) string { return cmp.Or(change.ShortCommit(sha), "-") }
+
+// writeRollout prints a rollout in waves: where it is, why it halted,
+// and each wave's Stacks with their state.
+func writeRollout(b *strings.Builder, r Review) {
+	ro := r.Rollout
+	if ro == nil {
+		return
+	}
+	c := ro.Counts
+	fmt.Fprintf(b, "rollout: wave %d of %d; %d succeeded, %d failed (budget %d), %d updating, %d pending, %d skipped\n",
+		ro.Wave, ro.Waves, c.Succeeded, c.Failed, ro.FailureBudget, c.Updating, c.Pending, c.Skipped)
+	if ro.Halted != "" {
+		fmt.Fprintf(b, "  halted: %s\n", ro.Halted)
+	}
+	for n := int32(1); n <= ro.Waves; n++ {
+		var stacks []string
+		for _, ps := range r.Waves {
+			if max(ps.Wave, 1) == n {
+				stacks = append(stacks, fmt.Sprintf("%s %s", ps.Name, ps.State))
+			}
+		}
+		fmt.Fprintf(b, "  wave %d: %s\n", n, strings.Join(stacks, ", "))
+	}
+	for _, in := range ro.Interventions {
+		fmt.Fprintf(b, "  %s by %s at %s%s\n", in.Action, in.User, in.Time.UTC().Format("2006-01-02T15:04:05Z"), orEmpty(": ", in.Reason))
+	}
+}
+
+// orEmpty is prefix+s, or "" when s is empty.
+func orEmpty(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
