@@ -384,9 +384,7 @@ func waitOperatorGone(t *testing.T, c *cluster) {
 	if len(left) > 0 {
 		t.Errorf("the uninstall left operator-owned objects behind:\n%s", strings.Join(left, "\n"))
 	}
-	if crds, err := stackyardCRDs(t.Context(), c); err != nil || len(crds) != 12 {
-		t.Errorf("the uninstall should leave the 12 CRDs: %v %v", crds, err)
-	}
+	leftCRDs(t.Context(), t, c)
 }
 
 // cleanUpGuide removes whatever a guide may have left when it stopped

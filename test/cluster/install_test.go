@@ -364,6 +364,19 @@ func stackyardCRDs(ctx context.Context, c *cluster) ([]string, error) {
 	return names, nil
 }
 
+// leftCRDs checks that an uninstall left every CRD of config/crd/bases
+// (which Helm keeps, and the kustomize path leaves too), and no more.
+func leftCRDs(ctx context.Context, t *testing.T, c *cluster) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in config/crd/bases: %v", err)
+	}
+	if crds, err := stackyardCRDs(ctx, c); err != nil || len(crds) != len(files) {
+		t.Errorf("the uninstall should leave the %d CRDs of config/crd/bases: %v %v", len(files), crds, err)
+	}
+}
+
 // removeCRDs deletes stackyard's CRDs, which every uninstall leaves, so
 // that the next test installs on a cluster without them (Helm refuses to
 // adopt CRDs another tool created).
