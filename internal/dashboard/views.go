@@ -90,13 +90,11 @@ type rolloutView struct {
 	Waves []waveView
 }
 
-// waveView is one wave of a rollout.
+// waveView is one wave of a rollout, and whether it is the one in
+// progress.
 type waveView struct {
-	Number int32
-	// Current: the wave in progress.
+	pipelinectl.RolloutWave
 	Current bool
-	Counts  promotionv1alpha1.RolloutCounts
-	Stacks  []promotionv1alpha1.PromotedStack
 }
 
 // buildRollout groups a promotion's Stacks by wave.
@@ -106,16 +104,8 @@ func buildRollout(p *promotionv1alpha1.Promotion) *rolloutView {
 		return nil
 	}
 	v := &rolloutView{RolloutStatus: *ro}
-	for n := int32(1); n <= ro.Waves; n++ {
-		w := waveView{Number: n, Current: n == ro.Wave}
-		for _, ps := range p.Status.Stacks {
-			if max(ps.Wave, 1) != n {
-				continue
-			}
-			w.Stacks = append(w.Stacks, ps)
-			w.Counts.Add(ps.State)
-		}
-		v.Waves = append(v.Waves, w)
+	for _, w := range pipelinectl.RolloutWaves(ro, p.Status.Stacks) {
+		v.Waves = append(v.Waves, waveView{RolloutWave: w, Current: w.Number == ro.Wave})
 	}
 	return v
 }

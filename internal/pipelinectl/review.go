@@ -392,6 +392,34 @@ func describeCounts(s *promotionv1alpha1.ChangeSummary) string {
 // shortSHA is change.ShortCommit(sha), or "-" for none.
 func shortSHA(sha string) string { return cmp.Or(change.ShortCommit(sha), "-") }
 
+// RolloutWave is one wave of a promotion's rollout: its Stacks, in the
+// rollout's order, and how many are in each state.
+type RolloutWave struct {
+	Number int32
+	Counts promotionv1alpha1.RolloutCounts
+	Stacks []promotionv1alpha1.PromotedStack
+}
+
+// RolloutWaves groups a promotion's Stacks (status.stacks) by the waves
+// of its rollout (status.rollout); nil without one.
+func RolloutWaves(ro *promotionv1alpha1.RolloutStatus, stacks []promotionv1alpha1.PromotedStack) []RolloutWave {
+	if ro == nil {
+		return nil
+	}
+	waves := make([]RolloutWave, 0, ro.Waves)
+	for n := int32(1); n <= ro.Waves; n++ {
+		w := RolloutWave{Number: n}
+		for _, ps := range stacks {
+			if max(ps.Wave, 1) == n {
+				w.Stacks = append(w.Stacks, ps)
+				w.Counts.Add(ps.State)
+			}
+		}
+		waves = append(waves, w)
+	}
+	return waves
+}
+
 // writeRollout prints a rollout in waves: where it is, why it halted,
 // and each wave's Stacks with their state.
 func writeRollout(b *strings.Builder, r Review) {
@@ -405,14 +433,12 @@ func writeRollout(b *strings.Builder, r Review) {
 	if ro.Halted != "" {
 		fmt.Fprintf(b, "  halted: %s\n", ro.Halted)
 	}
-	for n := int32(1); n <= ro.Waves; n++ {
-		var stacks []string
-		for _, ps := range r.Waves {
-			if max(ps.Wave, 1) == n {
-				stacks = append(stacks, fmt.Sprintf("%s %s", ps.Name, ps.State))
-			}
+	for _, w := range RolloutWaves(ro, r.Waves) {
+		stacks := make([]string, 0, len(w.Stacks))
+		for _, ps := range w.Stacks {
+			stacks = append(stacks, fmt.Sprintf("%s %s", ps.Name, ps.State))
 		}
-		fmt.Fprintf(b, "  wave %d: %s\n", n, strings.Join(stacks, ", "))
+		fmt.Fprintf(b, "  wave %d: %s\n", w.Number, strings.Join(stacks, ", "))
 	}
 	for _, in := range ro.Interventions {
 		fmt.Fprintf(b, "  %s by %s at %s%s\n", in.Action, in.User, in.Time.UTC().Format("2006-01-02T15:04:05Z"), orEmpty(": ", in.Reason))

@@ -42,13 +42,7 @@ func (s *session) reconcileInterventions(ctx context.Context) (sreconcile.Result
 			items = append(items, in)
 		}
 	}
-	sort.Slice(items, func(i, j int) bool {
-		a, b := items[i].CreationTimestamp, items[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return a.Before(&b)
-		}
-		return items[i].Name < items[j].Name
-	})
+	sort.Slice(items, func(i, j int) bool { return after(&items[j], cursorOf(&items[i])) })
 	if len(items) == 0 {
 		return sreconcile.ResultEmpty, nil
 	}
@@ -57,12 +51,8 @@ func (s *session) reconcileInterventions(ctx context.Context) (sreconcile.Result
 		if c := ro.LastIntervention; c != nil && !after(&in, c) {
 			continue
 		}
-		ro.LastIntervention = &promotionv1alpha1.InterventionCursor{Name: in.Name, Created: in.CreationTimestamp}
-		who := in.Spec.User
-		why := ""
-		if in.Spec.Reason != "" {
-			why = ": " + in.Spec.Reason
-		}
+		ro.LastIntervention = cursorOf(&in)
+		who, why := in.Spec.User, reasonSuffix(in.Spec.Reason)
 		switch in.Spec.Action {
 		case promotionv1alpha1.Halt:
 			s.halt(fmt.Sprintf("halted by %s%s", who, why), who)
@@ -88,6 +78,11 @@ func (s *session) reconcileInterventions(ctx context.Context) (sreconcile.Result
 		}
 	}
 	return sreconcile.ResultEmpty, nil
+}
+
+// cursorOf names in, for after.
+func cursorOf(in *promotionv1alpha1.Intervention) *promotionv1alpha1.InterventionCursor {
+	return &promotionv1alpha1.InterventionCursor{Name: in.Name, Created: in.CreationTimestamp}
 }
 
 // after reports whether in was created after the Intervention c names: by

@@ -3,7 +3,6 @@ package promotion
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -70,8 +69,8 @@ func (s *session) planRollout(stacks []promotionv1alpha1.PromotedStack, labels m
 		}
 		ordered = append(ordered, ps)
 	}
-	// Stable by wave, so that a wave's Stacks go in the rollout's order.
-	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Wave < ordered[j].Wave })
+	// change.Waves numbers the waves along this same order, so the list
+	// goes wave by wave.
 	if rollout != nil {
 		now := metav1.NewTime(s.now)
 		s.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Spec: rollout.DeepCopy(), Waves: waves, Wave: 1, WaveStartTime: &now, FailureBudget: budget}
@@ -82,8 +81,8 @@ func (s *session) planRollout(stacks []promotionv1alpha1.PromotedStack, labels m
 // wave is the wave of a promoted Stack: 1 without a rollout.
 func wave(ps *promotionv1alpha1.PromotedStack) int32 { return max(ps.Wave, 1) }
 
-// pinned reports whether the promotion has pinned the Stack (or is about
-// to, this reconcile).
+// pinned reports whether the rollout has reached the Stack (its record
+// says so before pinStacks pins it), and so observeStacks follows it.
 func pinned(ps *promotionv1alpha1.PromotedStack) bool {
 	switch ps.State {
 	case promotionv1alpha1.StackUpdating, promotionv1alpha1.StackSucceeded, promotionv1alpha1.StackFailed:
