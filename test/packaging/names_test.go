@@ -94,11 +94,12 @@ func TestNamesAndCategory(t *testing.T) {
 			}
 		}
 	}
-	if len(kinds) != 12 {
-		t.Errorf("discovery serves %d stackyard kinds, want 12: %v", len(kinds), kinds)
+	want := crdCount(t)
+	if len(kinds) != want {
+		t.Errorf("discovery serves %d stackyard kinds, want %d (the CRDs of config/crd/bases): %v", len(kinds), want, kinds)
 	}
 
-	// kubectl resolves the category to the same twelve.
+	// kubectl resolves the category to the same kinds.
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := testenv.WriteKubeconfig(env.Config, kubeconfig); err != nil {
 		t.Fatal(err)
@@ -108,8 +109,8 @@ func TestNamesAndCategory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl api-resources: %v\n%s", err, out)
 	}
-	if got := strings.Fields(string(out)); len(got) != 12 {
-		t.Errorf("kubectl api-resources --categories=stackyard lists %d resources, want 12:\n%s", len(got), out)
+	if got := strings.Fields(string(out)); len(got) != want {
+		t.Errorf("kubectl api-resources --categories=stackyard lists %d resources, want %d:\n%s", len(got), want, out)
 	}
 	out, err = exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "--kubeconfig", kubeconfig,
 		"get", "stackyard", "--all-namespaces").CombinedOutput()
