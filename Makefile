@@ -159,7 +159,7 @@ test: $(TOOLS) $(TEST_DEPS) ## Build what is missing, then run every test on the
 	@# The tests that run stackyard as a process copy these two binaries
 	@# (test/testenv.BuildStackyard) rather than each package linking its own.
 	@$(STACKYARD_BINS)
-	STACKYARD_TEST_PREBUILT=$(BIN) go test $(GO_TEST_FLAGS) -vet=off -p $(TEST_P) -json -timeout $(TEST_TIMEOUT) $(TEST_FIRST) ./... \
+	STACKYARD_TEST_PREBUILT=$(BIN) go test $(GO_TEST_FLAGS) -vet=off -ldflags=-w -p $(TEST_P) -json -timeout $(TEST_TIMEOUT) $(TEST_FIRST) ./... \
 		| tee $(TEST_JSON) | $(BIN)/testreport $(TEST_REPORT_FLAGS)
 
 .PHONY: test-race

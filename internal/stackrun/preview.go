@@ -301,10 +301,37 @@ func (p *Preview) notOurs(ctx context.Context, obj client.Object) error {
 		return sreconcile.NewStalling("", fmt.Errorf("%s %s, where the preview of Stack %s runs, exists and does not belong to the %s",
 			kind, obj.GetName(), p.Stack.Name, p.Kind))
 	}
+	// The maker's record may be newer than the copy in hand: the cache
+	// can still hold the maker as it was before the status that recorded
+	// obj was written (a reconcile woken by obj's own creation). Deleting
+	// then would throw away the preview just made, and make it again, in
+	// a loop. So obj is deleted only when the maker read live is the
+	// maker in hand; otherwise the reconcile looks again with the record.
+	if stale, err := p.makerStale(ctx); err != nil || stale {
+		if err == nil {
+			err = sreconcile.NewWaiting("", fmt.Errorf("%s %s is not in the %s's record as read from the cache, which is older than the %s: looking again",
+				kind, obj.GetName(), p.Kind, p.Kind), previewRecheck)
+		}
+		return err
+	}
 	uid := obj.GetUID()
 	if err := p.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return sreconcile.NewGeneric("", fmt.Errorf("deleting %s %s, which the %s has no record of making: %w", kind, obj.GetName(), p.Kind, err))
 	}
 	return sreconcile.NewWaiting("", fmt.Errorf("%s %s names the %s as its controller, but the %s has no record of it: deleted, to be made anew",
 		kind, obj.GetName(), p.Kind, p.Kind), previewRecheck)
+}
+
+// makerStale reports whether the maker read live from the API server has
+// changed since the copy in hand was read: then its record of what the
+// preview made may be newer than the one in hand.
+func (p *Preview) makerStale(ctx context.Context) (bool, error) {
+	live, ok := p.Maker.DeepCopyObject().(client.Object)
+	if !ok {
+		return false, fmt.Errorf("the %s is not an API object", p.Kind)
+	}
+	if err := p.APIReader.Get(ctx, client.ObjectKeyFromObject(p.Maker), live); err != nil {
+		return false, sreconcile.NewGeneric("", fmt.Errorf("reading the %s %s: %w", p.Kind, p.Maker.GetName(), err))
+	}
+	return live.GetResourceVersion() != p.Maker.GetResourceVersion(), nil
 }

@@ -54,24 +54,51 @@ func TestPreviewRecords(t *testing.T) {
 		// failure: the preview fails, saying so.
 		deleted, made bool
 		failure       string
+		// stale: the maker in hand is older than the live one (its
+		// record may name existing): Run waits and deletes nothing.
+		stale bool
 	}{
 		{name: "nothing yet", made: true},
 		{name: "the recorded Workspace", existing: workspace("mine", claiming), recorded: promotionv1alpha1.PreviewRecord{Workspace: "uid-mine"}, made: true},
 		{name: "claims the promotion, not recorded", existing: workspace("planted", claiming), deleted: true},
 		{name: "claims the promotion, another recorded", existing: workspace("planted", claiming),
 			recorded: promotionv1alpha1.PreviewRecord{Workspace: "uid-mine"}, deleted: true},
+		{name: "claims the promotion, not in a stale copy of the record", existing: workspace("mine", claiming), stale: true},
 		{name: "someone else's", existing: workspace("theirs", nil),
 			failure: "Workspace to-prod-web-1, where the preview of Stack web runs, exists and does not belong to the promotion"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(maker, stack)
+			b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(maker, stack).WithStatusSubresource(maker)
 			if tt.existing != nil {
 				b = b.WithObjects(tt.existing)
 			}
 			c := b.Build()
-			p := &Preview{Client: c, APIReader: c, Maker: maker, Kind: "promotion", Stack: stack, Commit: strings.Repeat("b", 40),
+			// The maker in hand is the one stored, or, when stale, a
+			// copy read before its last write.
+			inHand := &promotionv1alpha1.Promotion{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(maker), inHand); err != nil {
+				t.Fatal(err)
+			}
+			if tt.stale {
+				live := inHand.DeepCopy()
+				live.Status.Message = "recorded"
+				if err := c.Status().Update(context.Background(), live); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := &Preview{Client: c, APIReader: c, Maker: inHand, Kind: "promotion", Stack: stack, Commit: strings.Repeat("b", 40),
 				Name: "to-prod-web-1", Update: "to-prod-web-1", Recorded: tt.recorded, Trigger: "PromotionPreview", MaxAttempts: 3}
 			st, err := p.Run(context.Background())
+			if tt.stale {
+				var waiting *sreconcile.Waiting
+				if !errors.As(err, &waiting) {
+					t.Fatalf("Run = %+v, %v; want a wait for a fresh copy of the record", st, err)
+				}
+				if err := c.Get(context.Background(), client.ObjectKeyFromObject(tt.existing), &autov1alpha1.Workspace{}); err != nil {
+					t.Fatalf("the Workspace a stale record does not name was deleted: %v", err)
+				}
+				return
+			}
 			if tt.deleted {
 				var waiting *sreconcile.Waiting
 				if !errors.As(err, &waiting) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -303,4 +306,54 @@ func describeNamespace(ns string) string {
 		}
 	}
 	return b.String()
+}
+
+// watchMade watches the Workspaces of namespace ns from now on and returns
+// a function that calls report for each name that was made more than once
+// (seen with more than one UID), with how many times.
+func watchMade(t *testing.T, ns string) func(report func(name string, uids int)) {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := wc.Watch(ctx, &autov1alpha1.WorkspaceList{}, client.InNamespace(ns))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	uids := map[string]map[types.UID]bool{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			ws, ok := ev.Object.(*autov1alpha1.Workspace)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			if uids[ws.Name] == nil {
+				uids[ws.Name] = map[types.UID]bool{}
+			}
+			uids[ws.Name][ws.UID] = true
+			mu.Unlock()
+		}
+	}()
+	stop := func() {
+		cancel()
+		w.Stop()
+		<-done
+	}
+	t.Cleanup(stop)
+	return func(report func(string, int)) {
+		mu.Lock()
+		defer mu.Unlock()
+		for name, set := range uids {
+			if len(set) > 1 {
+				report(name, len(set))
+			}
+		}
+	}
 }

@@ -107,7 +107,12 @@ func (s *session) reconcilePreview(ctx context.Context) (sreconcile.Result, erro
 			failure, err := s.runPreview(ctx, stack, &pv)
 			switch {
 			case err != nil:
-				s.p.Status.Previews = mergePreview(s.p.Status.Previews, pv)
+				// What the Stacks before this one made is recorded too:
+				// a record lost here would make their previews look
+				// like someone else's at the next reconcile.
+				for _, done := range append(previews, pv) {
+					s.p.Status.Previews = mergePreview(s.p.Status.Previews, done)
+				}
 				return sreconcile.ResultEmpty, err
 			case failure != "":
 				return s.failPreview(ctx, pv, failure)

@@ -85,6 +85,7 @@ func TestRolloutInWaves(t *testing.T) {
 	}
 	breakFile("c")
 
+	made := watchMade(t, ns)
 	create(t, askFor(ns, "to-r2", "fleet", "r2", false))
 	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-r2"}}
 	waitFor(t, p, opTimeout, func(g Gomega, p *promotionv1alpha1.Promotion) {
@@ -92,6 +93,12 @@ func TestRolloutInWaves(t *testing.T) {
 		g.Expect(p.Status.Reason).To(Equal(promotionv1alpha1.PromotionReasonHalted))
 		g.Expect(p.Status.Rollout).NotTo(BeNil())
 		g.Expect(p.Status.Rollout.Counts).To(Equal(promotionv1alpha1.RolloutCounts{Succeeded: 2, Failed: 1, Pending: 1}))
+	})
+	// Each Stack's preview Workspace was made once: a promotion that
+	// lost its record of one (or read an old copy of itself) deleted and
+	// made it again, dozens of times, each with an agent.
+	made(func(name string, uids int) {
+		t.Errorf("the preview Workspace %s was made %d times, want once", name, uids)
 	})
 	g.Expect(p.Status.Rollout.Waves).To(Equal(int32(3)))
 	g.Expect(p.Status.Rollout.Wave).To(Equal(int32(2)))

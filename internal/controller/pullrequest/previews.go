@@ -105,6 +105,12 @@ func (s *session) preview(ctx context.Context, e *promotionv1alpha1.PullRequestS
 			if t.problem != "" {
 				sp.Failure = t.problem
 			} else if err := s.runPreview(ctx, e, t.stack, &sp); err != nil {
+				// What this and the Stacks before it made is recorded
+				// even so: a record lost here would make their previews
+				// look like someone else's at the next reconcile.
+				for _, done := range append(stacks, sp) {
+					e.Stacks = mergeRecorded(e.Stacks, done)
+				}
 				return err
 			}
 		}
@@ -198,6 +204,18 @@ func recorded(stacks []promotionv1alpha1.PullRequestStackPreview, stage, stack s
 		}
 	}
 	return promotionv1alpha1.PullRequestStackPreview{Stage: stage, Stack: stack}
+}
+
+// mergeRecorded replaces the entry of sp's stage and Stack in stacks, or
+// adds it.
+func mergeRecorded(stacks []promotionv1alpha1.PullRequestStackPreview, sp promotionv1alpha1.PullRequestStackPreview) []promotionv1alpha1.PullRequestStackPreview {
+	for i := range stacks {
+		if stacks[i].Stage == sp.Stage && stacks[i].Stack == sp.Stack {
+			stacks[i] = sp
+			return stacks
+		}
+	}
+	return append(stacks, sp)
 }
 
 // runPreview makes sure the preview of e's head against stack runs
