@@ -90,11 +90,16 @@ $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 
 ##@ Development
 
-.PHONY: generate
-generate: $(CONTROLLER_GEN) $(GENERATE_TARGETS) ## Regenerate deepcopy, CRDs, RBAC, the Pulumi pin (and what mk/*.mk adds).
+.PHONY: generate generate-api
+generate: generate-api $(GENERATE_TARGETS) ## Regenerate deepcopy, CRDs, RBAC, the Pulumi pin (and what mk/*.mk adds).
 	hack/pin-pulumi.sh
-	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-api.sh
 	hack/argocd-patch.sh
+
+# The targets of mk/*.mk that compile the API types or copy the CRDs
+# depend on this one, so that a new kind's DeepCopy exists before anything
+# compiles it (make runs it once per invocation).
+generate-api: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs and RBAC from the API types and their markers.
+	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-api.sh
 
 .PHONY: fmt vet
 fmt: ## gofmt every Go file.

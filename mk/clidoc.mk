@@ -8,5 +8,5 @@ GENERATE_TARGETS += generate-cli-reference
 ##@ CLI reference
 
 .PHONY: generate-cli-reference
-generate-cli-reference: ## Write docs/cli-reference.md from the stackyard commands.
+generate-cli-reference: generate-api ## Write docs/cli-reference.md from the stackyard commands.
 	go run ./hack/clidoc -o docs/cli-reference.md

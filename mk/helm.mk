@@ -35,12 +35,10 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum
 
 ##@ Helm
 
-# The `generate` recipe runs hack/generate-api.sh only after its
-# prerequisites, this target among them; running it here first keeps the
-# chart's copies from lagging one generation behind an API or marker change.
+# It depends on generate-api, so the chart's copies never lag one
+# generation behind an API or marker change.
 .PHONY: generate-helm
-generate-helm: $(CONTROLLER_GEN) ## Copy the generated CRDs, the ClusterRole, the people's roles and the admission policies into the Helm chart.
-	@CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-api.sh
+generate-helm: generate-api ## Copy the generated CRDs, the ClusterRole, the people's roles and the admission policies into the Helm chart.
 	@set -euo pipefail; \
 	for d in crds rbac policy people; do rm -rf $(HELM_CHART)/files/$$d; mkdir -p $(HELM_CHART)/files/$$d; done; \
 	install -m 0644 config/crd/bases/*.yaml $(HELM_CHART)/files/crds/; \

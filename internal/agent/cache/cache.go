@@ -129,6 +129,16 @@ func sizeOf(dir string) int64 {
 	return n
 }
 
+// installedOrder orders entries oldest installed first. File times are as
+// coarse as the kernel's clock tick: entries installed within one tick
+// are taken in name order, the same in every pass.
+func installedOrder(a, b Entry) int {
+	return cmp.Or(a.Installed.Compare(b.Installed), cmp.Compare(a.Name, b.Name))
+}
+
+// installedAfter reports whether a comes after b in installedOrder.
+func installedAfter(a, b Entry) bool { return installedOrder(a, b) > 0 }
+
 // PackagesDir is the cache's directory of package managers' download
 // caches, one directory each, under its root (the operator points the
 // package managers there).
@@ -154,7 +164,7 @@ func Prune(root string, budget int64) (removed, kept []Entry, err error) {
 	newest := map[string]Entry{}
 	for _, e := range entries {
 		total += e.Size
-		if n, ok := newest[e.plugin()]; !ok || e.Installed.After(n.Installed) {
+		if n, ok := newest[e.plugin()]; !ok || installedAfter(e, n) {
 			newest[e.plugin()] = e
 		}
 	}
@@ -169,7 +179,7 @@ func Prune(root string, budget int64) (removed, kept []Entry, err error) {
 		total -= e.Size
 		removed = append(removed, e)
 	}
-	slices.SortFunc(entries, func(a, b Entry) int { return a.Installed.Compare(b.Installed) })
+	slices.SortFunc(entries, installedOrder)
 	for i, e := range entries {
 		if total <= budget {
 			return removed, append(kept, entries[i:]...), nil

@@ -170,6 +170,15 @@ func TestPrunePackagesFirst(t *testing.T) {
 	}
 	write(filepath.Join(root, PluginsDir, "resource-kubernetes-v4.20.0"), 300)
 	write(filepath.Join(root, PluginsDir, "resource-kubernetes-v4.24.0"), 300)
+	// Installed an hour apart: written one after the other, both could
+	// carry the same time (file times are as coarse as the kernel's clock
+	// tick), and the test then depended on the tie-break.
+	day := time.Now().Add(-24 * time.Hour)
+	for dir, at := range map[string]time.Time{"resource-kubernetes-v4.20.0": day.Add(-time.Hour), "resource-kubernetes-v4.24.0": day} {
+		if err := os.Chtimes(filepath.Join(root, PluginsDir, dir), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
 	write(filepath.Join(root, PackagesDir, "npm", "_cacache"), 500)
 	write(filepath.Join(root, PackagesDir, "go", "mod", "example.com", "m@v1.0.0"), 200)
 	// Go's module cache: read-only directories.
@@ -201,5 +210,29 @@ func TestPrunePackagesFirst(t *testing.T) {
 	left, _ := os.ReadDir(filepath.Join(root, PackagesDir))
 	if len(left) != 0 {
 		t.Errorf("left in packages: %v (a removal must leave nothing behind)", left)
+	}
+}
+
+// TestPruneTiesByName: plugins installed within one clock tick carry the
+// same time; the pass is still the same every time, by name.
+func TestPruneTiesByName(t *testing.T) {
+	root := t.TempDir()
+	at := time.Now().Add(-time.Hour)
+	for _, dir := range []string{"resource-kubernetes-v4.24.0", "resource-kubernetes-v4.20.0"} {
+		d := filepath.Join(root, PluginsDir, dir)
+		mkdir(t, d)
+		if err := os.WriteFile(filepath.Join(d, "f"), make([]byte, 300), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, _, err := Prune(root, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].Name != "resource-kubernetes-v4.20.0" {
+		t.Fatalf("removed %v, want resource-kubernetes-v4.20.0 (the first by name of two installed at once)", removed)
 	}
 }
