@@ -395,8 +395,11 @@ func shortSHA(sha string) string { return cmp.Or(change.ShortCommit(sha), "-") }
 // RolloutWave is one wave of a promotion's rollout: its Stacks, in the
 // rollout's order, and how many are in each state.
 type RolloutWave struct {
+	// Number is the wave's number, from 1.
 	Number int32
+	// Counts are how many of the wave's Stacks are in each state.
 	Counts promotionv1alpha1.RolloutCounts
+	// Stacks are the wave's Stacks, in the rollout's order.
 	Stacks []promotionv1alpha1.PromotedStack
 }
 

@@ -21,7 +21,6 @@ import (
 	"github.com/stackyard/stackyard/test/testenv"
 )
 
-// render runs `kubectl kustomize` (the pinned kubectl from bin/) on dir.
 // crdCount is how many CRDs the repository defines: one file each in
 // config/crd/bases, so a new kind needs no edit here.
 func crdCount(t *testing.T) int {
@@ -42,6 +41,7 @@ func kindCounts(objs []*unstructured.Unstructured) map[string]int {
 	return n
 }
 
+// render runs `kubectl kustomize` (the pinned kubectl from bin/) on dir.
 func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
 	if err := testenv.RequireBinaries("kubectl"); err != nil {
