@@ -42,6 +42,9 @@ func TestRolloutPageAndInterventions(t *testing.T) {
 	p.Status.Rollout = &promotionv1alpha1.RolloutStatus{
 		Waves: 3, Wave: 2, Halted: halt, Counts: promotionv1alpha1.RolloutCounts{Succeeded: 1, Failed: 1, Pending: 1},
 		Halts: []promotionv1alpha1.RolloutHalt{{Time: now, Reason: halt}},
+		Verification: &promotionv1alpha1.WaveVerification{Wave: 1, Attempt: 2, VerificationStatus: promotionv1alpha1.VerificationStatus{
+			Phase: "Succeeded", StartTime: &now, Message: "verification check health passed",
+		}},
 	}
 	g.Expect(env.Client.Status().Update(ctx, &p)).To(Succeed())
 	var page string
@@ -52,6 +55,11 @@ func TestRolloutPageAndInterventions(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	g.Expect(page).To(ContainSubstring("Wave 2 of 3"))
 	g.Expect(page).To(MatchRegexp(`(?s)data-wave="2".*?data-stack="us".*?Failed`))
+	// Each wave has its bar; wave 1 shows its checks, which passed on
+	// their second attempt.
+	g.Expect(page).To(MatchRegexp(`(?s)data-wave="1".*?<rect class="seg succeeded" x="0.00" y="0" width="100.00".*?data-checks="Succeeded">Checks Succeeded \(attempt 2\): verification check health passed`))
+	g.Expect(page).To(MatchRegexp(`(?s)data-wave="2".*?<rect class="seg failed" x="0.00" y="0" width="100.00".*?data-wave="3"`))
+	g.Expect(page).NotTo(MatchRegexp(`(?s)data-wave="2".*?data-checks=`), "only the wave checked shows checks")
 	g.Expect(page).To(ContainSubstring(`id="resume"`))
 	g.Expect(page).To(ContainSubstring(halt))
 

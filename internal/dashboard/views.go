@@ -90,11 +90,48 @@ type rolloutView struct {
 	Waves []waveView
 }
 
-// waveView is one wave of a rollout, and whether it is the one in
-// progress.
+// waveView is one wave of a rollout: whether it is the one in progress,
+// its progress bar, and the run of the stage's checks against it
+// (rollout.verifyEachWave) while status.rollout records one.
 type waveView struct {
 	pipelinectl.RolloutWave
 	Current bool
+	Bar     []barSegment
+	Checks  *promotionv1alpha1.WaveVerification
+}
+
+// barSegment is the part of a wave's progress bar (an SVG of width 100:
+// the page's CSP allows no inline styles) that its Stacks in one state
+// take.
+type barSegment struct {
+	State    string
+	X, Width float64
+}
+
+// waveBar is the progress bar of a wave's counts: a segment per state
+// with Stacks, in the order succeeded, failed, updating, skipped,
+// pending.
+func waveBar(c promotionv1alpha1.RolloutCounts) []barSegment {
+	total := float64(c.Succeeded + c.Failed + c.Updating + c.Skipped + c.Pending)
+	if total == 0 {
+		return nil
+	}
+	var (
+		bar []barSegment
+		x   float64
+	)
+	for _, part := range []struct {
+		state string
+		n     int32
+	}{{"succeeded", c.Succeeded}, {"failed", c.Failed}, {"updating", c.Updating}, {"skipped", c.Skipped}, {"pending", c.Pending}} {
+		if part.n == 0 {
+			continue
+		}
+		w := 100 * float64(part.n) / total
+		bar = append(bar, barSegment{State: part.state, X: x, Width: w})
+		x += w
+	}
+	return bar
 }
 
 // buildRollout groups a promotion's Stacks by wave.
@@ -105,7 +142,11 @@ func buildRollout(p *promotionv1alpha1.Promotion) *rolloutView {
 	}
 	v := &rolloutView{RolloutStatus: *ro}
 	for _, w := range pipelinectl.RolloutWaves(ro, p.Status.Stacks) {
-		v.Waves = append(v.Waves, waveView{RolloutWave: w, Current: w.Number == ro.Wave})
+		wv := waveView{RolloutWave: w, Current: w.Number == ro.Wave, Bar: waveBar(w.Counts)}
+		if ro.Verification != nil && ro.Verification.Wave == w.Number {
+			wv.Checks = ro.Verification
+		}
+		v.Waves = append(v.Waves, wv)
 	}
 	return v
 }

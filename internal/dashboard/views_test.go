@@ -1,11 +1,13 @@
 package dashboard
 
 import (
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
 
 // TestUpdateState: an Update waiting for its workspace is Pending, whether
@@ -29,6 +31,27 @@ func TestUpdateState(t *testing.T) {
 			u := &autov1alpha1.Update{Status: autov1alpha1.UpdateStatus{Conditions: tc.conds}}
 			if got := buildUpdate(u).State; got != tc.want {
 				t.Errorf("state = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWaveBar(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		counts promotionv1alpha1.RolloutCounts
+		want   []barSegment
+	}{
+		{"no Stacks", promotionv1alpha1.RolloutCounts{}, nil},
+		{"all pending", promotionv1alpha1.RolloutCounts{Pending: 3}, []barSegment{{"pending", 0, 100}}},
+		{"in order, empty states left out", promotionv1alpha1.RolloutCounts{Pending: 1, Succeeded: 2, Failed: 1},
+			[]barSegment{{"succeeded", 0, 50}, {"failed", 50, 25}, {"pending", 75, 25}}},
+		{"every state", promotionv1alpha1.RolloutCounts{Succeeded: 1, Failed: 1, Updating: 1, Skipped: 1, Pending: 1},
+			[]barSegment{{"succeeded", 0, 20}, {"failed", 20, 20}, {"updating", 40, 20}, {"skipped", 60, 20}, {"pending", 80, 20}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := waveBar(tt.counts); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("waveBar(%+v) = %+v, want %+v", tt.counts, got, tt.want)
 			}
 		})
 	}

@@ -37,7 +37,7 @@ func NewPromotions() *Promotions {
 		}, []string{"namespace", "stage", "check", "result"}),
 		halts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackyard_rollout_halts_total",
-			Help: "Halts of promotions' rollouts by namespace, stage and cause (budget: the failure budget was spent; person: an Intervention).",
+			Help: "Halts of promotions' rollouts by namespace, stage and cause (budget: the failure budget was spent; verification: a check of a wave failed; person: an Intervention).",
 		}, []string{"namespace", "stage", "cause"}),
 		rollout: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "stackyard_rollout_duration_seconds",
@@ -70,8 +70,8 @@ func (p *Promotions) ObserveCheck(namespace, stage, check, result string) {
 	}
 }
 
-// ObserveHalt records a halt of a rollout, by cause ("budget" or
-// "person").
+// ObserveHalt records a halt of a rollout, by cause ("budget",
+// "verification" or "person").
 func (p *Promotions) ObserveHalt(namespace, stage, cause string) {
 	if p != nil {
 		p.halts.WithLabelValues(namespace, stage, cause).Inc()

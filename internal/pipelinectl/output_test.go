@@ -126,7 +126,8 @@ func TestReviewFleet(t *testing.T) {
 }
 
 // TestReviewRollout: the review of a promotion that rolls out in waves
-// says where it is, why it halted, each wave's Stacks and who intervened;
+// says where it is, why it halted, each wave's Stacks, the checks of the
+// wave checked last, and who intervened;
 // one into a stage without a rollout says nothing of waves.
 func TestReviewRollout(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC))
@@ -141,6 +142,9 @@ func TestReviewRollout(t *testing.T) {
 			Spec: &promotionv1alpha1.Rollout{}, Waves: 2, Wave: 2, Halted: "the failure budget is spent",
 			Counts:        promotionv1alpha1.RolloutCounts{Succeeded: 1, Failed: 1, Pending: 1},
 			Interventions: []promotionv1alpha1.InterventionRecord{{Action: promotionv1alpha1.Halt, User: "ada", Time: at, Reason: "quota"}},
+			Verification: &promotionv1alpha1.WaveVerification{Wave: 1, Attempt: 2, VerificationStatus: promotionv1alpha1.VerificationStatus{
+				Phase: "Succeeded", Message: "verification check health passed",
+			}},
 		}},
 	}
 	var b bytes.Buffer
@@ -150,8 +154,7 @@ func TestReviewRollout(t *testing.T) {
 	for _, want := range []string{
 		"rollout: wave 2 of 2; 1 succeeded, 1 failed (budget 0), 0 updating, 1 pending, 0 skipped\n",
 		"  halted: the failure budget is spent\n",
-		"  wave 1: eu Succeeded\n",
-		"  wave 2: us Failed, ap Pending\n",
+		"  wave 1: eu Succeeded\n    checks Succeeded (attempt 2): verification check health passed\n  wave 2: us Failed, ap Pending\n",
 		"  Halt by ada at 2026-12-07T10:00:00Z: quota\n",
 	} {
 		if !strings.Contains(b.String(), want) {

@@ -424,7 +424,8 @@ func RolloutWaves(ro *promotionv1alpha1.RolloutStatus, stacks []promotionv1alpha
 }
 
 // writeRollout prints a rollout in waves: where it is, why it halted,
-// and each wave's Stacks with their state.
+// each wave's Stacks with their state, and the run of the stage's checks
+// against the wave that has one (verifyEachWave).
 func writeRollout(b *strings.Builder, r Review) {
 	ro := r.Rollout
 	if ro == nil {
@@ -442,6 +443,13 @@ func writeRollout(b *strings.Builder, r Review) {
 			stacks = append(stacks, fmt.Sprintf("%s %s", ps.Name, ps.State))
 		}
 		fmt.Fprintf(b, "  wave %d: %s\n", w.Number, strings.Join(stacks, ", "))
+		if v := ro.Verification; v != nil && v.Wave == w.Number {
+			attempt := ""
+			if v.Attempt > 1 {
+				attempt = fmt.Sprintf(" (attempt %d)", v.Attempt)
+			}
+			fmt.Fprintf(b, "    checks %s%s%s\n", v.Phase, attempt, orEmpty(": ", v.Message))
+		}
 	}
 	for _, in := range ro.Interventions {
 		fmt.Fprintf(b, "  %s by %s at %s%s\n", in.Action, in.User, in.Time.UTC().Format("2006-01-02T15:04:05Z"), orEmpty(": ", in.Reason))

@@ -277,6 +277,21 @@ spec:
 `,
 		want: `each wave is a count of at least 1`,
 	}, {
+		name: "waves verified without checks",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {waves: [1], verifyEachWave: true}
+  verification: {rollbackOnFailure: true}
+`,
+		want: `spec.rollout.verifyEachWave: Invalid value: spec.rollout.verifyEachWave needs checks in spec.verification.checks`,
+	}, {
 		name: "a failure budget in words",
 		crd:  "stages.promotion.stackyard.dev",
 		manifest: `

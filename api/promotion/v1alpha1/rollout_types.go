@@ -54,6 +54,21 @@ type Rollout struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	PauseBetweenWaves *metav1.Duration `json:"pauseBetweenWaves,omitempty"`
 
+	// VerifyEachWave runs the stage's verification checks
+	// (spec.verification.checks) once each wave but the last has deployed,
+	// against the wave just done, before the pause and the next wave: the
+	// next wave begins only once they pass. A check that fails halts the
+	// rollout (status.reason Halted), and a Resume runs that wave's checks
+	// again from the start. A Job check's containers find the wave in
+	// their environment: STACKYARD_PROMOTION names the Promotion and
+	// STACKYARD_WAVE the wave, whose Stacks are those of the Promotion's
+	// status.stacks with that wave. The checks after the last wave are
+	// the promotion's verification, as without waves, and only a failure
+	// there rolls the stage back (rollbackOnFailure). Needs
+	// spec.verification.checks.
+	// +optional
+	VerifyEachWave bool `json:"verifyEachWave,omitempty"`
+
 	// Order says which Stacks go first. Unset: by name. Labels are
 	// anyone's to write who may edit a Stack: ordered by label, such a
 	// person can move a Stack to another wave before a promotion starts
@@ -188,6 +203,13 @@ type RolloutStatus struct {
 	// Counts are the Stacks by state.
 	Counts RolloutCounts `json:"counts"`
 
+	// Verification is the stage's checks run against the last wave that
+	// deployed, with spec.verifyEachWave: running, passed (the next wave
+	// may begin) or failed (the rollout halted). A later wave's checks
+	// replace it.
+	// +optional
+	Verification *WaveVerification `json:"verification,omitempty"`
+
 	// Halted says why the rollout halted, while it is halted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
@@ -216,6 +238,20 @@ type RolloutStatus struct {
 	// (in the order of their creation, then of their names).
 	// +optional
 	LastIntervention *InterventionCursor `json:"lastIntervention,omitempty"`
+}
+
+// WaveVerification is one run of the stage's checks against a wave.
+type WaveVerification struct {
+	// Wave is the wave checked.
+	// +kubebuilder:validation:Minimum=1
+	Wave int32 `json:"wave"`
+
+	// Attempt counts the runs of this wave's checks, from 1: a Resume
+	// after they failed runs them again.
+	// +kubebuilder:validation:Minimum=1
+	Attempt int32 `json:"attempt"`
+
+	VerificationStatus `json:",inline"`
 }
 
 // InterventionCursor names the newest Intervention a promotion acted on.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,13 +52,13 @@ type measured struct {
 // measureHTTP takes, or collects, measurement n of an HTTP check. The
 // call runs off the reconcile worker (see probes); its end wakes the
 // promotion.
-func (s *session) measureHTTP(ctx context.Context, c *promotionv1alpha1.VerificationCheck, n int32) (measured, error) {
+func (s *session) measureHTTP(ctx context.Context, run checkRun, c *promotionv1alpha1.VerificationCheck, n int32) (measured, error) {
 	conds, err := verify.Compile(c.SuccessCondition, c.FailureCondition)
 	if err != nil {
 		return s.measuredNow(verify.Error, "", err.Error(), true), nil
 	}
 	probes := s.r.prober()
-	key := probeKey{promotion: s.p.UID, check: c.Name, n: n}
+	key := probeKey{run: runKey{promotion: s.p.UID, checkRun: run}, check: c.Name, n: n}
 	if res, started, done := probes.poll(key); done {
 		t := metav1.NewTime(started.Truncate(time.Second))
 		return measured{m: &promotionv1alpha1.Measurement{Time: t, Phase: res.Phase, Value: res.Value, Message: res.Message}}, nil
@@ -139,8 +141,8 @@ func (s *session) headers(ctx context.Context, hs []promotionv1alpha1.HTTPHeader
 // the Job, owned by the Promotion, and waits (woken by the Job's changes)
 // for its Complete or Failed condition. The Job's own retries
 // (backoffLimit) happen inside one measurement.
-func (s *session) measureJob(ctx context.Context, c *promotionv1alpha1.VerificationCheck, n int32) (measured, error) {
-	name := jobName(s.p.Name, c.Name, n)
+func (s *session) measureJob(ctx context.Context, run checkRun, c *promotionv1alpha1.VerificationCheck, n int32) (measured, error) {
+	name := jobName(s.p.Name, run, c.Name, n)
 	job, err := get(ctx, s.r.Client, s.p.Namespace, "Job", name, &batchv1.Job{})
 	if err != nil {
 		return measured{}, err
@@ -152,6 +154,10 @@ func (s *session) measureJob(ctx context.Context, c *promotionv1alpha1.Verificat
 			Labels:      map[string]string{promotionv1alpha1.StageLabel: s.p.Spec.Stage},
 			Annotations: map[string]string{CheckAnnotation: c.Name},
 		}, Spec: *c.Job.Spec.DeepCopy()}
+		if run.wave > 0 {
+			job.Labels[WaveLabel] = strconv.Itoa(int(run.wave))
+			setWaveEnv(&job.Spec.Template.Spec, s.p.Name, run.wave)
+		}
 		if err := controllerutil.SetControllerReference(s.p, job, s.r.Client.Scheme()); err != nil {
 			return measured{}, err
 		}
@@ -184,12 +190,43 @@ func (s *session) measureJob(ctx context.Context, c *promotionv1alpha1.Verificat
 	return running, nil
 }
 
-// jobName is the name of the Job of measurement n of check on promotion:
-// readable, unique by a digest of all three, and at most 63 characters
-// (a Job's name becomes a label value on its pods).
-func jobName(promotion, check string, n int32) string {
-	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", promotion, check, n))
-	suffix := fmt.Sprintf("-%d-%s", n, hex.EncodeToString(h[:])[:8])
+// WaveLabel names, on the Job of a wave's check (rollout.verifyEachWave),
+// the wave it checks.
+const WaveLabel = "promotion.stackyard.dev/wave"
+
+// setWaveEnv tells each container of a wave's check which promotion and
+// wave it checks (STACKYARD_PROMOTION, STACKYARD_WAVE), where the check's
+// own spec does not set those names.
+func setWaveEnv(pod *corev1.PodSpec, promotion string, wave int32) {
+	add := func(c *corev1.Container) {
+		for _, e := range []corev1.EnvVar{{Name: "STACKYARD_PROMOTION", Value: promotion}, {Name: "STACKYARD_WAVE", Value: strconv.Itoa(int(wave))}} {
+			if !slices.ContainsFunc(c.Env, func(have corev1.EnvVar) bool { return have.Name == e.Name }) {
+				c.Env = append(c.Env, e)
+			}
+		}
+	}
+	for i := range pod.InitContainers {
+		add(&pod.InitContainers[i])
+	}
+	for i := range pod.Containers {
+		add(&pod.Containers[i])
+	}
+}
+
+// jobName is the name of the Job of measurement n of check in run of
+// promotion: readable, unique by a digest of all four, and at most 63
+// characters (a Job's name becomes a label value on its pods). A wave's
+// run says its wave ("-w2"); the promotion's verification keeps the names
+// it had before waves were checked.
+func jobName(promotion string, run checkRun, check string, n int32) string {
+	in := fmt.Appendf(nil, "%s\x00%s\x00%d", promotion, check, n)
+	suffix := fmt.Sprintf("-%d", n)
+	if run.wave > 0 {
+		in = fmt.Appendf(in, "\x00wave %d attempt %d", run.wave, run.attempt)
+		suffix = fmt.Sprintf("-w%d-%d", run.wave, n)
+	}
+	h := sha256.Sum256(in)
+	suffix += "-" + hex.EncodeToString(h[:])[:8]
 	base := strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
@@ -247,9 +284,9 @@ func jobFinished(job *batchv1.Job) bool {
 type probes struct {
 	mu   sync.Mutex
 	runs map[probeKey]*probe
-	// begun is when each promotion's verification began, for the same
-	// reason: a reconcile a patch behind starts it at the same time.
-	begun map[types.UID]time.Time
+	// begun is when each run of checks began, for the same reason: a
+	// reconcile a patch behind starts it at the same time.
+	begun map[runKey]time.Time
 	// wake carries the promotions whose measurement ended; the
 	// controller watches it (SetupWithManager).
 	wake chan event.GenericEvent
@@ -258,12 +295,25 @@ type probes struct {
 	strict, linkLocal *http.Client
 }
 
-// probeKey names one measurement: of a check of a promotion (by UID, so
-// that a promotion deleted and created again under its name starts over).
-type probeKey struct {
+// checkRun names one run of the stage's checks within a promotion: its
+// verification once every Stack is deployed (wave 0), or the checks of a
+// wave (rollout.verifyEachWave), by wave and attempt.
+type checkRun struct {
+	wave, attempt int32
+}
+
+// runKey names one run of checks of a promotion (by UID, so that a
+// promotion deleted and created again under its name starts over).
+type runKey struct {
 	promotion types.UID
-	check     string
-	n         int32
+	checkRun
+}
+
+// probeKey names one measurement: measurement n of a check in a run.
+type probeKey struct {
+	run   runKey
+	check string
+	n     int32
 }
 
 // probe is one measurement, running or done.
@@ -281,7 +331,7 @@ const forgetAfter = time.Hour
 func newProbes() *probes {
 	return &probes{
 		runs:      map[probeKey]*probe{},
-		begun:     map[types.UID]time.Time{},
+		begun:     map[runKey]time.Time{},
 		wake:      make(chan event.GenericEvent, 1024),
 		strict:    verify.NewHTTPClient(false),
 		linkLocal: verify.NewHTTPClient(true),
@@ -298,20 +348,19 @@ func (r *Reconciler) prober() *probes {
 	return r.probes
 }
 
-// begin returns when the verification of promotion began: now, the first
-// time it is asked.
-func (p *probes) begin(promotion types.UID, now time.Time) time.Time {
+// begin returns when run began: now, the first time it is asked.
+func (p *probes) begin(run runKey, now time.Time) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if t, ok := p.begun[promotion]; ok {
+	if t, ok := p.begun[run]; ok {
 		return t
 	}
-	for uid, t := range p.begun {
+	for k, t := range p.begun {
 		if now.Sub(t) > forgetAfter {
-			delete(p.begun, uid)
+			delete(p.begun, k)
 		}
 	}
-	p.begun[promotion] = now
+	p.begun[run] = now
 	return now
 }
 
@@ -355,15 +404,15 @@ func (p *probes) start(key probeKey, target types.NamespacedName, now time.Time,
 	}()
 }
 
-// forget drops what is known of the measurements of promotion, once its
-// verification has ended.
-func (p *probes) forget(promotion types.UID) {
+// forget drops what is known of the measurements of run, once it has
+// ended.
+func (p *probes) forget(run runKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k := range p.runs {
-		if k.promotion == promotion {
+		if k.run == run {
 			delete(p.runs, k)
 		}
 	}
-	delete(p.begun, promotion)
+	delete(p.begun, run)
 }

@@ -55,7 +55,7 @@ func (s *session) reconcileInterventions(ctx context.Context) (sreconcile.Result
 		who, why := in.Spec.User, reasonSuffix(in.Spec.Reason)
 		switch in.Spec.Action {
 		case promotionv1alpha1.Halt:
-			s.halt(fmt.Sprintf("halted by %s%s", who, why), who)
+			s.halt(haltPerson, fmt.Sprintf("halted by %s%s", who, why), who)
 		case promotionv1alpha1.Resume:
 			ro.Halted = ""
 			s.event(corev1.EventTypeNormal, promotionv1alpha1.EventRolloutResumed, fmt.Sprintf("rollout of release %s into stage %s resumed by %s%s", s.p.Spec.Release, s.p.Spec.Stage, who, why))

@@ -97,19 +97,27 @@ func pinned(ps *promotionv1alpha1.PromotedStack) bool {
 // maxHalts is the most halts status.rollout records.
 const maxHalts = 16
 
+// haltCause is what halted a rollout, as the halts metric counts it.
+type haltCause string
+
+const (
+	// haltBudget: more Stacks failed than the failure budget allows.
+	haltBudget haltCause = "budget"
+	// haltVerification: a check of a wave failed (verifyEachWave).
+	haltVerification haltCause = "verification"
+	// haltPerson: an Intervention.
+	haltPerson haltCause = "person"
+)
+
 // halt halts the rollout for why (by whom, when a person did): it pins
 // no more Stacks until resumed. The halt is recorded in status.rollout
 // (halted, and the halts) and told by a Warning event, which Alerts send
 // as RolloutHalted.
-func (s *session) halt(why, by string) {
+func (s *session) halt(cause haltCause, why, by string) {
 	ro := s.ensureRolloutStatus()
 	ro.Halted = sreconcile.Truncate(why, 1024)
 	if len(ro.Halts) < maxHalts {
 		ro.Halts = append(ro.Halts, promotionv1alpha1.RolloutHalt{Time: metav1.NewTime(s.now), Reason: ro.Halted, By: by})
-	}
-	cause := "budget"
-	if by != "" {
-		cause = "person"
 	}
 	s.obs.halts = append(s.obs.halts, cause)
 	s.event(corev1.EventTypeWarning, promotionv1alpha1.EventRolloutHalted,
@@ -129,13 +137,14 @@ func (s *session) halt(why, by string) {
 //     Warning event), and a halted rollout pins nothing and waits;
 //   - otherwise it marks the next Stacks of the waves begun Updating, at
 //     most maxParallel at once, and requeues, so that the marks are stored
-//     before pinStacks pins them; once a wave has finished it waits
+//     before pinStacks pins them; once a wave has finished it runs the
+//     stage's checks against it (verifyEachWave: verifyWave), waits
 //     pauseBetweenWaves and begins the next.
 //
 // It follows the rollout recorded when the promotion started
 // (recordedRollout). Without one there is one wave of every Stack, and
 // observeStacks has already failed the promotion at the first failure.
-func (s *session) advanceRollout(_ context.Context) (sreconcile.Result, error) {
+func (s *session) advanceRollout(ctx context.Context) (sreconcile.Result, error) {
 	if !s.running() || s.outcome != "" {
 		return sreconcile.ResultEmpty, nil
 	}
@@ -182,7 +191,7 @@ func (s *session) advanceRollout(_ context.Context) (sreconcile.Result, error) {
 		return sreconcile.ResultEmpty, nil
 	}
 	if rollout != nil && counts.Failed > ro.FailureBudget && ro.Halted == "" {
-		s.halt(fmt.Sprintf("the failure budget is spent: %s, the budget is %d (%s)",
+		s.halt(haltBudget, fmt.Sprintf("the failure budget is spent: %s, the budget is %d (%s)",
 			stacksRun(int(counts.Failed), "failed"), ro.FailureBudget, s.failedStacks()), "")
 	}
 	if ro != nil && ro.Halted != "" {
@@ -203,6 +212,11 @@ func (s *session) advanceRollout(_ context.Context) (sreconcile.Result, error) {
 		}
 	}
 	if waveDone && rollout != nil && current < ro.Waves {
+		if rollout.VerifyEachWave {
+			if passed, err := s.verifyWave(ctx, current); err != nil || !passed {
+				return sreconcile.ResultEmpty, err
+			}
+		}
 		if pause := pauseOf(rollout); pause > 0 {
 			if ro.NextWaveTime == nil {
 				t := metav1.NewTime(s.now.Add(pause).Truncate(time.Second))

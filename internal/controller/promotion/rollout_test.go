@@ -1,7 +1,11 @@
 package promotion_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,4 +177,71 @@ func TestRolloutInWaves(t *testing.T) {
 		g.Expect(readFile(g, files[name])).To(Equal("v2"), "Stack %s", name)
 	}
 
+}
+
+// TestWaveVerificationFails: a stage of two Stacks, one a wave, checks
+// each wave over HTTP (verifyEachWave), and the endpoint calls the
+// release unhealthy.
+//
+//  1. Wave 1 deploys; its check fails: the rollout halts, Running with
+//     the reason Halted, and wave 2's Stack is neither pinned nor
+//     deployed.
+//  2. The endpoint is mended and a person resumes: the wave's checks run
+//     again (attempt 2) and pass, wave 2 deploys, the stage's checks pass
+//     once more as the promotion's verification, and it succeeds.
+func TestWaveVerificationFails(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	repo := newProgramRepo(t)
+	c1, c2 := repo.commit("v1"), repo.commit("v2")
+	files := map[string]string{}
+	for _, name := range []string{"a", "b"} {
+		stack, file := gitStack(t, ns, name, repo.URL, c1)
+		create(t, stack)
+		files[name] = file
+	}
+	for _, name := range []string{"a", "b"} {
+		deployed(t, ns, name, c1)
+	}
+	var healthy atomic.Bool
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]bool{"healthy": healthy.Load()})
+	}))
+	t.Cleanup(srv.Close)
+	create(t, pipeline(ns, repo.URL))
+	create(t, release(ns, "r2", c2, time.Now()))
+	create(t, stage(ns, "fleet", []string{"a", "b"}, func(s *promotionv1alpha1.StageSpec) {
+		s.Rollout = &promotionv1alpha1.Rollout{Waves: []intstr.IntOrString{intstr.FromInt32(1)}, VerifyEachWave: true}
+		s.Verification = &promotionv1alpha1.Verification{Checks: []promotionv1alpha1.VerificationCheck{{
+			Name: "health", SuccessCondition: "result.healthy", HTTP: &promotionv1alpha1.HTTPCheck{URL: srv.URL},
+		}}}
+	}))
+
+	create(t, askFor(ns, "to-r2", "fleet", "r2", false))
+	p := waitFor(t, &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-r2"}}, opTimeout,
+		func(g Gomega, p *promotionv1alpha1.Promotion) {
+			g.Expect(p.Status.Reason).To(Equal(promotionv1alpha1.PromotionReasonHalted), describe(p))
+		})
+	g.Expect(p.Status.Phase).To(Equal(promotionv1alpha1.PromotionRunning))
+	g.Expect(p.Status.Rollout.Halted).To(HavePrefix("the checks of wave 1 failed: check health failed"))
+	g.Expect(p.Status.Rollout.Verification).To(HaveValue(SatisfyAll(
+		HaveField("Wave", int32(1)), HaveField("Attempt", int32(1)), HaveField("Phase", "Failed"))))
+	g.Expect(p.Status.Rollout.Counts).To(Equal(promotionv1alpha1.RolloutCounts{Succeeded: 1, Pending: 1}))
+	g.Expect(readFile(g, files["a"])).To(Equal("v2"))
+	g.Expect(commitOf(g, ns, "b")).To(Equal(c1), "wave 2 was pinned after wave 1's checks failed")
+	g.Expect(readFile(g, files["b"])).To(Equal("v1"), "wave 2 was deployed after wave 1's checks failed")
+	g.Expect(eventReasons(g, ns, "Promotion", "to-r2")).To(ContainElements(promotionv1alpha1.EventVerificationFailed, promotionv1alpha1.EventRolloutHalted))
+
+	healthy.Store(true)
+	intervene(t, ns, "resume", "to-r2", "fleet", promotionv1alpha1.Resume)
+	done := waitFinished(t, ns, "to-r2", opTimeout)
+	g.Expect(done.Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded), describe(done))
+	g.Expect(done.Status.Rollout.Verification).To(HaveValue(SatisfyAll(
+		HaveField("Wave", int32(1)), HaveField("Attempt", int32(2)), HaveField("Phase", "Succeeded"))))
+	g.Expect(done.Status.Verification).To(HaveValue(HaveField("Phase", "Succeeded")), "the last wave is verified as the promotion")
+	g.Expect(done.Status.Rollout.Halts).To(ConsistOf(HaveField("Reason", HavePrefix("the checks of wave 1 failed"))))
+	g.Expect(calls.Load()).To(BeNumerically("==", 3), "wave 1 twice, then the promotion's verification once")
+	g.Expect(readFile(g, files["b"])).To(Equal("v2"))
 }

@@ -65,19 +65,19 @@ func (s *session) verify(ctx context.Context) (sreconcile.Result, error) {
 		if len(checks) == 0 {
 			return sreconcile.ResultEmpty, nil
 		}
-		start := metav1.NewTime(s.r.prober().begin(s.p.UID, s.now).Truncate(time.Second))
+		start := metav1.NewTime(s.r.prober().begin(s.runKey(checkRun{}), s.now).Truncate(time.Second))
 		v = &promotionv1alpha1.VerificationStatus{Phase: verify.Running, StartTime: &start}
 		st.Verification = v
 	}
 	if v.Phase == verify.Running {
-		wait, doing, err := s.runChecks(ctx, checks, v)
+		wait, doing, err := s.runChecks(ctx, checkRun{}, checks, v)
 		if err != nil {
 			return sreconcile.ResultEmpty, err
 		}
 		if v.Phase == verify.Running {
 			return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonVerifying, errors.New("verifying: "+doing), wait)
 		}
-		s.r.prober().forget(s.p.UID)
+		s.r.prober().forget(s.runKey(checkRun{}))
 		if v.Phase == verify.Succeeded {
 			s.event(corev1.EventTypeNormal, promotionv1alpha1.EventVerificationSucceeded, fmt.Sprintf("release %s verified in stage %s: %s", s.p.Spec.Release, s.p.Spec.Stage, v.Message))
 		} else {
@@ -105,23 +105,35 @@ func (s *session) checks() []promotionv1alpha1.VerificationCheck {
 }
 
 // stopVerification ends checks that still run when the promotion fails
-// otherwise (a Stack failed meanwhile): their Jobs are deleted, their
-// results forgotten.
+// or is aborted otherwise (a Stack failed meanwhile), the promotion's or
+// a wave's: their Jobs are deleted, their results forgotten.
 func (s *session) stopVerification(ctx context.Context) error {
-	v := s.p.Status.Verification
-	if v == nil || v.Phase != verify.Running {
+	stopped := false
+	if v := s.p.Status.Verification; v != nil && v.Phase == verify.Running {
+		v.Phase, v.Message = verify.Failed, "stopped: "+s.message
+		s.r.prober().forget(s.runKey(checkRun{}))
+		stopped = true
+	}
+	if ro := s.p.Status.Rollout; ro != nil && ro.Verification != nil && ro.Verification.Phase == verify.Running {
+		wv := ro.Verification
+		wv.Phase, wv.Message = verify.Failed, "stopped: "+s.message
+		s.r.prober().forget(s.runKey(checkRun{wave: wv.Wave, attempt: wv.Attempt}))
+		stopped = true
+	}
+	if !stopped {
 		return nil
 	}
-	v.Phase, v.Message = verify.Failed, "stopped: "+s.message
-	s.r.prober().forget(s.p.UID)
 	return s.deleteJobs(ctx)
 }
+
+// runKey names run among the runs of checks of every promotion.
+func (s *session) runKey(run checkRun) runKey { return runKey{promotion: s.p.UID, checkRun: run} }
 
 // runChecks takes the due measurements of the checks that run, and
 // settles v's phase: Failed at the first failed check, Succeeded once all
 // passed. While some run, it returns how long until the next is due (or
 // how long to wait for one that is being taken), and what they do.
-func (s *session) runChecks(ctx context.Context, checks []promotionv1alpha1.VerificationCheck, v *promotionv1alpha1.VerificationStatus) (time.Duration, string, error) {
+func (s *session) runChecks(ctx context.Context, run checkRun, checks []promotionv1alpha1.VerificationCheck, v *promotionv1alpha1.VerificationStatus) (time.Duration, string, error) {
 	var (
 		wait  time.Duration
 		doing []string
@@ -130,7 +142,7 @@ func (s *session) runChecks(ctx context.Context, checks []promotionv1alpha1.Veri
 		c := &checks[i]
 		cs := checkStatus(v, c.Name)
 		if cs.Phase == verify.Running {
-			next, what, err := s.runCheck(ctx, c, cs, v.StartTime.Time)
+			next, what, err := s.runCheck(ctx, run, c, cs, v.StartTime.Time)
 			if err != nil {
 				return 0, "", err
 			}
@@ -161,7 +173,7 @@ func (s *session) runChecks(ctx context.Context, checks []promotionv1alpha1.Veri
 // runCheck takes the measurement of c that is due, if one is, records it
 // in cs and assesses the check. While the check runs it returns when to
 // look again and what the check does.
-func (s *session) runCheck(ctx context.Context, c *promotionv1alpha1.VerificationCheck, cs *promotionv1alpha1.CheckStatus, start time.Time) (time.Duration, string, error) {
+func (s *session) runCheck(ctx context.Context, run checkRun, c *promotionv1alpha1.VerificationCheck, cs *promotionv1alpha1.CheckStatus, start time.Time) (time.Duration, string, error) {
 	policy := policyOf(c)
 	taken := cs.Successes + cs.Failures
 	due := ceilSecond(policy.Next(start, lastTime(cs)))
@@ -182,9 +194,9 @@ func (s *session) runCheck(ctx context.Context, c *promotionv1alpha1.Verificatio
 		err error
 	)
 	if c.Job != nil {
-		got, err = s.measureJob(ctx, c, taken+1)
+		got, err = s.measureJob(ctx, run, c, taken+1)
 	} else if c.HTTP != nil {
-		got, err = s.measureHTTP(ctx, c, taken+1)
+		got, err = s.measureHTTP(ctx, run, c, taken+1)
 	} else {
 		got = s.measuredNow(verify.Error, "", "the check sets neither http nor job", true)
 	}
@@ -386,9 +398,8 @@ type observations struct {
 	began promotionv1alpha1.PromotionPhase
 	// checks are the checks that ended.
 	checks []checkOutcome
-	// halts are the causes of the halts this reconcile began ("budget",
-	// "person").
-	halts []string
+	// halts are the causes of the halts this reconcile began.
+	halts []haltCause
 }
 
 // checkOutcome is one check that ended.
@@ -433,7 +444,7 @@ func (s *session) observe() {
 		}
 	}
 	for _, cause := range s.obs.halts {
-		m.ObserveHalt(ns, stageName, cause)
+		m.ObserveHalt(ns, stageName, string(cause))
 	}
 	s.obs.halts = nil
 	if s.started() && s.awaitedApproval() {

@@ -281,7 +281,7 @@ func TestVerifyJobCheck(t *testing.T) {
 	if wait != jobWait || !strings.Contains(f.p.Status.Verification.Checks[0].Name, "Smoke Test") {
 		t.Fatalf("first step: wait %v, status %+v", wait, f.p.Status.Verification)
 	}
-	name := jobName(f.p.Name, "Smoke Test", 1)
+	name := jobName(f.p.Name, checkRun{}, "Smoke Test", 1)
 	job := &batchv1.Job{}
 	if err := f.r.Client.Get(ctx, client.ObjectKey{Namespace: f.p.Namespace, Name: name}, job); err != nil {
 		t.Fatalf("the Job: %v", err)
@@ -298,17 +298,7 @@ func TestVerifyJobCheck(t *testing.T) {
 		t.Fatalf("while the Job runs: wait %v, status %+v", wait, f.p.Status.Verification.Checks[0])
 	}
 
-	// A failed Job as the Job controller leaves it: the API server refuses
-	// a Failed condition without a start time and FailureTarget first.
-	started := metav1.NewTime(f.clock.now.Add(-time.Minute))
-	job.Status.StartTime, job.Status.Failed = &started, 1
-	job.Status.Conditions = []batchv1.JobCondition{
-		{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"},
-		{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"},
-	}
-	if err := f.r.Client.Status().Update(ctx, job); err != nil {
-		t.Fatal(err)
-	}
+	failJob(t, f, job)
 	s, _ = f.step()
 	rollback := RollbackName("qa", f.p.Name)
 	want := "verification failed: check Smoke Test failed: 1 of 1 measurements failed (failureLimit 0); last: Failed, value Failed: Job " + name +
@@ -390,28 +380,40 @@ func TestJobName(t *testing.T) {
 	long := strings.Repeat("promotion", 20)
 	seen := map[string]bool{}
 	for _, tt := range []struct {
-		promotion, check string
-		n                int32
+		promotion string
+		run       checkRun
+		check     string
+		n         int32
 	}{
-		{"qa-r2", "smoke", 1},
-		{"qa-r2", "smoke", 2},
-		{"qa-r2", "Smoke Test", 1},
-		{"qa-r2", "smoke-test", 1},
-		{long, "smoke", 1},
-		{long, "smoke", 100},
-		{"qa-r2", "---", 1},
+		{"qa-r2", checkRun{}, "smoke", 1},
+		{"qa-r2", checkRun{}, "smoke", 2},
+		{"qa-r2", checkRun{}, "Smoke Test", 1},
+		{"qa-r2", checkRun{}, "smoke-test", 1},
+		{long, checkRun{}, "smoke", 1},
+		{long, checkRun{}, "smoke", 100},
+		{"qa-r2", checkRun{}, "---", 1},
+		{"qa-r2", checkRun{wave: 1, attempt: 1}, "smoke", 1},
+		{"qa-r2", checkRun{wave: 2, attempt: 1}, "smoke", 1},
+		{"qa-r2", checkRun{wave: 1, attempt: 2}, "smoke", 1},
+		{long, checkRun{wave: 7, attempt: 1000}, "smoke", 100},
 	} {
-		name := jobName(tt.promotion, tt.check, tt.n)
+		name := jobName(tt.promotion, tt.run, tt.check, tt.n)
 		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-			t.Errorf("jobName(%q, %q, %d) = %q: %v", tt.promotion, tt.check, tt.n, name, errs)
+			t.Errorf("jobName(%q, %+v, %q, %d) = %q: %v", tt.promotion, tt.run, tt.check, tt.n, name, errs)
 		}
 		if seen[name] {
-			t.Errorf("jobName(%q, %q, %d) = %q, given twice", tt.promotion, tt.check, tt.n, name)
+			t.Errorf("jobName(%q, %+v, %q, %d) = %q, given twice", tt.promotion, tt.run, tt.check, tt.n, name)
 		}
 		seen[name] = true
-		if again := jobName(tt.promotion, tt.check, tt.n); again != name {
+		if again := jobName(tt.promotion, tt.run, tt.check, tt.n); again != name {
 			t.Errorf("jobName is not stable: %q, then %q", name, again)
 		}
+	}
+	// The promotion's own verification keeps the names it had before
+	// waves were checked: a Job of a verification that runs while the
+	// operator is upgraded is found again.
+	if got := jobName("qa-r2", checkRun{}, "smoke", 1); got != "qa-r2-smoke-1-fee50d7b" {
+		t.Errorf("jobName of the promotion's verification = %q", got)
 	}
 }
 
