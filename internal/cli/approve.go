@@ -17,19 +17,20 @@ type decideFlags struct {
 	listFlags
 	comment string
 	yes     bool
+	wave    int32
 }
 
 // approveCommand is `stackyard approve PROMOTION [-m comment]`.
 func approveCommand() *cobra.Command {
 	return decideCommand("approve PROMOTION",
-		"Approve a promotion waiting for approval (needs the verb approve on its stage)",
+		"Approve a promotion waiting for approval, or the wave of its rollout that waits (needs the verb approve on its stage)",
 		"a comment, recorded with the approval", false)
 }
 
 // rejectCommand is `stackyard reject PROMOTION -m reason`.
 func rejectCommand() *cobra.Command {
 	return decideCommand("reject PROMOTION -m REASON",
-		"Reject a promotion waiting for approval, which fails it (needs the verb approve on its stage)",
+		"Reject a promotion waiting for approval, which fails it, or the wave that waits, which aborts it (needs the verb approve on its stage)",
 		"why (required), recorded with the rejection", true)
 }
 
@@ -41,12 +42,13 @@ func decideCommand(use, short, usage string, reject bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.run(cmd, pipelinectl.Decision{Promotion: args[0], Reject: reject, Comment: f.comment})
+			return f.run(cmd, pipelinectl.Decision{Promotion: args[0], Reject: reject, Comment: f.comment, Wave: f.wave})
 		},
 	}
 	f.listFlags.add(cmd)
 	cmd.Flags().StringVarP(&f.comment, "message", "m", "", usage)
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "do not show what the promotion would change, nor ask for confirmation on a terminal")
+	cmd.Flags().Int32Var(&f.wave, "wave", 0, "the wave of a running rollout decided on; refused unless that wave waits for approval (default: whichever waits)")
 	if reject {
 		_ = cmd.MarkFlagRequired("message")
 	}
@@ -84,6 +86,10 @@ func (f *decideFlags) run(cmd *cobra.Command, d pipelinectl.Decision) error {
 	if d.Reject {
 		verb = "rejected"
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "promotion %s %s by %s (approval %s, stage %s, plan %s)\n", d.Promotion, verb, a.Spec.User, a.Name, a.Spec.Stage, a.Spec.PlanDigest)
+	what := "promotion " + d.Promotion
+	if a.Spec.Wave != 0 {
+		what = fmt.Sprintf("wave %d of promotion %s", a.Spec.Wave, d.Promotion)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s by %s (approval %s, stage %s, plan %s)\n", what, verb, a.Spec.User, a.Name, a.Spec.Stage, a.Spec.PlanDigest)
 	return nil
 }

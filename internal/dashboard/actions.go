@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,12 +90,24 @@ func (s *Server) runAction(ctx context.Context, c *pipelinectl.Client, action st
 		if reject && field("comment") == "" {
 			return "", "", &userError{code: http.StatusBadRequest, err: errors.New("comment: a rejection needs a reason")}
 		}
-		if _, err := c.Decide(ctx, pipelinectl.Decision{Promotion: promotion, Reject: reject, Comment: field("comment")}); err != nil {
+		var wave int32
+		if w := field("wave"); w != "" {
+			n, err := strconv.ParseInt(w, 10, 32)
+			if err != nil || n < 2 {
+				return "", "", &userError{code: http.StatusBadRequest, err: fmt.Errorf("wave: %q is not a wave after the first", w)}
+			}
+			wave = int32(n)
+		}
+		a, err := c.Decide(ctx, pipelinectl.Decision{Promotion: promotion, Reject: reject, Comment: field("comment"), Wave: wave})
+		if err != nil {
 			return "", "", err
 		}
 		verb := "approved"
 		if reject {
 			verb = "rejected"
+		}
+		if a.Spec.Wave != 0 {
+			return "", fmt.Sprintf("%s wave %d of promotion %s", verb, a.Spec.Wave, promotion), nil
 		}
 		return "", fmt.Sprintf("%s promotion %s", verb, promotion), nil
 	case "halt", "resume", "abort":

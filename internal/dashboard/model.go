@@ -64,9 +64,13 @@ type stackHealth struct {
 type promotionView struct {
 	Name, Namespace, Stage, Release, Phase, Message, RequestedBy string
 	Rollback                                                     bool
-	// AwaitsApproval: its plan is decided and people must approve it.
+	// AwaitsApproval: its plan is decided and people must approve it, or
+	// the next wave of its rollout.
 	AwaitsApproval bool
 	Approvals      int
+	// Wave is the wave of its rollout that waits for approval; 0 when
+	// none does.
+	Wave int32
 	// Required is the most approvals any requirement asks for: the
 	// stage's policy or a fired RequireApproval policy rule.
 	Required int32
@@ -289,8 +293,10 @@ func promotionSummary(p *promotionv1alpha1.Promotion, st *promotionv1alpha1.Stag
 		pv.Rules = append(pv.Rules, ruleRequirement(r))
 	}
 	// Whether it waits for approvals is the Promotion controller's to
-	// decide (a rollback may skip them): its status.reason says.
-	pv.AwaitsApproval = p.AwaitsApproval()
+	// decide (a rollback may skip them): its status.reason says, before
+	// it starts or before a wave of its rollout.
+	pv.AwaitsApproval = p.AwaitsApproval() || p.WaveAwaitingApproval() > 0
+	pv.Wave = p.WaveAwaitingApproval()
 	return pv
 }
 

@@ -78,4 +78,31 @@ func TestRolloutPageAndInterventions(t *testing.T) {
 		Promotion: name, Stage: "qa", Action: promotionv1alpha1.Resume, User: "system:serviceaccount:team-a:alice", Reason: "the quota was raised",
 	}))
 	g.Expect(list.Items[0].OwnerReferences).To(ConsistOf(HaveField("UID", p.UID)))
+
+	// Resumed, wave 3 waits for approvals of its own (approveEachWave):
+	// the page decides on that wave, and alice's approval names it.
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: nsA, Name: name}, &p)).To(Succeed())
+	p.Status.Reason, p.Status.Rollout.Halted = promotionv1alpha1.PromotionReasonAwaitingApproval, ""
+	p.Status.Message = "wave 3 of 3 waiting for approval: 0 of 1"
+	p.Status.Rollout.Approval = &promotionv1alpha1.WaveApproval{Wave: 3, Since: now}
+	p.Status.PlanDigest = "sha256:plan"
+	g.Expect(env.Client.Status().Update(ctx, &p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		code, page, _ = get(t, baseURL, "/promotions/team-a/"+name, tokens["alice"])
+		g.Expect(code).To(Equal(http.StatusOK))
+		g.Expect(page).To(ContainSubstring(`id="wave-decision"`))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(page).To(ContainSubstring(`<input type="hidden" name="wave" value="3">`))
+	g.Expect(page).To(MatchRegexp(`(?s)id="wave-approval" data-wave="3"><p><strong>Wave 3</strong> waits for approval since`))
+	decide := url.Values{"namespace": {nsA}, "promotion": {name}, "wave": {"2"}, "comment": {"wave 2 looks fine"}, "_csrf": {csrf}}
+	code, body, _ = postForm(t, baseURL, "/actions/approve", tokens["alice"], decide, nil)
+	g.Expect(code).NotTo(Equal(http.StatusSeeOther), "a decision on a wave that does not wait was taken")
+	g.Expect(body).To(ContainSubstring("wave 2 does not wait for approval"))
+	decide.Set("wave", "3")
+	code, body, _ = postForm(t, baseURL, "/actions/approve", tokens["alice"], decide, nil)
+	g.Expect(code).To(Equal(http.StatusSeeOther), body)
+	var approvals promotionv1alpha1.ApprovalList
+	g.Expect(env.Client.List(ctx, &approvals, client.InNamespace(nsA), client.MatchingFields{"spec.promotion": name})).To(Succeed())
+	g.Expect(approvals.Items).To(ConsistOf(HaveField("Spec", SatisfyAll(
+		HaveField("Wave", int32(3)), HaveField("User", "system:serviceaccount:team-a:alice"), HaveField("Comment", "wave 2 looks fine")))))
 }

@@ -22,11 +22,16 @@ type Decision struct {
 	// PlanDigest, when set, is the plan digest the person reviewed: the
 	// decision is refused when the promotion's plan has changed since.
 	PlanDigest string
+	// Wave, when set, is the wave of a running rollout the person decides
+	// on: the decision is refused unless that wave waits for approval.
+	Wave int32
 }
 
 // Decide records d as an Approval, on behalf of the user the API server
 // authenticates, with that user's groups, for the promotion's stage and
-// current plan digest, and returns it. The API server admits it only from
+// current plan digest, and returns it: on the promotion while it is
+// Pending, or on the wave of its rollout that waits for approval while it
+// runs (rollout.approveEachWave). The API server admits it only from
 // a user allowed the verb "approve" on the stage (config/policy); the
 // Promotion controller counts it while the promotion's plan digest stays
 // the same. The Approval is owned by the Promotion, so it goes when
@@ -39,8 +44,13 @@ func (c *Client) Decide(ctx context.Context, d Decision) (*promotionv1alpha1.App
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: d.Promotion}, p); err != nil {
 		return nil, fmt.Errorf("promotion %q: %w", d.Promotion, err)
 	}
+	wave := p.WaveAwaitingApproval()
 	switch st := p.Status; {
-	case st.Phase.IsFinished() || st.Phase == promotionv1alpha1.PromotionRunning:
+	case d.Wave != 0 && d.Wave != wave:
+		return nil, fmt.Errorf("promotion %s: wave %d does not wait for approval (%s)", p.Name, d.Wave, orNone(st.Message))
+	case st.Phase == promotionv1alpha1.PromotionRunning && wave == 0:
+		return nil, fmt.Errorf("promotion %s is Running and no wave of it waits for approval: there is nothing to decide now", p.Name)
+	case st.Phase.IsFinished():
 		return nil, fmt.Errorf("promotion %s is %s: there is nothing left to decide", p.Name, st.Phase)
 	case st.PlanDigest == "":
 		return nil, fmt.Errorf("promotion %s has nothing to approve yet (%s): its plan is decided once it is next in stage %s",
@@ -60,7 +70,7 @@ func (c *Client) Decide(ctx context.Context, d Decision) (*promotionv1alpha1.App
 	a := &promotionv1alpha1.Approval{
 		ObjectMeta: ownedBy(p),
 		Spec: promotionv1alpha1.ApprovalSpec{
-			Promotion: p.Name, Stage: p.Spec.Stage, PlanDigest: p.Status.PlanDigest, Decision: decision,
+			Promotion: p.Name, Stage: p.Spec.Stage, PlanDigest: p.Status.PlanDigest, Wave: wave, Decision: decision,
 			User: who.User, Groups: who.Groups, Comment: d.Comment,
 		},
 	}

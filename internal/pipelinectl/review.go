@@ -451,6 +451,16 @@ func writeRollout(b *strings.Builder, r Review) {
 			fmt.Fprintf(b, "    checks %s%s%s\n", v.Phase, attempt, orEmpty(": ", v.Message))
 		}
 	}
+	if a := ro.Approval; a != nil {
+		if a.ApprovedTime != nil {
+			fmt.Fprintf(b, "  wave %d approved at %s\n", a.Wave, a.ApprovedTime.UTC().Format("2006-01-02T15:04:05Z"))
+		} else {
+			fmt.Fprintf(b, "  wave %d waits for approval since %s\n", a.Wave, a.Since.UTC().Format("2006-01-02T15:04:05Z"))
+		}
+		for _, rec := range a.Approvals {
+			fmt.Fprintf(b, "    %s by %s at %s%s\n", rec.Decision, rec.User, rec.Time.UTC().Format("2006-01-02T15:04:05Z"), orEmpty(": ", rec.Comment))
+		}
+	}
 	for _, in := range ro.Interventions {
 		fmt.Fprintf(b, "  %s by %s at %s%s\n", in.Action, in.User, in.Time.UTC().Format("2006-01-02T15:04:05Z"), orEmpty(": ", in.Reason))
 	}

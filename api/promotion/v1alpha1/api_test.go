@@ -292,6 +292,30 @@ spec:
 `,
 		want: `spec.rollout.verifyEachWave: Invalid value: spec.rollout.verifyEachWave needs checks in spec.verification.checks`,
 	}, {
+		name: "waves approved without an approval policy",
+		crd:  "stages.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Stage
+metadata: {name: edge, namespace: apps}
+spec:
+  pipeline: web
+  stackSelector: {matchLabels: {app: web}}
+  sources: {direct: true}
+  rollout: {waves: [1], approveEachWave: true}
+`,
+		want: `spec.rollout.approveEachWave: Invalid value: spec.rollout.approveEachWave needs spec.approval`,
+	}, {
+		name: "an approval of the first wave",
+		crd:  "approvals.promotion.stackyard.dev",
+		manifest: `
+apiVersion: promotion.stackyard.dev/v1alpha1
+kind: Approval
+metadata: {name: a, namespace: apps}
+spec: {promotion: edge-1, stage: edge, planDigest: "sha256:x", decision: Approve, user: alice, wave: 1}
+`,
+		want: `spec.wave: Invalid value: 1: spec.wave in body should be greater than or equal to 2`,
+	}, {
 		name: "a failure budget in words",
 		crd:  "stages.promotion.stackyard.dev",
 		manifest: `

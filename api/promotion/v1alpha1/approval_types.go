@@ -45,6 +45,15 @@ type ApprovalSpec struct {
 	// +kubebuilder:validation:MaxLength=128
 	PlanDigest string `json:"planDigest"`
 
+	// Wave is the wave of the promotion's rollout decided on, for a stage
+	// whose rollout asks for approval before each wave
+	// (rollout.approveEachWave). Unset: the promotion itself, which is
+	// its first wave.
+	// +optional
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=7
+	Wave int32 `json:"wave,omitempty"`
+
 	// Decision is Approve or Reject.
 	Decision ApprovalDecision `json:"decision"`
 

@@ -45,6 +45,17 @@ func (p *Promotion) AwaitsApproval() bool {
 	return p.Status.Phase == PromotionPending && p.Status.Reason == PromotionReasonAwaitingApproval
 }
 
+// WaveAwaitingApproval is the wave of a running promotion's rollout that
+// waits for approvals of its own (rollout.approveEachWave), or 0 when
+// none does.
+func (p *Promotion) WaveAwaitingApproval() int32 {
+	ro := p.Status.Rollout
+	if p.Status.Phase != PromotionRunning || p.Status.Reason != PromotionReasonAwaitingApproval || ro == nil || ro.Approval == nil || ro.Approval.ApprovedTime != nil {
+		return 0
+	}
+	return ro.Approval.Wave
+}
+
 // RequestedByAutoPromotion is spec.requestedBy of a promotion the
 // operator started by itself.
 const RequestedByAutoPromotion = "stackyard:auto-promotion"

@@ -69,6 +69,19 @@ type Rollout struct {
 	// +optional
 	VerifyEachWave bool `json:"verifyEachWave,omitempty"`
 
+	// ApproveEachWave makes each wave but the first wait for approvals of
+	// its own, under the stage's approval policy (spec.approval), once the
+	// wave before it has deployed, passed its checks (verifyEachWave) and
+	// paused: Approvals that name the promotion, its plan digest and the
+	// wave (spec.wave), created after the wave before had deployed, so that
+	// approvers decide on what it did. The first wave goes with the
+	// promotion's own approval. An eligible rejection of a wave ends the
+	// promotion Aborted: no more Stacks are pinned, and its message says
+	// which release each Stack runs. `stackyard approve` and the dashboard
+	// decide on the wave that waits. Needs spec.approval.
+	// +optional
+	ApproveEachWave bool `json:"approveEachWave,omitempty"`
+
 	// Order says which Stacks go first. Unset: by name. Labels are
 	// anyone's to write who may edit a Stack: ordered by label, such a
 	// person can move a Stack to another wave before a promotion starts
@@ -210,6 +223,12 @@ type RolloutStatus struct {
 	// +optional
 	Verification *WaveVerification `json:"verification,omitempty"`
 
+	// Approval is the approval the next wave waits for, with
+	// spec.approveEachWave: which wave, since when approvals count, and
+	// the decisions that count. A later wave's replaces it.
+	// +optional
+	Approval *WaveApproval `json:"approval,omitempty"`
+
 	// Halted says why the rollout halted, while it is halted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
@@ -252,6 +271,27 @@ type WaveVerification struct {
 	Attempt int32 `json:"attempt"`
 
 	VerificationStatus `json:",inline"`
+}
+
+// WaveApproval is the approval one wave of a rollout waits for.
+type WaveApproval struct {
+	// Wave is the wave that waits.
+	// +kubebuilder:validation:Minimum=2
+	Wave int32 `json:"wave"`
+
+	// Since is when the wave before it had deployed: only Approvals
+	// created since then count.
+	Since metav1.Time `json:"since"`
+
+	// Approvals are the decisions that count, oldest first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Approvals []ApprovalRecord `json:"approvals,omitempty"`
+
+	// ApprovedTime is when enough approvals counted and the wave could
+	// begin.
+	// +optional
+	ApprovedTime *metav1.Time `json:"approvedTime,omitempty"`
 }
 
 // InterventionCursor names the newest Intervention a promotion acted on.

@@ -148,6 +148,7 @@ type Freeze struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.autoPromotionOptions) || !has(self.autoPromotionOptions.selectionPolicy) || self.autoPromotionOptions.selectionPolicy != 'MatchUpstream' || (has(self.sources.stages) && size(self.sources.stages) == 1)",message="spec.autoPromotionOptions.selectionPolicy MatchUpstream needs exactly one stage in spec.sources.stages",fieldPath=".autoPromotionOptions.selectionPolicy"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.verifyEachWave) || !self.rollout.verifyEachWave || (has(self.verification) && has(self.verification.checks) && size(self.verification.checks) > 0)",message="spec.rollout.verifyEachWave needs checks in spec.verification.checks",fieldPath=".rollout.verifyEachWave"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.approveEachWave) || !self.rollout.approveEachWave || has(self.approval)",message="spec.rollout.approveEachWave needs spec.approval",fieldPath=".rollout.approveEachWave"
 // +kubebuilder:validation:XValidation:rule="(has(self.stacks) && size(self.stacks) > 0) || has(self.stackSelector)",message="spec: name the stage's Stacks in spec.stacks, or select them with spec.stackSelector"
 type StageSpec struct {
 	// Pipeline is the Pipeline, in the same namespace, whose releases the

@@ -63,21 +63,15 @@ func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, err
 	if !approvalRequired(s.stage, s.p, rules) {
 		return sreconcile.ResultEmpty, nil
 	}
-	// Read live: the decision to start must not miss a rejection the
-	// cache has not shown yet.
-	var list promotionv1alpha1.ApprovalList
-	if err := s.r.APIReader.List(ctx, &list, client.InNamespace(s.p.Namespace), client.MatchingFields{ApprovalPromotionField: s.p.Name}); err != nil {
-		return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("listing the approvals of promotion %s: %w", s.p.Name, err))
+	approvals, err := s.listApprovals(ctx)
+	if err != nil {
+		return sreconcile.ResultEmpty, err
 	}
-	var editor *changeEditor
-	if s.p.Spec.HeldChange != nil {
-		name, known, err := s.heldChangeEditor(ctx)
-		if err != nil {
-			return sreconcile.ResultEmpty, sreconcile.NewGeneric("", fmt.Errorf("reading who made the held change: %w", err))
-		}
-		editor = &changeEditor{name: name, known: known}
+	editor, err := s.changeEditor(ctx)
+	if err != nil {
+		return sreconcile.ResultEmpty, err
 	}
-	t := tally(s.stage.Spec.Approval, rules, s.p, list.Items, s.now, editor)
+	t := tally(s.stage.Spec.Approval, rules, s.p, 0, approvals, s.now, editor)
 	st.Approvals = t.records()
 	if r := t.rejected; r != nil {
 		// The reconcile's clock was read before the live list: the end is
@@ -107,6 +101,30 @@ func (s *session) reconcileApproval(ctx context.Context) (sreconcile.Result, err
 type changeEditor struct {
 	name  string
 	known bool
+}
+
+// changeEditor is who made the held change the promotion deploys; nil
+// for a promotion of a release.
+func (s *session) changeEditor(ctx context.Context) (*changeEditor, error) {
+	if s.p.Spec.HeldChange == nil {
+		return nil, nil
+	}
+	name, known, err := s.heldChangeEditor(ctx)
+	if err != nil {
+		return nil, sreconcile.NewGeneric("", fmt.Errorf("reading who made the held change: %w", err))
+	}
+	return &changeEditor{name: name, known: known}, nil
+}
+
+// listApprovals lists the Approvals of the promotion, read live: a
+// decision to go on must not miss a rejection the cache has not shown
+// yet.
+func (s *session) listApprovals(ctx context.Context) ([]promotionv1alpha1.Approval, error) {
+	var list promotionv1alpha1.ApprovalList
+	if err := s.r.APIReader.List(ctx, &list, client.InNamespace(s.p.Namespace), client.MatchingFields{ApprovalPromotionField: s.p.Name}); err != nil {
+		return nil, sreconcile.NewGeneric("", fmt.Errorf("listing the approvals of promotion %s: %w", s.p.Name, err))
+	}
+	return list.Items, nil
 }
 
 // approvalRequired reports whether promotion p into stage must be
@@ -225,8 +243,10 @@ func (r *requirement) describe() string {
 }
 
 // tally applies the stage's approval policy (nil: none) and the fired
-// RequireApproval rules to the approvals of the Pending promotion p at
-// now. An approval counts when it names p's stage and plan digest, has
+// RequireApproval rules to the approvals of promotion p at now: of the
+// Pending promotion (wave 0), or of one wave of its rollout that waits
+// (rollout.approveEachWave). An approval counts when it names p's stage,
+// plan digest and that wave, has
 // not expired (creationTimestamp + policy.expireAfter), comes from
 // someone eligible for at least one requirement (a user or a member of a
 // group its from lists; anyone when from is empty) and, unless
@@ -234,7 +254,7 @@ func (r *requirement) describe() string {
 // promotion; each user counts once, for every requirement they are
 // eligible for. An eligible rejection fails the promotion, whoever gives
 // it: the requester may withdraw.
-func tally(policy *promotionv1alpha1.ApprovalPolicy, rules []promotionv1alpha1.PolicyResult, p *promotionv1alpha1.Promotion, approvals []promotionv1alpha1.Approval, now time.Time, editor *changeEditor) approvalTally {
+func tally(policy *promotionv1alpha1.ApprovalPolicy, rules []promotionv1alpha1.PolicyResult, p *promotionv1alpha1.Promotion, wave int32, approvals []promotionv1alpha1.Approval, now time.Time, editor *changeEditor) approvalTally {
 	t := approvalTally{requirements: requirementsOf(policy, rules)}
 	allowSelf := false
 	if policy != nil {
@@ -253,7 +273,7 @@ func tally(policy *promotionv1alpha1.ApprovalPolicy, rules []promotionv1alpha1.P
 		a := &approvals[i]
 		spec := &a.Spec
 		switch {
-		case spec.Promotion != p.Name || spec.Stage != p.Spec.Stage:
+		case spec.Promotion != p.Name || spec.Stage != p.Spec.Stage || spec.Wave != wave:
 			continue
 		case spec.PlanDigest != p.Status.PlanDigest:
 			old[spec.User] = true

@@ -65,6 +65,12 @@ func TestTally(t *testing.T) {
 		recheck   time.Duration
 		editor    *changeEditor // a held change's author
 	}{
+		{name: "a wave's decisions are not the promotion's", policy: anyone,
+			approvals: []promotionv1alpha1.Approval{
+				with(approve("a", "bob", 0), func(s *promotionv1alpha1.ApprovalSpec) { s.Wave = 2 }),
+				with(reject("b", "carol", time.Second), func(s *promotionv1alpha1.ApprovalSpec) { s.Wave = 3 }),
+			},
+			message: "waiting for approval: 0 of 1"},
 		{name: "a held change: its author's approval does not count", policy: anyone, editor: &changeEditor{name: "alice", known: true},
 			approvals: []promotionv1alpha1.Approval{approve("a", "alice", 0)},
 			message:   "waiting for approval: 0 of 1; not counted: alice (made the change)"},
@@ -151,7 +157,7 @@ func TestTally(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := t0.Add(tt.now)
-			got := tally(tt.policy, nil, p, tt.approvals, now, tt.editor)
+			got := tally(tt.policy, nil, p, 0, tt.approvals, now, tt.editor)
 			if got.approved() != tt.approved {
 				t.Errorf("approved = %v, want %v (%s)", got.approved(), tt.approved, got.message())
 			}
@@ -189,7 +195,7 @@ func TestApprovalRecords(t *testing.T) {
 	policy := &promotionv1alpha1.ApprovalPolicy{Required: 3}
 	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Name: "prod-1"}}
 	p.Spec.Stage, p.Status.PlanDigest = "prod", digest
-	tallied := tally(policy, nil, p, []promotionv1alpha1.Approval{
+	tallied := tally(policy, nil, p, 0, []promotionv1alpha1.Approval{
 		reject("x", "xavier", 2*time.Second, "security"), approve("b", "bob", time.Second, "qa"), approve("a", "alice", 0),
 	}, t0, nil)
 	got := tallied.records()
@@ -300,7 +306,7 @@ func TestTallyWithRules(t *testing.T) {
 	p.Spec.Stage, p.Spec.RequestedBy, p.Status.PlanDigest = "prod", "requester", digest
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tally(tt.policy, tt.rules, p, tt.approvals, t0, nil)
+			got := tally(tt.policy, tt.rules, p, 0, tt.approvals, t0, nil)
 			if got.approved() != tt.approved {
 				t.Errorf("approved = %v, want %v (%s)", got.approved(), tt.approved, got.message())
 			}

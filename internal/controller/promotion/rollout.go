@@ -139,7 +139,8 @@ func (s *session) halt(cause haltCause, why, by string) {
 //     most maxParallel at once, and requeues, so that the marks are stored
 //     before pinStacks pins them; once a wave has finished it runs the
 //     stage's checks against it (verifyEachWave: verifyWave), waits
-//     pauseBetweenWaves and begins the next.
+//     pauseBetweenWaves, waits for the next wave's approvals
+//     (approveEachWave: approveWave) and begins the next.
 //
 // It follows the rollout recorded when the promotion started
 // (recordedRollout). Without one there is one wave of every Stack, and
@@ -227,6 +228,11 @@ func (s *session) advanceRollout(ctx context.Context) (sreconcile.Result, error)
 					fmt.Errorf("wave %d of %d deployed; the next begins at %s; %s", current, ro.Waves, next.UTC().Format(time.RFC3339), describeCounts(counts)),
 					next.Sub(s.now))
 				return sreconcile.ResultEmpty, nil
+			}
+		}
+		if rollout.ApproveEachWave {
+			if approved, err := s.approveWave(ctx, current+1); err != nil || !approved {
+				return sreconcile.ResultEmpty, err
 			}
 		}
 		current++

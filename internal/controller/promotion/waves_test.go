@@ -175,3 +175,65 @@ func completeJob(t *testing.T, f *verifyFixture, job *batchv1.Job) {
 		t.Fatal(err)
 	}
 }
+
+// TestWaveApprovalCountsLaterDecisions: a wave's approval counts only
+// when it was given once the wave began to wait, so that its approvers
+// decided on what the waves before it did: one given before does not
+// count, one given after does, and the wave begins.
+func TestWaveApprovalCountsLaterDecisions(t *testing.T) {
+	f := newVerifyFixture(t, promotionv1alpha1.Verification{})
+	ctx := context.Background()
+	rollout := &promotionv1alpha1.Rollout{Waves: []intstr.IntOrString{intstr.FromInt32(1)}, ApproveEachWave: true}
+	f.stage.Spec.Rollout, f.stage.Spec.Approval = rollout, &promotionv1alpha1.ApprovalPolicy{Required: 1}
+	f.p.Status.PlanDigest = "sha256:plan"
+	f.p.Status.Stacks = []promotionv1alpha1.PromotedStack{
+		{Name: "a", Wave: 1, State: promotionv1alpha1.StackSucceeded},
+		{Name: "b", Wave: 2, State: promotionv1alpha1.StackPending},
+	}
+	f.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Spec: rollout.DeepCopy(), Waves: 2, Wave: 1}
+	approveWave2 := func(name string) {
+		t.Helper()
+		a := &promotionv1alpha1.Approval{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.p.Namespace, Name: name},
+			Spec: promotionv1alpha1.ApprovalSpec{Promotion: f.p.Name, Stage: "qa", PlanDigest: "sha256:plan", Wave: 2,
+				Decision: promotionv1alpha1.Approve, User: name},
+		}
+		if err := f.r.Client.Create(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	advance := func(now time.Time) error {
+		t.Helper()
+		s := &session{r: f.r, p: f.p, now: now, stage: f.stage}
+		if _, err := s.advanceRollout(ctx); err != nil {
+			t.Fatalf("advanceRollout: %v", err)
+		}
+		return s.wait
+	}
+
+	approveWave2("early")
+	// The wave begins to wait a little after early's approval.
+	waitFrom := time.Now().Add(2 * time.Second)
+	wait := advance(waitFrom)
+	var w *sreconcile.Waiting
+	if !errors.As(wait, &w) || w.Reason != promotionv1alpha1.PromotionReasonAwaitingApproval {
+		t.Fatalf("wave 2 waits: %v", wait)
+	}
+	a := f.p.Status.Rollout.Approval
+	if a == nil || a.Wave != 2 || len(a.Approvals) != 0 || a.ApprovedTime != nil || f.p.Status.Stacks[1].State != promotionv1alpha1.StackPending {
+		t.Fatalf("an approval given before the wave waited counted: %+v", a)
+	}
+	if !strings.Contains(wait.Error(), "wave 2 of 2 waiting for approval: 0 of 1") {
+		t.Errorf("message %q", wait.Error())
+	}
+
+	// Given once the wave waits, an approval counts.
+	time.Sleep(time.Until(waitFrom.Truncate(time.Second).Add(time.Second)))
+	approveWave2("late")
+	if err := advance(time.Now()); err != nil {
+		t.Fatalf("after the approval: %v", err)
+	}
+	if a.ApprovedTime == nil || len(a.Approvals) != 1 || a.Approvals[0].User != "late" || f.p.Status.Rollout.Wave != 2 || f.p.Status.Stacks[1].State != promotionv1alpha1.StackUpdating {
+		t.Fatalf("approval %+v, wave %d, b %s", a, f.p.Status.Rollout.Wave, f.p.Status.Stacks[1].State)
+	}
+}

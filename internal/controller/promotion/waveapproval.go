@@ -1,0 +1,74 @@
+package promotion
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// approveWave reports whether wave may begin under the stage's approval
+// policy (rollout.approveEachWave), once the wave before it has deployed,
+// passed its checks and paused. The wait is recorded in
+// status.rollout.approval when it begins: only Approvals of the wave
+// created since then count (tally, on the promotion's plan digest), so
+// that approvers decide on what the waves before did. While too few
+// count it sets the wait (status.reason AwaitingApproval), and an
+// eligible rejection ends the promotion Aborted: nothing updates between
+// waves, so the Stacks not reached are Skipped at once.
+func (s *session) approveWave(ctx context.Context, wave int32) (bool, error) {
+	ro := s.p.Status.Rollout
+	if a := ro.Approval; a == nil || a.Wave != wave {
+		// To the second, as the Approvals' creation times are.
+		ro.Approval = &promotionv1alpha1.WaveApproval{Wave: wave, Since: metav1.NewTime(s.now.Truncate(time.Second))}
+		s.event(corev1.EventTypeNormal, promotionv1alpha1.EventPromotionAwaitingApproval,
+			fmt.Sprintf("wave %d of %d of release %s into stage %s waits for approval", wave, ro.Waves, s.p.Spec.Release, s.p.Spec.Stage))
+	}
+	wa := ro.Approval
+	if wa.ApprovedTime != nil {
+		return true, nil
+	}
+	all, err := s.listApprovals(ctx)
+	if err != nil {
+		return false, err
+	}
+	since := make([]promotionv1alpha1.Approval, 0, len(all))
+	for _, a := range all {
+		if !a.CreationTimestamp.Before(&wa.Since) {
+			since = append(since, a)
+		}
+	}
+	editor, err := s.changeEditor(ctx)
+	if err != nil {
+		return false, err
+	}
+	var policy *promotionv1alpha1.ApprovalPolicy
+	if s.stage != nil {
+		policy = s.stage.Spec.Approval
+	}
+	t := tally(policy, nil, s.p, wave, since, s.now, editor)
+	wa.Approvals = t.records()
+	if r := t.rejected; r != nil {
+		for i := range s.p.Status.Stacks {
+			if ps := &s.p.Status.Stacks[i]; ps.State == promotionv1alpha1.StackPending {
+				ps.State = promotionv1alpha1.StackSkipped
+			}
+		}
+		s.outcome = promotionv1alpha1.PromotionAborted
+		s.message = fmt.Sprintf("wave %d rejected by %s: %s; %s", wave, r.Spec.User, r.Spec.Comment, s.whereStacksAre())
+		return false, nil
+	}
+	if !t.approved() {
+		s.wait = sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonAwaitingApproval,
+			fmt.Errorf("wave %d of %d %s; %s", wave, ro.Waves, t.message(), describeCounts(countStates(s.p.Status.Stacks))), t.recheck(s.now))
+		return false, nil
+	}
+	now := metav1.NewTime(s.now)
+	wa.ApprovedTime = &now
+	return true, nil
+}
