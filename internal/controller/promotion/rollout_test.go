@@ -28,6 +28,23 @@ func intervene(t *testing.T, ns, name, promotion, stageName string, action promo
 	})
 }
 
+// deployedFleet creates a Stack of the repository at commit for each
+// name, waits until each is deployed, and returns the files they write,
+// by name.
+func deployedFleet(t *testing.T, ns, repoURL, commit string, names ...string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for _, name := range names {
+		stack, file := gitStack(t, ns, name, repoURL, commit)
+		create(t, stack)
+		files[name] = file
+	}
+	for _, name := range names {
+		deployed(t, ns, name, commit)
+	}
+	return files
+}
+
 // commitOf is the Stack's spec.commit.
 func commitOf(g Gomega, ns, name string) string {
 	s := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
@@ -194,15 +211,7 @@ func TestWaveVerificationFails(t *testing.T) {
 	ns := newNamespace(t)
 	repo := newProgramRepo(t)
 	c1, c2 := repo.commit("v1"), repo.commit("v2")
-	files := map[string]string{}
-	for _, name := range []string{"a", "b"} {
-		stack, file := gitStack(t, ns, name, repo.URL, c1)
-		create(t, stack)
-		files[name] = file
-	}
-	for _, name := range []string{"a", "b"} {
-		deployed(t, ns, name, c1)
-	}
+	files := deployedFleet(t, ns, repo.URL, c1, "a", "b")
 	var healthy atomic.Bool
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -31,15 +31,7 @@ func TestApproveEachWave(t *testing.T) {
 	ns := newNamespace(t)
 	repo := newProgramRepo(t)
 	c1, c2, c3 := repo.commit("v1"), repo.commit("v2"), repo.commit("v3")
-	files := map[string]string{}
-	for _, name := range []string{"a", "b"} {
-		stack, file := gitStack(t, ns, name, repo.URL, c1)
-		create(t, stack)
-		files[name] = file
-	}
-	for _, name := range []string{"a", "b"} {
-		deployed(t, ns, name, c1)
-	}
+	files := deployedFleet(t, ns, repo.URL, c1, "a", "b")
 	create(t, pipeline(ns, repo.URL))
 	create(t, release(ns, "r2", c2, time.Now().Add(-time.Minute)))
 	create(t, stage(ns, "fleet", []string{"a", "b"}, func(s *promotionv1alpha1.StageSpec) {
