@@ -105,6 +105,8 @@ type Verdict struct {
 	// Wait is true when the operation may not run yet: its maker has not
 	// recorded it, and may still.
 	Wait bool
+	// Recheck is, with Wait, how soon to decide again (RecordRecheck).
+	Recheck time.Duration
 	// Reason is one of the Refused* constants when the operation is
 	// refused.
 	Reason string
@@ -130,11 +132,30 @@ func refuse(reason, format string, args ...any) Verdict {
 // RecordGrace has passed since obj was made.
 func unrecorded(obj metav1.Object, now time.Time, format string, args ...any) Verdict {
 	msg := fmt.Sprintf(format, args...)
-	if now.Sub(obj.GetCreationTimestamp().Time) < RecordGrace {
-		return Verdict{Wait: true, Reason: RefusedUnrecorded, Message: "waiting for its maker to record it: " + msg}
+	age := now.Sub(obj.GetCreationTimestamp().Time)
+	if age < RecordGrace {
+		return Verdict{Wait: true, Recheck: RecordRecheck(age), Reason: RefusedUnrecorded, Message: "waiting for its maker to record it: " + msg}
 	}
 	return refuse(RefusedUnrecorded, "%s", msg)
 }
+
+// RecordRecheck is how soon an object of age, whose maker has not
+// recorded it yet, is decided on again. A maker records what it made in
+// the status patch that ends the reconcile that made it, so the record
+// usually comes within moments: a new object is looked at again soon, so
+// that a preview or an update does not wait seconds for nothing. After
+// recordSoon it is looked at every 2 s until RecordGrace refuses it, so
+// that objects planted unrecorded cost the API server little.
+func RecordRecheck(age time.Duration) time.Duration {
+	if age < recordSoon {
+		return 200 * time.Millisecond
+	}
+	return 2 * time.Second
+}
+
+// recordSoon is how long after its creation an object waiting for its
+// maker's record is looked at often (RecordRecheck).
+const recordSoon = 5 * time.Second
 
 // Maker is the object of one of the operator's kinds that controls a
 // Workspace or an Update: a Stack, a Promotion or a Pipeline.
@@ -258,7 +279,7 @@ func (a *authorizer) stack(ctx context.Context) (Verdict, error) {
 		// A Stack from before stackyard recorded Workspaces, or one that
 		// has just made this one: the Stack's reconcile records it, or
 		// deletes it when it cannot prove it made it.
-		return Verdict{Wait: true, Reason: RefusedUnrecorded, Message: fmt.Sprintf(
+		return Verdict{Wait: true, Recheck: RecordRecheck(a.now.Sub(a.ws.CreationTimestamp.Time)), Reason: RefusedUnrecorded, Message: fmt.Sprintf(
 			"waiting for Stack %s to record workspace %s as its own (status.workspace)", stack.Name, a.ws.Name)}, nil
 	case rec.Name != a.ws.Name || rec.UID != a.ws.UID:
 		return unrecorded(a.ws, a.now, "status.workspace: Stack %s recorded workspace %s with UID %s as its own, not this one (UID %s)",

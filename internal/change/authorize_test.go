@@ -367,6 +367,9 @@ func TestAuthorize(t *testing.T) {
 			if !v.Allowed && !v.Wait && !strings.Contains(v.Message, ": ") {
 				t.Errorf("the refusal %q names no field", v.Message)
 			}
+			if v.Wait != (v.Recheck > 0) {
+				t.Errorf("a wait says when to look again, and only a wait: wait %v, recheck %v", v.Wait, v.Recheck)
+			}
 		})
 	}
 }
@@ -520,6 +523,22 @@ func TestNoPreview(t *testing.T) {
 		}
 		if msg != "" && !strings.Contains(msg, promotionv1alpha1.PreviewStagesAnnotation) {
 			t.Errorf("the refusal %q does not say how to consent", msg)
+		}
+	}
+}
+
+func TestRecordRecheck(t *testing.T) {
+	for _, tt := range []struct {
+		age  time.Duration
+		want time.Duration
+	}{
+		{0, 200 * time.Millisecond},
+		{4 * time.Second, 200 * time.Millisecond},
+		{recordSoon, 2 * time.Second},
+		{RecordGrace - time.Second, 2 * time.Second},
+	} {
+		if got := RecordRecheck(tt.age); got != tt.want {
+			t.Errorf("RecordRecheck(%v) = %v, want %v", tt.age, got, tt.want)
 		}
 	}
 }

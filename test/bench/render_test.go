@@ -14,6 +14,7 @@ const (
 	targetBurst     = 1.3 // burst time over the bare CLI floor
 	targetIdleCPU   = 5.0 // percent of a core
 	targetIdleMiB   = 300 // MiB (PSS of the operator process)
+	targetStage     = 1.2 // one stage of one Stack over its preview + up by hand
 )
 
 // render writes docs/benchmarks.md from one run's results.
@@ -96,6 +97,21 @@ func renderPromotion(b *strings.Builder, r *Results) {
 	p("- A release reaches prod %.2f s (median) after its commit, %.2f s more than deploying it by hand:\n", pr.Total.Median, pr.Added.Median)
 	p("  release discovery, a Release object, two Promotions with their records, and two Stack updates\n")
 	p("  through their agents. The prod promotion starts once dev has verified the release, %.2f s in.\n\n", pr.Dev.Median)
+	if pr.Stage.N == 0 {
+		return
+	}
+	p("**One stage of one Stack.** The prod stage crossed, from dev's promotion seen `Succeeded` to the\n")
+	p("prod Stack Ready at the commit, against the same change of a stack of its own by hand, the way a\n")
+	p("careful person deploys it: `pulumi preview`, then `pulumi up --skip-preview`.\n\n")
+	p("| n | prod stage crossed | by hand: preview + up | ratio |\n|---|---|---|---|\n")
+	p("| %d | %s | %s | %s |\n\n", pr.Stage.N, spread(pr.Stage, "s"), spread(pr.StageFloor, "s"), spread(pr.StageRatio, "×"))
+	p("Where the prod stage's time goes, from the client-side times of the watch events of its Promotion\n")
+	p("and of its two Updates (the preview's and the Stack's):\n\n")
+	p("| Phase | Took |\n|---|---|\n")
+	for _, ph := range pr.Phases {
+		p("| %s | %s |\n", ph.Name, spread(ph.Took, "s"))
+	}
+	p("\n")
 }
 
 // renderCache writes figure 6, which make test-cluster measures
@@ -138,6 +154,10 @@ func renderTargets(b *strings.Builder, r *Results) {
 		p("| 0 agents after the idle time | %d | %s |\n", i.Agents, yes(i.Agents == 0))
 		p("| 1 git query per repository and branch per interval | %.2f ref listings, %.2f fetches | %s |\n",
 			i.RefListsPerInterval, i.FetchesPerInterval, yes(i.RefListsPerInterval <= 1.05 && i.FetchesPerInterval <= 1.05))
+	}
+	if pr := r.Promotion; pr != nil && pr.Stage.N > 0 {
+		p("| One stage of one Stack within %.1f× its `pulumi preview` + `pulumi up` by hand | %.2f× (median) | %s |\n",
+			targetStage, pr.StageRatio.Median, yes(pr.StageRatio.Median <= targetStage))
 	}
 	if pu := r.Push; pu != nil {
 		p("| Push → Release created < %.0f s | %.3f s (median) | %s |\n", targetPushRelease, pu.Release.Median, yes(pu.Release.Median < targetPushRelease))

@@ -140,16 +140,12 @@ func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (srecon
 	case v.Wait:
 		s.obj.Status.MarkProgressing(autov1alpha1.UpdateReasonPending, v.Message)
 		stampConditions(&s.obj.Status, s.obj.Generation)
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(v.Message), authorizeWait)
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.UpdateReasonPending, errors.New(v.Message), v.Recheck)
 	}
 	typ := string(s.obj.Spec.Type)
 	s.announce = append(s.announce, func(context.Context) { r.Options.Metrics.ObserveRefusal(typ, v.Reason) })
 	return r.refuseAs(ctx, s, v.Reason, "refused: "+v.Message)
 }
-
-// authorizeWait is how soon an Update whose maker has not recorded it yet
-// asks again: the record is written within moments of the Update.
-const authorizeWait = 2 * time.Second
 
 // notServing says what an Update waits for while ws does not serve it,
 // with the reason of its Progressing condition; msg is empty when it

@@ -61,7 +61,7 @@ func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (srecon
 		return sreconcile.ResultEmpty, nil
 	case v.Wait:
 		setActive(ws, false, ReasonStarting, v.Message)
-		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.WorkspaceReasonPending, errors.New(v.Message), authorizeWait)
+		return sreconcile.ResultEmpty, sreconcile.NewWaiting(autov1alpha1.WorkspaceReasonPending, errors.New(v.Message), v.Recheck)
 	}
 	r.Options.Refusals.ObserveRefusal(AgentRefusal, v.Reason)
 	return sreconcile.ResultEmpty, sreconcile.NewStalling(v.Reason, errors.New("the agent may not start: "+v.Message))
@@ -70,10 +70,6 @@ func (r *Reconciler) reconcileAuthorize(ctx context.Context, s *session) (srecon
 // AgentRefusal is the kind of operation a refused agent start is counted
 // as, beside preview, up, refresh and destroy.
 const AgentRefusal = "agent"
-
-// authorizeWait is how soon a Workspace whose maker has not recorded it
-// yet asks again.
-const authorizeWait = 2 * time.Second
 
 // reconcileAgent has the runtime run the agent with the current spec and
 // waits until it serves.
