@@ -64,6 +64,14 @@ type Preview struct {
 	// Interrupted or UpdateConflict, which say nothing about what is
 	// previewed.
 	MaxAttempts int
+
+	// MakerStale is set by Run when it found Maker older than the maker
+	// the API server holds (makerStale). The caller must then write
+	// nothing of the maker's status from this copy: a merge patch
+	// replaces a list whole, so it would put back the older record and
+	// throw away the newer one, whose preview the next reconcile would
+	// then delete as nobody's and make again.
+	MakerStale bool
 }
 
 // PreviewState is where a preview stands after Run.
@@ -308,6 +316,7 @@ func (p *Preview) notOurs(ctx context.Context, obj client.Object) error {
 	// a loop. So obj is deleted only when the maker read live is the
 	// maker in hand; otherwise the reconcile looks again with the record.
 	if stale, err := p.makerStale(ctx); err != nil || stale {
+		p.MakerStale = stale
 		if err == nil {
 			err = sreconcile.NewWaiting("", fmt.Errorf("%s %s is not in the %s's record as read from the cache, which is older than the %s: looking again",
 				kind, obj.GetName(), p.Kind, p.Kind), previewRecheck)

@@ -89,6 +89,9 @@ func TestPreviewRecords(t *testing.T) {
 			p := &Preview{Client: c, APIReader: c, Maker: inHand, Kind: "promotion", Stack: stack, Commit: strings.Repeat("b", 40),
 				Name: "to-prod-web-1", Update: "to-prod-web-1", Recorded: tt.recorded, Trigger: "PromotionPreview", MaxAttempts: 3}
 			st, err := p.Run(context.Background())
+			if p.MakerStale != tt.stale {
+				t.Errorf("MakerStale = %v, want %v: the caller must write nothing from a stale maker", p.MakerStale, tt.stale)
+			}
 			if tt.stale {
 				var waiting *sreconcile.Waiting
 				if !errors.As(err, &waiting) {

@@ -226,6 +226,7 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		preview.Recorded = *pv.Recorded
 	}
 	st, err := preview.Run(ctx)
+	s.stale = s.stale || preview.MakerStale
 	pv.Update, pv.Recorded = preview.Update, &st.Recorded
 	switch {
 	case err != nil:

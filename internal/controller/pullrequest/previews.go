@@ -240,6 +240,7 @@ func (s *session) runPreview(ctx context.Context, e *promotionv1alpha1.PullReque
 		preview.Recorded = *sp.Recorded
 	}
 	st, err := preview.Run(ctx)
+	s.stale = s.stale || preview.MakerStale
 	sp.Update, sp.Recorded = preview.Update, &st.Recorded
 	switch {
 	case err != nil:

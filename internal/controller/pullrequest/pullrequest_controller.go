@@ -84,7 +84,14 @@ type session struct {
 	open  []forge.PullRequest
 	// listed says open was read now (not skipped by minCheck).
 	listed bool
+	// stale says the Pipeline in hand was found older than the one
+	// stored (stackrun.Preview.MakerStale): the reconcile writes nothing.
+	stale bool
 }
+
+// staleRecheck is how soon a reconcile that found its Pipeline older than
+// the one stored looks again, with the cache caught up.
+const staleRecheck = 100 * time.Millisecond
 
 // Reconcile previews one Pipeline's open pull requests.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -106,6 +113,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		err error
 	)
 	defer func() {
+		if s.stale {
+			// Its status is older than the stored one (stackrun.Preview
+			// found so): a patch from it would put older records back.
+			result, retErr = ctrl.Result{RequeueAfter: staleRecheck}, nil
+			return
+		}
 		// What went wrong is for the Pipeline's users to see; a wait is
 		// not wrong.
 		var waiting *sreconcile.Waiting

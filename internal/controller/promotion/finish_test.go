@@ -1,0 +1,43 @@
+package promotion
+
+import (
+	"context"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+)
+
+// TestFinishWritesNothingFromAStaleCopy: a reconcile that found its copy
+// of the Promotion older than the one stored (a preview's maker check)
+// patches nothing, not even what it changed, and looks again soon. A
+// patch from it would replace status.previews whole with its older
+// list, throwing away the record of the preview just made, which the
+// next reconcile would then delete as nobody's (seen in an audit of the
+// promotion benchmark).
+func TestFinishWritesNothingFromAStaleCopy(t *testing.T) {
+	f := newVerifyFixture(t, promotionv1alpha1.Verification{})
+	ctx := context.Background()
+	for _, stale := range []bool{true, false} {
+		f.p.Status.Previews = nil
+		patcher := sreconcile.NewPatcher(f.r.Client, f.p)
+		f.p.Status.Previews = []promotionv1alpha1.StackPreview{{Name: "qa", Update: "qa-r2-qa", Round: 1}}
+		s := &session{r: f.r, p: f.p, now: f.clock.now, stale: stale}
+		res, err := s.finish(ctx, patcher, sreconcile.ResultEmpty, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := &promotionv1alpha1.Promotion{}
+		if err := f.r.Client.Get(ctx, client.ObjectKeyFromObject(f.p), stored); err != nil {
+			t.Fatal(err)
+		}
+		if written := len(stored.Status.Previews) > 0; written == stale {
+			t.Errorf("stale %v: the previews were written: %v", stale, written)
+		}
+		if stale && res.RequeueAfter != cacheLag {
+			t.Errorf("a stale reconcile looks again after %v, want %v", res.RequeueAfter, cacheLag)
+		}
+	}
+}
