@@ -1,9 +1,13 @@
 package metrics
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
 
 // Promotions records the change-management metrics: finished promotions,
@@ -89,4 +93,52 @@ func (p *Promotions) ObserveRollout(namespace, stage, result string, d time.Dura
 // Collectors returns the metrics' collectors, for registration.
 func (p *Promotions) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.total, p.approvalWait, p.checks, p.halts, p.rollout}
+}
+
+// rolloutStacksDesc is stackyard_rollout_stacks.
+var rolloutStacksDesc = prometheus.NewDesc("stackyard_rollout_stacks",
+	"The Stacks of each running promotion that rolls out in waves, by namespace, stage, promotion and state "+
+		"(pending, updating, succeeded, failed, skipped).",
+	[]string{"namespace", "stage", "promotion", "state"}, nil)
+
+// RolloutCollector reports stackyard_rollout_stacks from a cached reader at
+// each scrape: read from the Promotions as they are, a gauge never outlives
+// the promotion that ended or was deleted.
+type RolloutCollector struct {
+	// Reader lists Promotions; the manager's cached client makes a scrape
+	// cost no API request.
+	Reader client.Reader
+	// Timeout bounds one listing.
+	Timeout time.Duration
+}
+
+// Describe implements prometheus.Collector.
+func (c *RolloutCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rolloutStacksDesc }
+
+// Collect implements prometheus.Collector.
+func (c *RolloutCollector) Collect(ch chan<- prometheus.Metric) {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var list promotionv1alpha1.PromotionList
+	if err := c.Reader.List(ctx, &list); err != nil {
+		ch <- prometheus.NewInvalidMetric(rolloutStacksDesc, err)
+		return
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		ro := p.Status.Rollout
+		if p.Status.Phase != promotionv1alpha1.PromotionRunning || ro == nil || ro.Spec == nil {
+			continue
+		}
+		for state, n := range map[string]int32{
+			"pending": ro.Counts.Pending, "updating": ro.Counts.Updating, "succeeded": ro.Counts.Succeeded,
+			"failed": ro.Counts.Failed, "skipped": ro.Counts.Skipped,
+		} {
+			ch <- prometheus.MustNewConstMetric(rolloutStacksDesc, prometheus.GaugeValue, float64(n), p.Namespace, p.Spec.Stage, p.Name, state)
+		}
+	}
 }

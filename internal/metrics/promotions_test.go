@@ -7,6 +7,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
 
 func TestPromotions(t *testing.T) {
@@ -42,4 +47,41 @@ stackyard_verification_checks_total{check="health",namespace="team",result="fail
 	none.ObservePromotion("team", "qa", "failed")
 	none.ObserveCheck("team", "qa", "health", "passed")
 	none.ObserveApprovalWait("team", "qa", time.Second)
+}
+
+// TestRolloutCollector: only running promotions that roll out in waves
+// are counted, each by state, from the Promotions as the reader holds
+// them. The reader is controller-runtime's fake client: what is tested is
+// which promotions count, not an API server.
+func TestRolloutCollector(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := promotionv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	promotion := func(name string, phase promotionv1alpha1.PromotionPhase, ro *promotionv1alpha1.RolloutStatus) *promotionv1alpha1.Promotion {
+		p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name}, Spec: promotionv1alpha1.PromotionSpec{Stage: "edge"}}
+		p.Status.Phase, p.Status.Rollout = phase, ro
+		return p
+	}
+	waves := &promotionv1alpha1.RolloutStatus{Spec: &promotionv1alpha1.Rollout{}, Waves: 3, Counts: promotionv1alpha1.RolloutCounts{Pending: 5, Updating: 2, Succeeded: 3, Failed: 1}}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		promotion("running", promotionv1alpha1.PromotionRunning, waves),
+		promotion("ended", promotionv1alpha1.PromotionSucceeded, waves),
+		// Halted by a person on a stage without a rollout: no waves to count.
+		promotion("no-rollout", promotionv1alpha1.PromotionRunning, &promotionv1alpha1.RolloutStatus{Waves: 1}),
+	).Build()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&RolloutCollector{Reader: reader})
+	want := `
+# HELP stackyard_rollout_stacks The Stacks of each running promotion that rolls out in waves, by namespace, stage, promotion and state (pending, updating, succeeded, failed, skipped).
+# TYPE stackyard_rollout_stacks gauge
+stackyard_rollout_stacks{namespace="team",promotion="running",stage="edge",state="failed"} 1
+stackyard_rollout_stacks{namespace="team",promotion="running",stage="edge",state="pending"} 5
+stackyard_rollout_stacks{namespace="team",promotion="running",stage="edge",state="skipped"} 0
+stackyard_rollout_stacks{namespace="team",promotion="running",stage="edge",state="succeeded"} 3
+stackyard_rollout_stacks{namespace="team",promotion="running",stage="edge",state="updating"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "stackyard_rollout_stacks"); err != nil {
+		t.Error(err)
+	}
 }

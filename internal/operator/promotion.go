@@ -46,7 +46,7 @@ func setupPromotion(ctx context.Context, mgr manager.Manager, opts Options, poll
 		return fmt.Errorf("stage controller: %w", err)
 	}
 	promotions := metrics.NewPromotions()
-	if err := metrics.RegisterCollectors(promotions.Collectors()...); err != nil {
+	if err := metrics.RegisterCollectors(append(promotions.Collectors(), &metrics.RolloutCollector{Reader: mgr.GetClient()})...); err != nil {
 		return fmt.Errorf("promotion metrics: %w", err)
 	}
 	if err := (&promotion.Reconciler{
