@@ -124,6 +124,19 @@ func (s *session) halt(cause haltCause, why, by string) {
 		fmt.Sprintf("rollout of release %s into stage %s halted: %s", s.p.Spec.Release, s.p.Spec.Stage, ro.Halted))
 }
 
+// haltedWait is the wait of a halted promotion: it says where the
+// rollout stopped (a promotion into a stage without waves, halted by a
+// person, has no waves to name), why, and where the Stacks are.
+func (s *session) haltedWait() error {
+	ro := s.p.Status.Rollout
+	where := "halted"
+	if ro.Spec != nil {
+		where = fmt.Sprintf("rollout halted in wave %d of %d", ro.Wave, ro.Waves)
+	}
+	return sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonHalted,
+		fmt.Errorf("%s: %s; %s", where, ro.Halted, describeCounts(countStates(s.p.Status.Stacks))), deployWait)
+}
+
 // advanceRollout decides, once observeStacks has updated each pinned
 // Stack's state, what the rollout does next, in this order:
 //
@@ -197,8 +210,7 @@ func (s *session) advanceRollout(ctx context.Context) (sreconcile.Result, error)
 	}
 	if ro != nil && ro.Halted != "" {
 		// Woken by an Intervention or a Stack; the wait only looks again.
-		s.wait = sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonHalted,
-			fmt.Errorf("rollout halted in wave %d of %d: %s; %s", ro.Wave, ro.Waves, ro.Halted, describeCounts(countStates(st.Stacks))), deployWait)
+		s.wait = s.haltedWait()
 		return sreconcile.ResultEmpty, nil
 	}
 	current := int32(1)

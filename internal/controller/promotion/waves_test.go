@@ -237,3 +237,35 @@ func TestWaveApprovalCountsLaterDecisions(t *testing.T) {
 		t.Fatalf("approval %+v, wave %d, b %s", a, f.p.Status.Rollout.Wave, f.p.Status.Stacks[1].State)
 	}
 }
+
+// TestHaltedWait: a halted promotion says where it stopped: the wave of
+// its rollout, or, into a stage without waves (halted by a person), no
+// wave at all.
+func TestHaltedWait(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		spec *promotionv1alpha1.Rollout
+		want string
+	}{
+		{"in waves", &promotionv1alpha1.Rollout{}, "rollout halted in wave 2 of 3: halted by ada: quota; 1 succeeded, 0 failed, 1 updating, 0 pending, 0 skipped"},
+		{"without waves", nil, "halted: halted by ada: quota; 1 succeeded, 0 failed, 1 updating, 0 pending, 0 skipped"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &promotionv1alpha1.Promotion{}
+			p.Status.Phase = promotionv1alpha1.PromotionRunning
+			p.Status.Stacks = []promotionv1alpha1.PromotedStack{
+				{Name: "a", Wave: 1, State: promotionv1alpha1.StackSucceeded},
+				{Name: "b", Wave: 2, State: promotionv1alpha1.StackUpdating},
+			}
+			p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Spec: tt.spec, Waves: 3, Wave: 2, Halted: "halted by ada: quota"}
+			s := &session{r: &Reconciler{}, p: p}
+			if _, err := s.advanceRollout(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var w *sreconcile.Waiting
+			if !errors.As(s.wait, &w) || w.Reason != promotionv1alpha1.PromotionReasonHalted || s.wait.Error() != tt.want {
+				t.Errorf("wait %v, want %q (Halted)", s.wait, tt.want)
+			}
+		})
+	}
+}

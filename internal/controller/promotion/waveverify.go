@@ -64,7 +64,6 @@ func (s *session) verifyWave(ctx context.Context, wave int32) (bool, error) {
 		return false, err
 	}
 	s.halt(haltVerification, fmt.Sprintf("the checks of wave %d failed: %s", wave, wv.Message), "")
-	s.wait = sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonHalted,
-		fmt.Errorf("rollout halted in wave %d of %d: %s; %s", ro.Wave, ro.Waves, ro.Halted, describeCounts(countStates(s.p.Status.Stacks))), deployWait)
+	s.wait = s.haltedWait()
 	return false, nil
 }
