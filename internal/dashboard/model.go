@@ -297,6 +297,19 @@ func promotionSummary(p *promotionv1alpha1.Promotion, st *promotionv1alpha1.Stag
 	// it starts or before a wave of its rollout.
 	pv.AwaitsApproval = p.AwaitsApproval() || p.WaveAwaitingApproval() > 0
 	pv.Wave = p.WaveAwaitingApproval()
+	if ro := p.Status.Rollout; pv.Wave > 0 {
+		// The wave that waits is counted apart, under the policy the
+		// promotion recorded; the fired rules were the promotion's.
+		pv.Approvals, pv.Required, pv.Rules = 0, 0, nil
+		for _, a := range ro.Approval.Approvals {
+			if a.Decision == promotionv1alpha1.Approve {
+				pv.Approvals++
+			}
+		}
+		if ro.ApprovalPolicy != nil {
+			pv.Required = ro.ApprovalPolicy.Required
+		}
+	}
 	return pv
 }
 

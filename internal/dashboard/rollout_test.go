@@ -85,6 +85,7 @@ func TestRolloutPageAndInterventions(t *testing.T) {
 	p.Status.Reason, p.Status.Rollout.Halted = promotionv1alpha1.PromotionReasonAwaitingApproval, ""
 	p.Status.Message = "wave 3 of 3 waiting for approval: 0 of 1"
 	p.Status.Rollout.Approval = &promotionv1alpha1.WaveApproval{Wave: 3, Since: now}
+	p.Status.Rollout.ApprovalPolicy = &promotionv1alpha1.ApprovalPolicy{Required: 2}
 	p.Status.PlanDigest = "sha256:plan"
 	g.Expect(env.Client.Status().Update(ctx, &p)).To(Succeed())
 	g.Eventually(func(g Gomega) {

@@ -56,3 +56,25 @@ func TestWaveBar(t *testing.T) {
 		})
 	}
 }
+
+// TestPromotionSummaryOfAWaitingWave: while a wave of a rollout waits for
+// approvals, lists count that wave's approvals under the policy the
+// promotion recorded, not the promotion's own (already met) nor its fired
+// rules.
+func TestPromotionSummaryOfAWaitingWave(t *testing.T) {
+	p := &promotionv1alpha1.Promotion{}
+	p.Status.Phase, p.Status.Reason = promotionv1alpha1.PromotionRunning, promotionv1alpha1.PromotionReasonAwaitingApproval
+	p.Status.Approvals = []promotionv1alpha1.ApprovalRecord{{User: "a", Decision: promotionv1alpha1.Approve}, {User: "b", Decision: promotionv1alpha1.Approve}}
+	p.Status.Policies = []promotionv1alpha1.PolicyResult{{Name: "db", Action: promotionv1alpha1.PolicyRequireApproval, Required: 3}}
+	p.Status.Rollout = &promotionv1alpha1.RolloutStatus{
+		Spec: &promotionv1alpha1.Rollout{ApproveEachWave: true}, Waves: 3, Wave: 1,
+		ApprovalPolicy: &promotionv1alpha1.ApprovalPolicy{Required: 2},
+		Approval:       &promotionv1alpha1.WaveApproval{Wave: 2, Approvals: []promotionv1alpha1.ApprovalRecord{{User: "c", Decision: promotionv1alpha1.Approve}}},
+	}
+	st := &promotionv1alpha1.Stage{}
+	st.Spec.Approval = &promotionv1alpha1.ApprovalPolicy{Required: 5}
+	pv := promotionSummary(p, st)
+	if !pv.AwaitsApproval || pv.Wave != 2 || pv.Approvals != 1 || pv.Required != 2 || len(pv.Rules) != 0 {
+		t.Errorf("summary %+v: want wave 2 awaiting, 1 of 2, no rules", pv)
+	}
+}

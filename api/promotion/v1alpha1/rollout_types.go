@@ -70,15 +70,20 @@ type Rollout struct {
 	VerifyEachWave bool `json:"verifyEachWave,omitempty"`
 
 	// ApproveEachWave makes each wave but the first wait for approvals of
-	// its own, under the stage's approval policy (spec.approval), once the
-	// wave before it has deployed, passed its checks (verifyEachWave) and
-	// paused: Approvals that name the promotion, its plan digest and the
-	// wave (spec.wave), created after the wave before had deployed, so that
-	// approvers decide on what it did. The first wave goes with the
-	// promotion's own approval. An eligible rejection of a wave ends the
+	// its own, once the wave before it has deployed, passed its checks
+	// (verifyEachWave) and paused. They are counted under the stage's
+	// approval policy (spec.approval) as it was when the promotion
+	// started (status.rollout.approvalPolicy); the policy rules that fired
+	// on the previews are the promotion's, not its waves'. What counts:
+	// Approvals that name the promotion, its plan digest and the wave
+	// (spec.wave), created in the second the wave began to wait or later,
+	// so that approvers decide on what the waves before did. An eligible
+	// rejection of the wave counts whenever it was made, and ends the
 	// promotion Aborted: no more Stacks are pinned, and its message says
-	// which release each Stack runs. `stackyard approve` and the dashboard
-	// decide on the wave that waits. Needs spec.approval.
+	// which release each Stack runs. An automatic rollback skips these
+	// approvals where the policy says skipForRollback. The first wave goes
+	// with the promotion's own approval. `stackyard approve` and the
+	// dashboard decide on the wave that waits. Needs spec.approval.
 	// +optional
 	ApproveEachWave bool `json:"approveEachWave,omitempty"`
 
@@ -223,6 +228,12 @@ type RolloutStatus struct {
 	// +optional
 	Verification *WaveVerification `json:"verification,omitempty"`
 
+	// ApprovalPolicy is the stage's spec.approval when the promotion
+	// started, with spec.approveEachWave: its waves are approved under it,
+	// whatever changes on the stage later.
+	// +optional
+	ApprovalPolicy *ApprovalPolicy `json:"approvalPolicy,omitempty"`
+
 	// Approval is the approval the next wave waits for, with
 	// spec.approveEachWave: which wave, since when approvals count, and
 	// the decisions that count. A later wave's replaces it.
@@ -279,8 +290,10 @@ type WaveApproval struct {
 	// +kubebuilder:validation:Minimum=2
 	Wave int32 `json:"wave"`
 
-	// Since is when the wave before it had deployed: only Approvals
-	// created since then count.
+	// Since is when the wave began to wait (the wave before it had
+	// deployed, passed its checks and paused), to the second: only
+	// Approvals created in that second or later count; a rejection counts
+	// whenever it was made.
 	Since metav1.Time `json:"since"`
 
 	// Approvals are the decisions that count, oldest first.

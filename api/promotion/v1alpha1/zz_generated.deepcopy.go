@@ -1212,6 +1212,11 @@ func (in *RolloutStatus) DeepCopyInto(out *RolloutStatus) {
 		*out = new(WaveVerification)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ApprovalPolicy != nil {
+		in, out := &in.ApprovalPolicy, &out.ApprovalPolicy
+		*out = new(ApprovalPolicy)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Approval != nil {
 		in, out := &in.Approval, &out.Approval
 		*out = new(WaveApproval)

@@ -2,11 +2,15 @@ package promotion
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -39,5 +43,28 @@ func TestFinishWritesNothingFromAStaleCopy(t *testing.T) {
 		if stale && res.RequeueAfter != cacheLag {
 			t.Errorf("a stale reconcile looks again after %v, want %v", res.RequeueAfter, cacheLag)
 		}
+	}
+}
+
+// TestPreviewMakesNothingFromAStaleCopy: a reconcile whose Promotion is
+// older than the one stored makes no preview object, since, stale, it
+// would record none (finish writes nothing) and the next reconcile would
+// delete them as nobody's.
+func TestPreviewMakesNothingFromAStaleCopy(t *testing.T) {
+	f := newVerifyFixture(t, promotionv1alpha1.Verification{})
+	ctx := context.Background()
+	stale := f.p.DeepCopy()
+	f.p.Status.Message = "written since"
+	if err := f.r.Client.Status().Update(ctx, f.p); err != nil {
+		t.Fatal(err)
+	}
+	s := &session{r: f.r, p: stale, now: f.clock.now, stage: f.stage}
+	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: f.p.Namespace, Name: "qa"}}
+	_, err := s.runPreview(ctx, stack, &promotionv1alpha1.StackPreview{Name: "qa"})
+	// The fixture's scheme knows no Workspace: had runPreview gone on to
+	// make one, it would have failed otherwise than with this wait.
+	var w *sreconcile.Waiting
+	if !errors.As(err, &w) || !s.stale || !strings.Contains(err.Error(), "older than the one stored") {
+		t.Fatalf("runPreview on a stale copy = %v, stale %v; want a wait for the cache, stale", err, s.stale)
 	}
 }

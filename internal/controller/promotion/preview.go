@@ -203,6 +203,17 @@ func mergePreview(previews []promotionv1alpha1.StackPreview, pv promotionv1alpha
 // preview is started again, up to maxPreviewAttempts times. pv records
 // the UIDs of what the preview made, which the choke point reads.
 func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *promotionv1alpha1.StackPreview) (failure string, err error) {
+	// A preview makes objects whose UIDs only this reconcile's status
+	// patch records; a copy older than the Promotion stored would make
+	// them and then, stale, write nothing (finish), leaving them to be
+	// deleted as nobody's. So the copy is checked once, before anything
+	// is made.
+	if current, err := s.isCurrent(ctx); err != nil {
+		return "", sreconcile.NewGeneric("", err)
+	} else if !current {
+		s.stale = true
+		return "", sreconcile.NewWaiting("", errors.New("the promotion read from the cache is older than the one stored: looking again"), cacheLag)
+	}
 	if pv.Update == "" {
 		// A new round: what the Stack reads is recorded before its
 		// Workspace is made from it, so that a change from here on is

@@ -74,6 +74,9 @@ func (s *session) planRollout(stacks []promotionv1alpha1.PromotedStack, labels m
 	if rollout != nil {
 		now := metav1.NewTime(s.now)
 		s.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Spec: rollout.DeepCopy(), Waves: waves, Wave: 1, WaveStartTime: &now, FailureBudget: budget}
+		if rollout.ApproveEachWave && s.stage.Spec.Approval != nil {
+			s.p.Status.Rollout.ApprovalPolicy = s.stage.Spec.Approval.DeepCopy()
+		}
 	}
 	return ordered, nil
 }

@@ -12,17 +12,31 @@ import (
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
-// approveWave reports whether wave may begin under the stage's approval
-// policy (rollout.approveEachWave), once the wave before it has deployed,
-// passed its checks and paused. The wait is recorded in
-// status.rollout.approval when it begins: only Approvals of the wave
-// created since then count (tally, on the promotion's plan digest), so
-// that approvers decide on what the waves before did. While too few
+// approveWave reports whether wave may begin under the approval policy the
+// promotion recorded when it started (rollout.approveEachWave), once the
+// wave before it has deployed, passed its checks and paused. The wait is
+// recorded in status.rollout.approval when it begins: only Approvals of
+// the wave created in that second or later count (tally, on the
+// promotion's plan digest), so that approvers decide on what the waves
+// before did; a rejection counts whenever it was made. While too few
 // count it sets the wait (status.reason AwaitingApproval), and an
 // eligible rejection ends the promotion Aborted: nothing updates between
-// waves, so the Stacks not reached are Skipped at once.
+// waves, so the Stacks not reached are Skipped at once. An automatic
+// rollback goes on without them where the policy skips rollbacks' approvals.
 func (s *session) approveWave(ctx context.Context, wave int32) (bool, error) {
 	ro := s.p.Status.Rollout
+	policy := ro.ApprovalPolicy
+	if policy == nil {
+		// Only a stage without spec.approval, which its CEL rule refuses
+		// with approveEachWave, records none: the wave waits for a person
+		// to resume or abort rather than go on unapproved.
+		s.wait = sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonAwaitingApproval,
+			fmt.Errorf("wave %d of %d waits for approval, but the promotion recorded no approval policy when it started: abort it and promote again", wave, ro.Waves), approvalWait)
+		return false, nil
+	}
+	if s.p.Spec.Rollback && s.p.Spec.RequestedBy == promotionv1alpha1.RequestedByAutoPromotion && policy.SkipForRollback {
+		return true, nil
+	}
 	if a := ro.Approval; a == nil || a.Wave != wave {
 		// To the second, as the Approvals' creation times are.
 		ro.Approval = &promotionv1alpha1.WaveApproval{Wave: wave, Since: metav1.NewTime(s.now.Truncate(time.Second))}
@@ -39,17 +53,13 @@ func (s *session) approveWave(ctx context.Context, wave int32) (bool, error) {
 	}
 	since := make([]promotionv1alpha1.Approval, 0, len(all))
 	for _, a := range all {
-		if !a.CreationTimestamp.Before(&wa.Since) {
+		if a.Spec.Decision == promotionv1alpha1.Reject || !a.CreationTimestamp.Before(&wa.Since) {
 			since = append(since, a)
 		}
 	}
 	editor, err := s.changeEditor(ctx)
 	if err != nil {
 		return false, err
-	}
-	var policy *promotionv1alpha1.ApprovalPolicy
-	if s.stage != nil {
-		policy = s.stage.Spec.Approval
 	}
 	t := tally(policy, nil, s.p, wave, since, s.now, editor)
 	wa.Approvals = t.records()

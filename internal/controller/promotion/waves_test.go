@@ -190,7 +190,9 @@ func TestWaveApprovalCountsLaterDecisions(t *testing.T) {
 		{Name: "a", Wave: 1, State: promotionv1alpha1.StackSucceeded},
 		{Name: "b", Wave: 2, State: promotionv1alpha1.StackPending},
 	}
-	f.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Spec: rollout.DeepCopy(), Waves: 2, Wave: 1}
+	f.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Spec: rollout.DeepCopy(), Waves: 2, Wave: 1, ApprovalPolicy: f.stage.Spec.Approval.DeepCopy()}
+	// The stage's policy now is not the one the promotion recorded.
+	f.stage.Spec.Approval = nil
 	approveWave2 := func(name string) {
 		t.Helper()
 		a := &promotionv1alpha1.Approval{
@@ -267,5 +269,96 @@ func TestHaltedWait(t *testing.T) {
 				t.Errorf("wait %v, want %q (Halted)", s.wait, tt.want)
 			}
 		})
+	}
+}
+
+// TestWaveApprovalCases: the other ways a wave's approval ends, each on a
+// rollout whose wave 1 has deployed:
+//   - a rejection counts whenever it was made, even before the wave
+//     waited, and aborts the promotion there;
+//   - an automatic rollback goes on without approvals where the recorded
+//     policy skips rollbacks';
+//   - with no policy recorded, the wave waits rather than go on.
+func TestWaveApprovalCases(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		policy   *promotionv1alpha1.ApprovalPolicy
+		rollback bool
+		reject   bool
+		// want: "begins", "aborted" or "waits".
+		want string
+	}{
+		{name: "an early rejection", policy: &promotionv1alpha1.ApprovalPolicy{Required: 1}, reject: true, want: "aborted"},
+		{name: "an automatic rollback skips them", policy: &promotionv1alpha1.ApprovalPolicy{Required: 1, SkipForRollback: true}, rollback: true, want: "begins"},
+		{name: "an automatic rollback the policy does not let skip", policy: &promotionv1alpha1.ApprovalPolicy{Required: 1}, rollback: true, want: "waits"},
+		{name: "no policy recorded", want: "waits"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newVerifyFixture(t, promotionv1alpha1.Verification{})
+			ctx := context.Background()
+			rollout := &promotionv1alpha1.Rollout{Waves: []intstr.IntOrString{intstr.FromInt32(1)}, ApproveEachWave: true}
+			f.stage.Spec.Rollout = rollout
+			if tt.rollback {
+				f.p.Spec.Rollback, f.p.Spec.RequestedBy = true, promotionv1alpha1.RequestedByAutoPromotion
+			}
+			f.p.Status.PlanDigest = "sha256:plan"
+			f.p.Status.Stacks = []promotionv1alpha1.PromotedStack{
+				{Name: "a", Wave: 1, State: promotionv1alpha1.StackSucceeded},
+				{Name: "b", Wave: 2, State: promotionv1alpha1.StackPending},
+			}
+			f.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Spec: rollout.DeepCopy(), Waves: 2, Wave: 1, ApprovalPolicy: tt.policy}
+			if tt.reject {
+				a := &promotionv1alpha1.Approval{
+					ObjectMeta: metav1.ObjectMeta{Namespace: f.p.Namespace, Name: "no"},
+					Spec: promotionv1alpha1.ApprovalSpec{Promotion: f.p.Name, Stage: "qa", PlanDigest: "sha256:plan", Wave: 2,
+						Decision: promotionv1alpha1.Reject, User: "carol", Comment: "wave 1 is slow"},
+				}
+				if err := f.r.Client.Create(ctx, a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The wave begins to wait well after any decision above.
+			s := &session{r: f.r, p: f.p, now: time.Now().Add(time.Hour), stage: f.stage}
+			if _, err := s.advanceRollout(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			var w *sreconcile.Waiting
+			switch b := f.p.Status.Stacks[1].State; {
+			case s.outcome == promotionv1alpha1.PromotionAborted && b == promotionv1alpha1.StackSkipped:
+				got = "aborted"
+			case b == promotionv1alpha1.StackUpdating:
+				got = "begins"
+			case errors.As(s.wait, &w) && w.Reason == promotionv1alpha1.PromotionReasonAwaitingApproval:
+				got = "waits"
+			}
+			if got != tt.want {
+				t.Fatalf("wave 2 %s (b %s, outcome %q %q, wait %v), want %s", got, f.p.Status.Stacks[1].State, s.outcome, s.message, s.wait, tt.want)
+			}
+			if tt.reject && !strings.HasPrefix(s.message, "wave 2 rejected by carol: wave 1 is slow; ") {
+				t.Errorf("message %q", s.message)
+			}
+		})
+	}
+}
+
+// TestWaveChecksRemoved: a stage whose checks are removed while a wave's
+// run of them is Running lets the wave pass and ends that run.
+func TestWaveChecksRemoved(t *testing.T) {
+	f := newVerifyFixture(t, promotionv1alpha1.Verification{})
+	rollout := &promotionv1alpha1.Rollout{Waves: []intstr.IntOrString{intstr.FromInt32(1)}, VerifyEachWave: true}
+	f.stage.Spec.Rollout = rollout
+	f.p.Status.Stacks = []promotionv1alpha1.PromotedStack{
+		{Name: "a", Wave: 1, State: promotionv1alpha1.StackSucceeded},
+		{Name: "b", Wave: 2, State: promotionv1alpha1.StackPending},
+	}
+	f.p.Status.Rollout = &promotionv1alpha1.RolloutStatus{Spec: rollout.DeepCopy(), Waves: 2, Wave: 1,
+		Verification: &promotionv1alpha1.WaveVerification{Wave: 1, Attempt: 1, VerificationStatus: promotionv1alpha1.VerificationStatus{Phase: verify.Running}}}
+	s := &session{r: f.r, p: f.p, now: f.clock.now, stage: f.stage}
+	if _, err := s.advanceRollout(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if wv := f.p.Status.Rollout.Verification; wv.Phase != verify.Succeeded || f.p.Status.Stacks[1].State != promotionv1alpha1.StackUpdating {
+		t.Fatalf("verification %+v, b %s: want the run ended and wave 2 begun", wv, f.p.Status.Stacks[1].State)
 	}
 }

@@ -19,14 +19,22 @@ import (
 // While the checks run it sets the wait for their next measurement; when
 // one fails it halts the rollout, and once a Resume has lifted that halt
 // the checks run again, as the wave's next attempt. A stage that no longer
-// has checks has nothing to run: the wave passes.
+// has checks has nothing to run: the wave passes, and a run of the checks
+// it had is ended, its Jobs deleted.
 func (s *session) verifyWave(ctx context.Context, wave int32) (bool, error) {
-	checks := s.checks()
-	if len(checks) == 0 {
-		return true, nil
-	}
 	ro := s.p.Status.Rollout
 	wv := ro.Verification
+	checks := s.checks()
+	if len(checks) == 0 {
+		if wv != nil && wv.Phase == verify.Running {
+			wv.Phase, wv.Message = verify.Succeeded, "the stage no longer has checks: nothing to verify"
+			s.r.prober().forget(s.runKey(checkRun{wave: wv.Wave, attempt: wv.Attempt}))
+			if err := s.deleteJobs(ctx); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}
 	switch {
 	case wv == nil || wv.Wave != wave:
 		wv = &promotionv1alpha1.WaveVerification{Wave: wave, Attempt: 1}

@@ -2,6 +2,7 @@ package pullrequest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -223,6 +224,13 @@ func mergeRecorded(stacks []promotionv1alpha1.PullRequestStackPreview, sp promot
 // the UIDs of what it made, which the choke point reads. An interrupted or
 // conflicting preview is started again, up to maxAttempts times.
 func (s *session) runPreview(ctx context.Context, e *promotionv1alpha1.PullRequestStatus, stack *pulumiv1.Stack, sp *promotionv1alpha1.PullRequestStackPreview) error {
+	// What a preview makes is recorded only by this reconcile's status
+	// patch; a copy of the Pipeline older than the one stored would make
+	// it and then, stale, write nothing. So the copy is checked once,
+	// before anything is made.
+	if err := s.checkCurrent(ctx); err != nil {
+		return err
+	}
 	name := change.PullRequestPreviewName(s.p.Name, e.Number, stack.Name, e.Head)
 	if sp.Update == "" {
 		sp.Update, sp.Recorded = name, nil
@@ -250,6 +258,25 @@ func (s *session) runPreview(ctx context.Context, e *promotionv1alpha1.PullReque
 	case st.Succeeded():
 		sp.Summary, _ = change.Summarize(st.Update, 0)
 	}
+	return nil
+}
+
+// checkCurrent returns nil once the Pipeline in hand is found to be the
+// one stored (read live, once per reconcile); otherwise it marks the
+// reconcile stale, so that it writes nothing, and returns the wait.
+func (s *session) checkCurrent(ctx context.Context) error {
+	if s.current {
+		return nil
+	}
+	stored := &promotionv1alpha1.Pipeline{}
+	if err := s.r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.p), stored); err != nil {
+		return sreconcile.NewGeneric("", fmt.Errorf("reading pipeline %s: %w", s.p.Name, err))
+	}
+	if stored.ResourceVersion != s.p.ResourceVersion {
+		s.stale = true
+		return sreconcile.NewWaiting("", errors.New("the pipeline read from the cache is older than the one stored: looking again"), staleRecheck)
+	}
+	s.current = true
 	return nil
 }
 

@@ -85,8 +85,9 @@ type session struct {
 	// listed says open was read now (not skipped by minCheck).
 	listed bool
 	// stale says the Pipeline in hand was found older than the one
-	// stored (stackrun.Preview.MakerStale): the reconcile writes nothing.
-	stale bool
+	// stored (checkCurrent, stackrun.Preview.MakerStale): the reconcile
+	// writes nothing. current says it was found to be the one stored.
+	stale, current bool
 }
 
 // staleRecheck is how soon a reconcile that found its Pipeline older than
