@@ -82,24 +82,29 @@ func (c *StackCollector) Describe(ch chan<- *prometheus.Desc) { ch <- stacksDesc
 
 // Collect implements prometheus.Collector.
 func (c *StackCollector) Collect(ch chan<- prometheus.Metric) {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	var list pulumiv1.StackList
 	var opts []client.ListOption
 	if c.Selector != nil && !c.Selector.Empty() {
 		opts = append(opts, client.MatchingLabelsSelector{Selector: c.Selector})
 	}
-	if err := c.Reader.List(ctx, &list, opts...); err != nil {
+	if err := listWithin(c.Reader, c.Timeout, &list, opts...); err != nil {
 		ch <- prometheus.NewInvalidMetric(stacksDesc, err)
 		return
 	}
 	for state, n := range CountStacks(list.Items) {
 		ch <- prometheus.MustNewConstMetric(stacksDesc, prometheus.GaugeValue, float64(n), state)
 	}
+}
+
+// listWithin lists into list from reader, within timeout (5 s when
+// zero): what a collector reads at each scrape.
+func listWithin(reader client.Reader, timeout time.Duration, list client.ObjectList, opts ...client.ListOption) error {
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return reader.List(ctx, list, opts...)
 }
 
 // Updates records finished operations.

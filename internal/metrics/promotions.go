@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -117,14 +116,8 @@ func (c *RolloutCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rolloutS
 
 // Collect implements prometheus.Collector.
 func (c *RolloutCollector) Collect(ch chan<- prometheus.Metric) {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	var list promotionv1alpha1.PromotionList
-	if err := c.Reader.List(ctx, &list); err != nil {
+	if err := listWithin(c.Reader, c.Timeout, &list); err != nil {
 		ch <- prometheus.NewInvalidMetric(rolloutStacksDesc, err)
 		return
 	}
