@@ -144,8 +144,9 @@ func unrecorded(obj metav1.Object, now time.Time, format string, args ...any) Ve
 // the status patch that ends the reconcile that made it, so the record
 // usually comes within moments: a new object is looked at again soon, so
 // that a preview or an update does not wait seconds for nothing. After
-// recordSoon it is looked at every 2 s until RecordGrace refuses it, so
-// that objects planted unrecorded cost the API server little.
+// recordSoon it is looked at every 2 s until RecordGrace refuses it: an
+// object planted unrecorded costs about 25 live reads in its first
+// seconds, then one every 2 s.
 func RecordRecheck(age time.Duration) time.Duration {
 	if age < recordSoon {
 		return 200 * time.Millisecond

@@ -335,12 +335,25 @@ func (p *Preview) notOurs(ctx context.Context, obj client.Object) error {
 // changed since the copy in hand was read: then its record of what the
 // preview made may be newer than the one in hand.
 func (p *Preview) makerStale(ctx context.Context) (bool, error) {
-	live, ok := p.Maker.DeepCopyObject().(client.Object)
-	if !ok {
-		return false, fmt.Errorf("the %s is not an API object", p.Kind)
-	}
-	if err := p.APIReader.Get(ctx, client.ObjectKeyFromObject(p.Maker), live); err != nil {
+	stale, err := Stale(ctx, p.APIReader, p.Maker)
+	if err != nil {
 		return false, sreconcile.NewGeneric("", fmt.Errorf("reading the %s %s: %w", p.Kind, p.Maker.GetName(), err))
 	}
-	return live.GetResourceVersion() != p.Maker.GetResourceVersion(), nil
+	return stale, nil
+}
+
+// Stale reports whether obj, as the caller holds it (from the cache), is
+// older than the object the API server holds now, read through reader
+// (which must not be the cache): then what obj's status records may have
+// been written over since, and a patch of its status from obj would put
+// older records back.
+func Stale(ctx context.Context, reader client.Reader, obj client.Object) (bool, error) {
+	live, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return false, fmt.Errorf("%T is not an API object", obj)
+	}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+		return false, err
+	}
+	return live.GetResourceVersion() != obj.GetResourceVersion(), nil
 }

@@ -12,12 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/change/policy"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
+	"github.com/stackyard/stackyard/internal/stackrun"
 	"github.com/stackyard/stackyard/internal/verify"
 )
 
@@ -108,22 +108,27 @@ func (s *session) checks() []promotionv1alpha1.VerificationCheck {
 // or is aborted otherwise (a Stack failed meanwhile), the promotion's or
 // a wave's: their Jobs are deleted, their results forgotten.
 func (s *session) stopVerification(ctx context.Context) error {
-	stopped := false
-	if v := s.p.Status.Verification; v != nil && v.Phase == verify.Running {
-		v.Phase, v.Message = verify.Failed, "stopped: "+s.message
-		s.r.prober().forget(s.runKey(checkRun{}))
-		stopped = true
-	}
-	if ro := s.p.Status.Rollout; ro != nil && ro.Verification != nil && ro.Verification.Phase == verify.Running {
+	stopped := s.endRun(s.p.Status.Verification, checkRun{}, verify.Failed, "stopped: "+s.message)
+	if ro := s.p.Status.Rollout; ro != nil && ro.Verification != nil {
 		wv := ro.Verification
-		wv.Phase, wv.Message = verify.Failed, "stopped: "+s.message
-		s.r.prober().forget(s.runKey(checkRun{wave: wv.Wave, attempt: wv.Attempt}))
-		stopped = true
+		stopped = s.endRun(&wv.VerificationStatus, checkRun{wave: wv.Wave, attempt: wv.Attempt}, verify.Failed, "stopped: "+s.message) || stopped
 	}
 	if !stopped {
 		return nil
 	}
 	return s.deleteJobs(ctx)
+}
+
+// endRun ends v, the status of run, with phase and msg and forgets its
+// measurements, if it is Running; it reports whether it was. The caller
+// deletes the Jobs that still run.
+func (s *session) endRun(v *promotionv1alpha1.VerificationStatus, run checkRun, phase, msg string) bool {
+	if v == nil || v.Phase != verify.Running {
+		return false
+	}
+	v.Phase, v.Message = phase, msg
+	s.r.prober().forget(s.runKey(run))
+	return true
 }
 
 // runKey names run among the runs of checks of every promotion.
@@ -228,11 +233,11 @@ func (s *session) isCurrent(ctx context.Context) (bool, error) {
 	if s.current {
 		return true, nil
 	}
-	stored := &promotionv1alpha1.Promotion{}
-	if err := s.r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.p), stored); err != nil {
+	stale, err := stackrun.Stale(ctx, s.r.APIReader, s.p)
+	if err != nil {
 		return false, fmt.Errorf("reading promotion %s: %w", s.p.Name, err)
 	}
-	s.current = stored.ResourceVersion == s.p.ResourceVersion
+	s.current = !stale
 	return s.current, nil
 }
 

@@ -26,9 +26,7 @@ func (s *session) verifyWave(ctx context.Context, wave int32) (bool, error) {
 	wv := ro.Verification
 	checks := s.checks()
 	if len(checks) == 0 {
-		if wv != nil && wv.Phase == verify.Running {
-			wv.Phase, wv.Message = verify.Succeeded, "the stage no longer has checks: nothing to verify"
-			s.r.prober().forget(s.runKey(checkRun{wave: wv.Wave, attempt: wv.Attempt}))
+		if wv != nil && s.endRun(&wv.VerificationStatus, checkRun{wave: wv.Wave, attempt: wv.Attempt}, verify.Succeeded, "the stage no longer has checks: nothing to verify") {
 			if err := s.deleteJobs(ctx); err != nil {
 				return false, err
 			}

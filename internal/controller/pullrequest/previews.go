@@ -268,11 +268,11 @@ func (s *session) checkCurrent(ctx context.Context) error {
 	if s.current {
 		return nil
 	}
-	stored := &promotionv1alpha1.Pipeline{}
-	if err := s.r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.p), stored); err != nil {
+	stale, err := stackrun.Stale(ctx, s.r.APIReader, s.p)
+	if err != nil {
 		return sreconcile.NewGeneric("", fmt.Errorf("reading pipeline %s: %w", s.p.Name, err))
 	}
-	if stored.ResourceVersion != s.p.ResourceVersion {
+	if stale {
 		s.stale = true
 		return sreconcile.NewWaiting("", errors.New("the pipeline read from the cache is older than the one stored: looking again"), staleRecheck)
 	}
