@@ -366,9 +366,12 @@ func unplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (r
 		return RefusedUnapproved, fmt.Sprintf("metadata.annotations[%s]: promotion %s, which pinned Stack %s, no longer exists, "+
 			"so nothing says what it approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, name, stack.Name), nil, nil
 	}
-	pv := previewOf(p, stack.Name)
+	pv, err := previewOf(ctx, r, p, stack.Name)
+	if err != nil {
+		return "", "", nil, err
+	}
 	if pv == nil || pv.Inputs == "" {
-		return RefusedUnapproved, fmt.Sprintf("status.previews: promotion %s, which pinned Stack %s, recorded no digest of what it previewed: "+
+		return RefusedUnapproved, fmt.Sprintf("stackpromotions: promotion %s, which pinned Stack %s, recorded no digest of what it previewed: "+
 			"promote a release to deploy it again", name, stack.Name), nil, nil
 	}
 	inputs, err := StackInputs(ctx, r, stack)
@@ -417,7 +420,10 @@ func (a *authorizer) pin(ctx context.Context, stack *pulumiv1.Stack, stage strin
 	if state := p.Status.Stacks[i].State; state == promotionv1alpha1.StackPending || state == promotionv1alpha1.StackSkipped {
 		return refuse(RefusedPin, "spec.commit: promotion %s has not reached Stack %s (it is %s in its rollout)", name, stack.Name, state), nil
 	}
-	pv := previewOf(p, stack.Name)
+	pv, err := previewOf(ctx, a.r, p, stack.Name)
+	if err != nil {
+		return Verdict{}, err
+	}
 	if pv == nil || pv.Plan != a.upd.Spec.PlanSecret {
 		return refuse(RefusedPin, "spec.planSecret: plan %s is not the one promotion %s previewed for Stack %s", a.upd.Spec.PlanSecret, name, stack.Name), nil
 	}
@@ -454,17 +460,19 @@ func (a *authorizer) promotionPreview(ctx context.Context) (Verdict, error) {
 	if p.Status.Phase.IsFinished() {
 		return refuse(RefusedMakerGone, "status.phase: promotion %s has ended %s: its previews no longer run", p.Name, p.Status.Phase), nil
 	}
-	i := slices.IndexFunc(p.Status.Previews, func(pv promotionv1alpha1.StackPreview) bool {
-		return PreviewName(p.Name, pv.Name, pv.Round) == a.ws.Name
-	})
-	if i < 0 {
-		return unrecorded(a.subject(), a.now, "status.previews: promotion %s records no preview in workspace %s", p.Name, a.ws.Name), nil
+	// The Workspace's label names the Stack: a claim, which only finds
+	// the record; the record, controlled by the promotion's UID, decides.
+	pv, err := previewOf(ctx, a.r, p, a.ws.Labels[promotionv1alpha1.StackLabel])
+	if err != nil {
+		return Verdict{}, err
 	}
-	pv := p.Status.Previews[i]
+	if pv == nil || PreviewName(p.Name, pv.Name, pv.Round) != a.ws.Name {
+		return unrecorded(a.subject(), a.now, "stackpromotions: promotion %s records no preview in workspace %s", p.Name, a.ws.Name), nil
+	}
 	if a.upd != nil && pv.Update != a.upd.Name {
-		return unrecorded(a.upd, a.now, "status.previews: promotion %s runs the preview of Stack %s as Update %s, not this one", p.Name, pv.Name, pv.Update), nil
+		return unrecorded(a.upd, a.now, "stackpromotions: promotion %s runs the preview of Stack %s as Update %s, not this one", p.Name, pv.Name, pv.Update), nil
 	}
-	if v := a.previewRecorded(pv.Recorded, "status.previews.recorded", "promotion "+p.Name); v != nil {
+	if v := a.previewRecorded(pv.Recorded, "stackpromotions.preview.recorded", "promotion "+p.Name); v != nil {
 		return *v, nil
 	}
 	return a.preview(ctx, AuthorityPromotionPreview, p.Spec.Stage, pv.Name, "promotion "+p.Name)
@@ -594,11 +602,15 @@ func pinnedBy(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (name
 	return name, p, nil
 }
 
-// previewOf is the preview p recorded of the Stack named stack, or nil.
-func previewOf(p *promotionv1alpha1.Promotion, stack string) *promotionv1alpha1.StackPreview {
-	i := slices.IndexFunc(p.Status.Previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == stack })
-	if i < 0 {
-		return nil
+// previewOf is the preview promotion p recorded of the Stack named stack
+// (its StackPromotion, read through r and controlled by p), or nil.
+func previewOf(ctx context.Context, r client.Reader, p *promotionv1alpha1.Promotion, stack string) (*promotionv1alpha1.StackPreview, error) {
+	if stack == "" {
+		return nil, nil
 	}
-	return &p.Status.Previews[i]
+	rec, err := StackRecord(ctx, r, p, stack)
+	if err != nil || rec == nil || rec.Preview == nil || rec.Preview.Name != stack {
+		return nil, err
+	}
+	return rec.Preview, nil
 }

@@ -51,6 +51,8 @@ type world struct {
 	stage         *promotionv1alpha1.Stage
 	plan, cm      *corev1.Secret
 	token         *corev1.Secret
+	// promoteProd is promote's record of Stack prod.
+	promoteProd *promotionv1alpha1.StackPromotion
 }
 
 func newWorld(t *testing.T) (*world, client.Client) {
@@ -95,20 +97,19 @@ func newWorld(t *testing.T) (*world, client.Client) {
 		Status: promotionv1alpha1.PromotionStatus{
 			Phase:  promotionv1alpha1.PromotionRunning,
 			Stacks: []promotionv1alpha1.PromotedStack{{Name: "prod", Commit: commit}},
-			Previews: []promotionv1alpha1.StackPreview{{Name: "prod", Update: PreviewName("promote", "prod", 1), Round: 1, Plan: w.plan.Name,
-				Recorded: previewRecord(PreviewName("promote", "prod", 1))}},
 		},
 	}
+	w.promoteProd = recordOf(w.promote, promotionv1alpha1.StackPreview{Name: "prod", Update: PreviewName("promote", "prod", 1), Round: 1, Plan: w.plan.Name,
+		Recorded: previewRecord(PreviewName("promote", "prod", 1))})
 	w.peek = &promotionv1alpha1.Promotion{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peek", UID: "uid-peek"},
 		Spec:       promotionv1alpha1.PromotionSpec{Stage: "peek", Release: "r2"},
 		Status: promotionv1alpha1.PromotionStatus{
 			Phase: promotionv1alpha1.PromotionPending,
-			Previews: []promotionv1alpha1.StackPreview{
-				{Name: "prod", Update: PreviewName("peek", "prod", 1), Round: 1, Recorded: previewRecord(PreviewName("peek", "prod", 1))},
-				{Name: "dev", Update: PreviewName("peek", "dev", 1), Round: 1, Recorded: previewRecord(PreviewName("peek", "dev", 1))}},
 		},
 	}
+	peekProd := recordOf(w.peek, promotionv1alpha1.StackPreview{Name: "prod", Update: PreviewName("peek", "prod", 1), Round: 1, Recorded: previewRecord(PreviewName("peek", "prod", 1))})
+	peekDev := recordOf(w.peek, promotionv1alpha1.StackPreview{Name: "dev", Update: PreviewName("peek", "dev", 1), Round: 1, Recorded: previewRecord(PreviewName("peek", "dev", 1))})
 	w.stage = &promotionv1alpha1.Stage{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
 		Spec:       promotionv1alpha1.StageSpec{Pipeline: "pipe", Stacks: []promotionv1alpha1.StackBinding{{Name: "prod"}}},
@@ -122,15 +123,15 @@ func newWorld(t *testing.T) (*world, client.Client) {
 				Recorded: previewRecord(PullRequestPreviewName("pipe", 7, "prod", strings.Repeat("e", 40)))}},
 		}}}},
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.prod, w.dev, w.plan, w.cm, w.token, w.promote, w.peek, w.stage, w.pipe).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.prod, w.dev, w.plan, w.cm, w.token, w.promote, w.peek, w.stage, w.pipe, w.promoteProd, peekProd, peekDev).
 		WithStatusSubresource(w.prod, w.dev, w.promote, w.peek, w.pipe).Build()
 	// The promotion recorded the digest of what it previewed.
 	inputs, err := StackDigest(context.Background(), c, w.prod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.promote.Status.Previews[0].Inputs, w.promote.Status.Previews[0].PlanDigest = inputs, PlanDigest(w.plan)
-	if err := c.Status().Update(context.Background(), w.promote); err != nil {
+	w.promoteProd.Preview.Inputs, w.promoteProd.Preview.PlanDigest = inputs, PlanDigest(w.plan)
+	if err := c.Update(context.Background(), w.promoteProd); err != nil {
 		t.Fatal(err)
 	}
 	return w, c
@@ -140,6 +141,21 @@ func newWorld(t *testing.T) (*world, client.Client) {
 // its name, claiming its maker, with a UID nobody recorded.
 func planted(ws *autov1alpha1.Workspace) *autov1alpha1.Workspace {
 	ws.UID, ws.CreationTimestamp = "uid-planted", metav1.NewTime(authorizeNow.Add(-RecordGrace))
+	return ws
+}
+
+// recordOf is the StackPromotion in which p records pv.
+func recordOf(p *promotionv1alpha1.Promotion, pv promotionv1alpha1.StackPreview) *promotionv1alpha1.StackPromotion {
+	rec := NewStackPromotion(p, pv.Name)
+	rec.Preview = &pv
+	return rec
+}
+
+// previewWorkspaceOf is the Workspace of promotion's first preview of
+// stack: named and labelled as the promotion makes it.
+func previewWorkspaceOf(promotion, stack string, owners []metav1.OwnerReference) *autov1alpha1.Workspace {
+	ws := workspaceOf(PreviewName(promotion, stack, 1), owners)
+	ws.Labels = map[string]string{promotionv1alpha1.PromotionLabel: promotion, promotionv1alpha1.StackLabel: stack}
 	return ws
 }
 
@@ -214,6 +230,14 @@ func TestAuthorize(t *testing.T) {
 			ws: prodWS, want: AuthorityStack},
 		{name: "a governed Stack's up held to its promotion's plan", upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0),
 			ws: prodWS, want: AuthorityPromotion, checked: true},
+		{name: "a governed Stack's up held to a plan whose record someone else replaced",
+			change: func(w *world, c client.Client) { forgeRecord(w, c, nil) },
+			upd:    updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},
+		{name: "a governed Stack's up held to a plan whose record claims another promotion of the name",
+			change: func(w *world, c client.Client) {
+				forgeRecord(w, c, controllerRef(promotionKind, "promote", "uid-other"))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},
 		{name: "a governed Stack's up applying again what its promotion approved",
 			change: func(w *world, c client.Client) { deployed(w, c, nil) },
 			upd:    updateOf("prod-up", "prod", autov1alpha1.UpType, "", byProd, 0), ws: prodWS, want: AuthorityStack, checked: true},
@@ -296,29 +320,29 @@ func TestAuthorize(t *testing.T) {
 		{name: "the Stack's own, recorded, but not the current one", upd: updateOf("prod-old", "prod", autov1alpha1.UpType, "", byProd, time.Hour),
 			ws: prodWS, reason: RefusedUnrecorded},
 		{name: "a promotion's preview of the Stack it deploys", upd: updateOf(PreviewName("promote", "prod", 1), PreviewName("promote", "prod", 1), autov1alpha1.PreviewType, "", byPromote, 0),
-			ws: workspaceOf(PreviewName("promote", "prod", 1), byPromote), want: AuthorityPromotionPreview},
+			ws: previewWorkspaceOf("promote", "prod", byPromote), want: AuthorityPromotionPreview},
 		{name: "a promotion's up in a preview's Workspace", upd: updateOf(PreviewName("promote", "prod", 1), PreviewName("promote", "prod", 1), autov1alpha1.UpType, "", byPromote, 0),
-			ws: workspaceOf(PreviewName("promote", "prod", 1), byPromote), reason: RefusedNotPreview},
+			ws: previewWorkspaceOf("promote", "prod", byPromote), reason: RefusedNotPreview},
 		{name: "a preview-only stage previewing a governed Stack without consent", upd: updateOf(PreviewName("peek", "prod", 1), PreviewName("peek", "prod", 1), autov1alpha1.PreviewType, "", byPeek, 0),
-			ws: workspaceOf(PreviewName("peek", "prod", 1), byPeek), reason: RefusedNoConsent},
+			ws: previewWorkspaceOf("peek", "prod", byPeek), reason: RefusedNoConsent},
 		{name: "a preview-only stage previewing a governed Stack that lets it",
 			change: func(w *world, c client.Client) {
 				w.prod.Annotations[promotionv1alpha1.PreviewStagesAnnotation] = "qa, peek"
 				must(c.Update(context.Background(), w.prod))
 			},
 			upd: updateOf(PreviewName("peek", "prod", 1), PreviewName("peek", "prod", 1), autov1alpha1.PreviewType, "", byPeek, 0),
-			ws:  workspaceOf(PreviewName("peek", "prod", 1), byPeek), want: AuthorityPromotionPreview},
+			ws:  previewWorkspaceOf("peek", "prod", byPeek), want: AuthorityPromotionPreview},
 		{name: "a preview-only stage previewing an ungoverned Stack", upd: updateOf(PreviewName("peek", "dev", 1), PreviewName("peek", "dev", 1), autov1alpha1.PreviewType, "", byPeek, 0),
-			ws: workspaceOf(PreviewName("peek", "dev", 1), byPeek), want: AuthorityPromotionPreview},
+			ws: previewWorkspaceOf("peek", "dev", byPeek), want: AuthorityPromotionPreview},
 		{name: "a promotion's preview in another preview's Workspace", upd: updateOf(PreviewName("peek", "dev", 1), PreviewName("peek", "prod", 1), autov1alpha1.PreviewType, "", byPeek, RecordGrace),
-			ws: workspaceOf(PreviewName("peek", "prod", 1), byPeek), reason: RefusedUnrecorded},
+			ws: previewWorkspaceOf("peek", "prod", byPeek), reason: RefusedUnrecorded},
 		{name: "a preview of a promotion that has ended",
 			change: func(w *world, c client.Client) {
 				w.peek.Status.Phase = promotionv1alpha1.PromotionAborted
 				must(c.Status().Update(context.Background(), w.peek))
 			},
 			upd: updateOf(PreviewName("peek", "dev", 1), PreviewName("peek", "dev", 1), autov1alpha1.PreviewType, "", byPeek, 0),
-			ws:  workspaceOf(PreviewName("peek", "dev", 1), byPeek), reason: RefusedMakerGone},
+			ws:  previewWorkspaceOf("peek", "dev", byPeek), reason: RefusedMakerGone},
 		{name: "a pull request's preview for a stage the Stack names", upd: updateOf(prWS, prWS, autov1alpha1.PreviewType, "", byPipe, 0),
 			ws: workspaceOf(prWS, byPipe), want: AuthorityPullRequestPreview},
 		{name: "a pull request's preview for a stage that no longer lists the Stack",
@@ -333,9 +357,20 @@ func TestAuthorize(t *testing.T) {
 				must(c.Update(context.Background(), w.prod))
 			},
 			upd: updateOf(prWS, prWS, autov1alpha1.PreviewType, "", byPipe, 0), ws: workspaceOf(prWS, byPipe), reason: RefusedNoConsent},
+		{name: "a promotion's preview whose record someone else made",
+			change: func(w *world, c client.Client) { forgeRecord(w, c, nil) },
+			upd:    updateOf(PreviewName("promote", "prod", 1), PreviewName("promote", "prod", 1), autov1alpha1.PreviewType, "", byPromote, RecordGrace),
+			ws:     previewWorkspaceOf("promote", "prod", byPromote), reason: RefusedUnrecorded},
+		{name: "a promotion's preview in a Workspace whose label names another Stack",
+			upd: updateOf(PreviewName("promote", "prod", 1), PreviewName("promote", "prod", 1), autov1alpha1.PreviewType, "", byPromote, RecordGrace),
+			ws: func() *autov1alpha1.Workspace {
+				ws := previewWorkspaceOf("promote", "prod", byPromote)
+				ws.Labels[promotionv1alpha1.StackLabel] = "dev"
+				return ws
+			}(), reason: RefusedUnrecorded},
 		{name: "a promotion's preview in a Workspace made in place of the recorded one",
 			upd: updateOf(PreviewName("promote", "prod", 1), PreviewName("promote", "prod", 1), autov1alpha1.PreviewType, "", byPromote, RecordGrace),
-			ws:  planted(workspaceOf(PreviewName("promote", "prod", 1), byPromote)), reason: RefusedUnrecorded},
+			ws:  planted(previewWorkspaceOf("promote", "prod", byPromote)), reason: RefusedUnrecorded},
 		{name: "a pull request's preview Update made in place of the recorded one", upd: updateOf(prWS, prWS, autov1alpha1.PreviewType, "", byPipe, RecordGrace),
 			ws: workspaceOf(prWS, byPipe), uid: "uid-planted", reason: RefusedUnrecorded},
 		{name: "a Pipeline's Update it did not record", upd: updateOf("pipe-other", prWS, autov1alpha1.PreviewType, "", byPipe, RecordGrace),
@@ -374,6 +409,17 @@ func TestAuthorize(t *testing.T) {
 	}
 }
 
+// forgeRecord replaces promote's record of prod by one with the same
+// name, labels and content, made by someone who may create
+// StackPromotions (the admission policy stops them; this is what the
+// choke point does if it did not): controlled by owners, nil for none.
+func forgeRecord(w *world, c client.Client, owners []metav1.OwnerReference) {
+	must(c.Delete(context.Background(), w.promoteProd))
+	forged := w.promoteProd.DeepCopy()
+	forged.ResourceVersion, forged.UID, forged.OwnerReferences = "", "uid-forged", owners
+	must(c.Create(context.Background(), forged))
+}
+
 // legacyRecord makes prod's record of its current Update one written
 // before stackyard recorded UIDs.
 func legacyRecord(w *world, c client.Client) {
@@ -404,9 +450,9 @@ func TestAuthorizeWorkspace(t *testing.T) {
 		{"a user's", workspaceOf("mine", nil), AuthorityOwnWorkspace, false, ""},
 		{"a Stack's", workspaceOf("prod", controllerRef(stackKind, "prod", "uid-prod")), AuthorityStack, false, ""},
 		{"a gone Stack's", workspaceOf("prod", controllerRef(stackKind, "prod", "uid-gone")), "", false, RefusedMakerGone},
-		{"a promotion's preview of the Stack it deploys", workspaceOf(PreviewName("promote", "prod", 1), controllerRef(promotionKind, "promote", "uid-promote")),
+		{"a promotion's preview of the Stack it deploys", previewWorkspaceOf("promote", "prod", controllerRef(promotionKind, "promote", "uid-promote")),
 			AuthorityPromotionPreview, false, ""},
-		{"a preview-only stage's preview of a governed Stack without consent", workspaceOf(PreviewName("peek", "prod", 1), controllerRef(promotionKind, "peek", "uid-peek")),
+		{"a preview-only stage's preview of a governed Stack without consent", previewWorkspaceOf("peek", "prod", controllerRef(promotionKind, "peek", "uid-peek")),
 			"", false, RefusedNoConsent},
 		{"a promotion's Workspace it has not recorded yet", young(workspaceOf("peek-other", controllerRef(promotionKind, "peek", "uid-peek"))),
 			"", true, RefusedUnrecorded},

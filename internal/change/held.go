@@ -96,7 +96,11 @@ func ApproveSpec(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (S
 		return SpecDecision{}, err
 	}
 	if p != nil && p.Spec.Stage == stage {
-		if pv := previewOf(p, stack.Name); pv != nil && pv.Inputs != "" {
+		pv, err := previewOf(ctx, r, p, stack.Name)
+		if err != nil {
+			return SpecDecision{}, err
+		}
+		if pv != nil && pv.Inputs != "" {
 			now, err := StackDigest(ctx, r, stack)
 			if err != nil {
 				return SpecDecision{}, err

@@ -8,8 +8,8 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
 
-// The cache indexes the Stage and Promotion controllers share, registered
-// once by SetupIndexes. They are a contract between the two controllers,
+// The cache indexes the Stage and Promotion controllers (and the
+// dashboard) share, registered once by SetupIndexes. They are a contract between the two controllers,
 // so they live here, where both may read them.
 const (
 	// StackIndex indexes Stages by the names of the Stacks they bind.
@@ -25,6 +25,10 @@ const (
 	// name of the field so that the same selector serves the cache and the
 	// API server (spec.stage is a selectable field of Promotions).
 	PromotionStageIndex = "spec.stage"
+	// RecordPromotionIndex indexes StackPromotions by the promotion they
+	// name, under the name of that selectable field, so that the same
+	// selector serves the cache and the API server.
+	RecordPromotionIndex = "promotion"
 )
 
 // HasSelector is the value SelectorIndex holds for a Stage that selects
@@ -45,7 +49,19 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 			return err
 		}
 	}
-	return indexer.IndexField(ctx, &promotionv1alpha1.Promotion{}, PromotionStageIndex, promotionStage)
+	if err := indexer.IndexField(ctx, &promotionv1alpha1.Promotion{}, PromotionStageIndex, promotionStage); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &promotionv1alpha1.StackPromotion{}, RecordPromotionIndex, RecordPromotion)
+}
+
+// RecordPromotion is the value of RecordPromotionIndex for a
+// StackPromotion: the promotion it names.
+func RecordPromotion(obj client.Object) []string {
+	if rec, ok := obj.(*promotionv1alpha1.StackPromotion); ok {
+		return []string{rec.Promotion}
+	}
+	return nil
 }
 
 // stageIndexes are the values each Stage index holds for a Stage.

@@ -15,10 +15,17 @@ import (
 )
 
 // MaxMembers is how many Stacks one stage deploys at most, named and
-// selected together: a Promotion records each Stack it previews and pins
-// in its status, which holds that many. A stage whose spec comes to more
-// is Stalled, naming the count.
-const MaxMembers = 16
+// selected together: a Promotion records each Stack it pins in its
+// status (status.stacks), which holds that many within the API server's
+// size limit (its previews are StackPromotions of their own). A stage
+// whose spec comes to more is Stalled, naming the count.
+const MaxMembers = 1000
+
+// MaxPullRequestStacks is how many Stacks of a stage a pull request is
+// previewed against: a Pipeline records each preview of each open pull
+// request in its status. A stage that deploys more is not previewed for
+// pull requests, and the pull request's comment says so.
+const MaxPullRequestStacks = 16
 
 // Membership is which Stacks a stage deploys, worked out from its spec
 // and the Stacks of its namespace. Every controller that acts on a

@@ -170,10 +170,11 @@ Controllers, by API group:
     Receiver       publishes the path each Receiver's webhook is served at
     Alert          sends the events of Promotions, Releases and Stacks to the
                    Alert's Provider
-Releases (created by the Pipeline controller), Approvals (written by people:
-stackyard approve and reject, the dashboard), Interventions (written by people:
-stackyard halt, resume and abort) and Providers (read by the Alert controller)
-have no controller of their own.
+Releases (created by the Pipeline controller), StackPromotions (each Stack's
+preview in a Promotion, written by the Promotion controller), Approvals
+(written by people: stackyard approve and reject, the dashboard), Interventions
+(written by people: stackyard halt, resume and abort) and Providers (read by
+the Alert controller) have no controller of their own.
 
 Servers:
   artifacts            --artifact-listen             Program artifacts, which workspace

@@ -16,6 +16,7 @@ import (
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/pipelinectl"
 	"github.com/stackyard/stackyard/internal/valuediff"
 )
@@ -39,16 +40,18 @@ func reviewClient(t *testing.T) *pipelinectl.Client {
 		t.Fatal(err)
 	}
 	p := &promotionv1alpha1.Promotion{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "to-prod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "to-prod", UID: "uid-to-prod"},
 		Spec:       promotionv1alpha1.PromotionSpec{Stage: "prod", Release: "r2", RequestedBy: "rita"},
 		Status: promotionv1alpha1.PromotionStatus{Phase: promotionv1alpha1.PromotionPending, PlanDigest: "sha256:aaaa",
-			Message: "waiting for approval: 0 of 1",
-			Previews: []promotionv1alpha1.StackPreview{{Name: "web", Plan: "to-prod-web.plan",
-				Summary: &promotionv1alpha1.ChangeSummary{Replace: 1},
-				Changes: []promotionv1alpha1.ResourceChange{{URN: "urn:pulumi:prod::web::t::db", Op: "replace", Properties: []string{"size"}}}}}},
+			Message: "waiting for approval: 0 of 1"},
 	}
+	rec := change.NewStackPromotion(p, "web")
+	rec.Preview = &promotionv1alpha1.StackPreview{Name: "web", Plan: "to-prod-web.plan",
+		Summary: &promotionv1alpha1.ChangeSummary{Replace: 1},
+		Changes: []promotionv1alpha1.ResourceChange{{URN: "urn:pulumi:prod::web::t::db", Op: "replace", Properties: []string{"size"}}}}
 	plan := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "to-prod-web.plan"}, Data: map[string][]byte{autov1alpha1.DiffKey: diff}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p, plan).WithStatusSubresource(p).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p, rec, plan).WithStatusSubresource(p).
+		WithIndex(&promotionv1alpha1.StackPromotion{}, change.RecordPromotionIndex, change.RecordPromotion).Build()
 	return &pipelinectl.Client{Client: c, Namespace: "ns"}
 }
 

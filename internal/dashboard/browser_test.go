@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/dashboard"
 	"github.com/stackyard/stackyard/test/browser"
 )
@@ -157,15 +158,22 @@ func answer(w http.ResponseWriter, err error) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// decidePlan records on p what the Promotion controller records once its
-// preview is done and it waits for approval.
-func decidePlan(p *promotionv1alpha1.Promotion) {
+// decidePlan records what the Promotion controller records once p's
+// preview is done and it waits for approval: its preview of site-qa (a
+// StackPromotion), then its status.
+func decidePlan(ctx context.Context, c client.Client, p *promotionv1alpha1.Promotion) error {
+	rec := change.NewStackPromotion(p, "site-qa")
+	rec.Preview = &promotionv1alpha1.StackPreview{
+		Name: "site-qa", Summary: &promotionv1alpha1.ChangeSummary{Update: 1},
+		Changes: []promotionv1alpha1.ResourceChange{{URN: "urn:pulumi:qa::web::test:index:File::page", Op: "update", Properties: []string{"content"}}},
+	}
+	if err := c.Create(ctx, rec); err != nil {
+		return err
+	}
 	p.Status.Phase = promotionv1alpha1.PromotionPending
 	p.Status.PlanDigest = "sha256:" + strings.Repeat("c", 64)
 	p.Status.Message = "waiting for approvals: 0 of 1"
 	p.Status.Reason = promotionv1alpha1.PromotionReasonAwaitingApproval
-	p.Status.Previews = []promotionv1alpha1.StackPreview{{
-		Name: "site-qa", Summary: &promotionv1alpha1.ChangeSummary{Update: 1},
-		Changes: []promotionv1alpha1.ResourceChange{{URN: "urn:pulumi:qa::web::test:index:File::page", Op: "update", Properties: []string{"content"}}},
-	}}
+	p.Status.Previewed = 1
+	return c.Status().Update(ctx, p)
 }

@@ -30,6 +30,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/controller/update"
 	"github.com/stackyard/stackyard/internal/dashboard"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
@@ -78,6 +79,10 @@ func run(m *testing.M) (int, error) {
 	}
 	mgr, err = ctrl.NewManager(opCfg, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
+		return 1, err
+	}
+	// The operator registers these before its dashboard starts.
+	if err := change.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return 1, err
 	}
 	log := funcr.New(func(prefix, args string) { fmt.Fprintln(dashLogs, prefix, args) }, funcr.Options{Verbosity: 2})
@@ -503,8 +508,7 @@ func TestActionsRunAsTheUser(t *testing.T) {
 
 	// The promotion waits for approval once its plan is decided (as the
 	// Promotion controller would record it).
-	decidePlan(&p)
-	g.Expect(env.Client.Status().Update(ctx, &p)).To(Succeed())
+	g.Expect(decidePlan(ctx, env.Client, &p)).To(Succeed())
 	var page string
 	g.Eventually(func(g Gomega) {
 		var code int

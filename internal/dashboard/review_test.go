@@ -19,6 +19,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/valuediff"
 )
 
@@ -60,8 +61,9 @@ func waitingForReview(t *testing.T, ns, stage string) string {
 	return p.Name
 }
 
-// recordReview creates the plan Secret of p's preview and sets, on p's
-// status (the caller writes it), what the Promotion controller records
+// recordReview creates the plan Secret of p's preview and its record (a
+// StackPromotion), and sets, on p's status (the caller writes it), what
+// the Promotion controller records
 // once that preview is done and p waits for approval: a preview of
 // site-<stage> whose plan Secret holds a value diff (a plain change, a
 // changed secret, a replacement) and the code's patch, the commits the
@@ -113,7 +115,8 @@ func recordReview(ctx context.Context, p *promotionv1alpha1.Promotion) error {
 			Required: 2, From: []promotionv1alpha1.Approver{{Group: "dba"}}},
 		{Name: "quiet", Fired: false, Action: promotionv1alpha1.PolicyRefuse},
 	}
-	st.Previews = []promotionv1alpha1.StackPreview{{
+	rec := change.NewStackPromotion(p, "site-"+stage)
+	rec.Preview = &promotionv1alpha1.StackPreview{
 		Name: "site-" + stage, Plan: plan,
 		Summary: &promotionv1alpha1.ChangeSummary{Update: 2, Replace: 1, Same: 3},
 		Changes: []promotionv1alpha1.ResourceChange{
@@ -128,8 +131,9 @@ func recordReview(ctx context.Context, p *promotionv1alpha1.Promotion) error {
 				{SHA: strings.Repeat("f", 40), Subject: "keep ids", Author: "Eli Ops <eli@example.com>", Time: &when},
 			},
 		},
-	}}
-	return nil
+	}
+	st.Previewed = 1
+	return client.IgnoreAlreadyExists(env.Client.Create(ctx, rec))
 }
 
 // reviewPatch is the code's diff recordReview stores with the plan.

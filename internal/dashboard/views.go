@@ -211,11 +211,18 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 		PlanDigest: p.Status.PlanDigest, Records: p.Status.Approvals,
 		Verification: p.Status.Verification, Stacks: p.Status.Stacks,
 	}
-	plans, err := s.planData(ctx, sess, &p)
+	// The previews are part of the promotion, shown to those who may
+	// read it.
+	recs, err := change.StackRecords(ctx, s.reader, &p)
 	if err != nil {
 		return "", nil, err
 	}
-	d.Review = pipelinectl.BuildReview(&p, plans, true)
+	previews := change.Previews(&p, recs)
+	plans, err := s.planData(ctx, sess, &p, previews)
+	if err != nil {
+		return "", nil, err
+	}
+	d.Review = pipelinectl.BuildReview(&p, previews, plans, true)
 	if ref := p.Spec.HeldChange; ref != nil {
 		// The change is the Stack's spec: shown to those who may read it.
 		var held pulumiv1.Stack
@@ -244,7 +251,7 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 		return "", nil, err
 	}
 	var names []string
-	for _, pv := range p.Status.Previews {
+	for _, pv := range previews {
 		names = append(names, pv.Update)
 	}
 	for _, ps := range p.Status.Stacks {
@@ -260,13 +267,13 @@ func (s *Server) promotionPage(r *http.Request, sess *session) (string, any, err
 	return "Promotion " + name, d, nil
 }
 
-// planData reads the plan Secrets p's previews name, with the
+// planData reads the plan Secrets the previews of p name, with the
 // dashboard's own rights, when the session's user may list Stacks in p's
 // namespace: the values a preview would change are the Stacks' values.
 // Others get the reason, and the review shows property names only. A
 // Secret the operator cannot read is noted, not an error: the page still
 // shows the rest.
-func (s *Server) planData(ctx context.Context, sess *session, p *promotionv1alpha1.Promotion) (pipelinectl.PlanData, error) {
+func (s *Server) planData(ctx context.Context, sess *session, p *promotionv1alpha1.Promotion, previews []promotionv1alpha1.StackPreview) (pipelinectl.PlanData, error) {
 	ns := p.Namespace
 	ok, err := s.mayList(ctx, sess, stacksKind, ns)
 	if err != nil || !ok {
@@ -277,7 +284,7 @@ func (s *Server) planData(ctx context.Context, sess *session, p *promotionv1alph
 		plans.Unreadable = "the dashboard has no client for Secrets"
 		return plans, nil
 	}
-	for _, pv := range p.Status.Previews {
+	for _, pv := range previews {
 		if pv.Plan == "" || plans.Secrets[pv.Plan] != nil {
 			continue
 		}

@@ -148,7 +148,7 @@ func TestReviewRollout(t *testing.T) {
 		}},
 	}
 	var b bytes.Buffer
-	if err := WriteReview(&b, BuildReview(p, PlanData{}, false)); err != nil {
+	if err := WriteReview(&b, BuildReview(p, nil, PlanData{}, false)); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -163,7 +163,7 @@ func TestReviewRollout(t *testing.T) {
 	}
 	p.Status.Rollout.Spec = nil // a stage without a rollout, halted by a person
 	b.Reset()
-	if err := WriteReview(&b, BuildReview(p, PlanData{}, false)); err != nil {
+	if err := WriteReview(&b, BuildReview(p, nil, PlanData{}, false)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "rollout:") {

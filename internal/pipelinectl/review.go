@@ -57,6 +57,9 @@ type Review struct {
 	HeldChange *HeldChangeReview `json:"heldChange,omitempty"`
 	// Stacks are the previews, Stack by Stack.
 	Stacks []StackReview `json:"stacks"`
+	// StacksNote says why Stacks is empty although the promotion
+	// previewed some: the reader may not list its StackPromotions.
+	StacksNote string `json:"stacksNote,omitempty"`
 	// Rollout is the promotion's progress through the stage's waves,
 	// once it started (status.rollout), and Waves each Stack's wave and
 	// state.
@@ -150,10 +153,11 @@ type PlanData struct {
 	Unreadable string
 }
 
-// BuildReview assembles the Review of p from its status and the data of
-// its plan Secrets (the value diffs and the code's patch); withPatch keeps
-// the patch.
-func BuildReview(p *promotionv1alpha1.Promotion, plans PlanData, withPatch bool) Review {
+// BuildReview assembles the Review of p from its status, its previews
+// (its StackPromotions', change.Previews) and the data of its plan
+// Secrets (the value diffs and the code's patch); withPatch keeps the
+// patch.
+func BuildReview(p *promotionv1alpha1.Promotion, previews []promotionv1alpha1.StackPreview, plans PlanData, withPatch bool) Review {
 	st := &p.Status
 	r := Review{
 		APIVersion: OutputAPIVersion, Kind: ReviewKind,
@@ -169,7 +173,7 @@ func BuildReview(p *promotionv1alpha1.Promotion, plans PlanData, withPatch bool)
 	if st.Rollout != nil && st.Rollout.Spec != nil {
 		r.Rollout, r.Waves = st.Rollout, st.Stacks
 	}
-	for _, pv := range st.Previews {
+	for _, pv := range previews {
 		sr := StackReview{Name: pv.Name, Summary: pv.Summary, Message: pv.Message, Source: pv.Source}
 		data, ok := plans.Secrets[pv.Plan]
 		var diff valuediff.Diff
@@ -222,8 +226,17 @@ func (c *Client) Review(ctx context.Context, promotion string, withPatch bool) (
 			held = nil
 		}
 	}
+	recs, err := change.StackRecords(ctx, c.Client, p)
+	stacksNote := ""
+	switch {
+	case apierrors.IsForbidden(err):
+		stacksNote = "previews not shown: you may not list StackPromotions in namespace " + c.Namespace
+	case err != nil:
+		return Review{}, err
+	}
+	previews := change.Previews(p, recs)
 	plans := PlanData{Secrets: map[string]map[string][]byte{}}
-	for _, pv := range p.Status.Previews {
+	for _, pv := range previews {
 		if pv.Plan == "" {
 			continue
 		}
@@ -238,7 +251,8 @@ func (c *Client) Review(ctx context.Context, promotion string, withPatch bool) (
 			return Review{}, fmt.Errorf("reading the plan Secret %s: %w", pv.Plan, err)
 		}
 	}
-	r := BuildReview(p, plans, withPatch)
+	r := BuildReview(p, previews, plans, withPatch)
+	r.StacksNote = stacksNote
 	r.AddHeldChange(p, held, unreadable)
 	return r, nil
 }
@@ -284,6 +298,9 @@ func WriteReview(w io.Writer, r Review) error {
 		fmt.Fprintf(b, "in all, %s\n", fleet)
 	}
 	writeRollout(b, r)
+	if r.StacksNote != "" {
+		fmt.Fprintf(b, "%s\n", r.StacksNote)
+	}
 	for _, s := range r.Stacks {
 		fmt.Fprintf(b, "\nStack %s: %s\n", s.Name, describeCounts(s.Summary))
 		if s.Message != "" && s.Summary == nil {

@@ -43,6 +43,11 @@ type Preview struct {
 	// ("promotion", "Pipeline").
 	Maker client.Object
 	Kind  string
+	// Record is the object whose copy in hand holds Recorded, when it is
+	// not Maker (a promotion records each preview in a StackPromotion of
+	// its own, which may not exist yet): Run reads it live, as it would
+	// Maker, before it deletes an object it finds unrecorded.
+	Record client.Object
 	// Stack is previewed at Commit.
 	Stack  *pulumiv1.Stack
 	Commit string
@@ -65,8 +70,8 @@ type Preview struct {
 	// previewed.
 	MaxAttempts int
 
-	// MakerStale is set by Run when it found Maker older than the maker
-	// the API server holds (makerStale). The caller must then write
+	// MakerStale is set by Run when it found Maker (or Record) older than
+	// the one the API server holds (makerStale). The caller must then write
 	// nothing of the maker's status from this copy: a merge patch
 	// replaces a list whole, so it would put back the older record and
 	// throw away the newer one, whose preview the next reconcile would
@@ -335,15 +340,20 @@ func (p *Preview) notOurs(ctx context.Context, obj client.Object) error {
 // changed since the copy in hand was read: then its record of what the
 // preview made may be newer than the one in hand.
 func (p *Preview) makerStale(ctx context.Context) (bool, error) {
-	stale, err := Stale(ctx, p.APIReader, p.Maker)
+	holder := p.Maker
+	if p.Record != nil {
+		holder = p.Record
+	}
+	stale, err := Stale(ctx, p.APIReader, holder)
 	if err != nil {
-		return false, sreconcile.NewGeneric("", fmt.Errorf("reading the %s %s: %w", p.Kind, p.Maker.GetName(), err))
+		return false, sreconcile.NewGeneric("", fmt.Errorf("reading the record of the %s %s: %w", p.Kind, p.Maker.GetName(), err))
 	}
 	return stale, nil
 }
 
 // Stale reports whether obj, as the caller holds it (from the cache), is
-// older than the object the API server holds now, read through reader
+// older than the object the API server holds now (or, for an object not
+// created yet, without a resourceVersion, whether one exists), read through reader
 // (which must not be the cache): then what obj's status records may have
 // been written over since, and a patch of its status from obj would put
 // older records back.
@@ -352,7 +362,12 @@ func Stale(ctx context.Context, reader client.Reader, obj client.Object) (bool, 
 	if !ok {
 		return false, fmt.Errorf("%T is not an API object", obj)
 	}
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+	switch err := reader.Get(ctx, client.ObjectKeyFromObject(obj), live); {
+	case apierrors.IsNotFound(err):
+		// Gone, or, for an object the caller has not created yet (no
+		// resourceVersion), as the caller holds it.
+		return obj.GetResourceVersion() != "", nil
+	case err != nil:
 		return false, err
 	}
 	return live.GetResourceVersion() != obj.GetResourceVersion(), nil

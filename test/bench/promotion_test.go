@@ -21,6 +21,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 	"github.com/stackyard/stackyard/test/testenv"
 )
@@ -131,10 +132,12 @@ var stagePhases = []string{
 func stageTimes(h *harness, promos *promotionTimes, ns, devRelease string, prodReady time.Time) ([]time.Time, bool) {
 	_, _, _, devDone := promos.of("dev", devRelease)
 	p, seen, running, _ := promos.of("prod", devRelease)
-	if p == nil || len(p.Status.Previews) != 1 || len(p.Status.Stacks) != 1 {
+	if p == nil || p.Status.Previewed != 1 || len(p.Status.Stacks) != 1 {
 		return nil, false
 	}
-	pvCreated, pvStarted, pvDone, _ := h.rec.updateTimes(ns + "/" + p.Status.Previews[0].Update)
+	// The Stack's one preview, of the first round: its Update has the
+	// preview's name.
+	pvCreated, pvStarted, pvDone, _ := h.rec.updateTimes(ns + "/" + change.PreviewName(p.Name, p.Status.Stacks[0].Name, 1))
 	upCreated, upStarted, upDone, _ := h.rec.updateTimes(ns + "/" + p.Status.Stacks[0].Update)
 	times := []time.Time{devDone, seen, pvCreated, pvStarted, pvDone, running, upCreated, upStarted, upDone, prodReady}
 	for _, t := range times {

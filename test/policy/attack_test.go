@@ -22,6 +22,7 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+	"github.com/stackyard/stackyard/internal/change"
 )
 
 // The attack suite: one test per row of the threat model in
@@ -272,8 +273,9 @@ func TestAttackStackConsent(t *testing.T) {
 		To(MatchError(ContainSubstring("must pin spec.commit")), "not even an administrator")
 }
 
-// TestAttackRecords: Releases, and the status of Promotions, Stages and
-// Stacks, are accepted only from the operator's verb "record"; a finished
+// TestAttackRecords: Releases, StackPromotions, and the status of
+// Promotions, Stages and Stacks, are accepted only from the operator's
+// verb "record"; a finished
 // Promotion never changes, even for the operator, even by removing its
 // whole status; Approvals and Promotions are not deleted but by retention
 // or a governor; retention is shortened only with govern on the pipeline.
@@ -285,10 +287,11 @@ func TestAttackRecords(t *testing.T) {
 		rule("releases", "get", "create", "update", "patch", "delete"), rule("releases/status", "update", "patch"),
 		rule("promotions", "get", "create", "update", "patch", "delete"), rule("promotions/status", "update", "patch"),
 		rule("stages/status", "update", "patch"), rule("approvals", "get", "update", "delete"),
-		rule("pipelines", "get", "create", "update", "patch"),
+		rule("pipelines", "get", "create", "update", "patch"), rule("stackpromotions", "get", "create", "update", "patch", "delete"),
 		stackRule("stacks/status", "update", "patch"))
 	operator := attacker(t, f.ns, "operator", rule("releases", "get", "create", "update", "patch", "delete", "record"),
-		rule("releases/status", "update", "patch"), rule("promotions", "get", "record"), rule("promotions/status", "update", "patch"))
+		rule("releases/status", "update", "patch"), rule("promotions", "get", "record"), rule("promotions/status", "update", "patch"),
+		rule("stackpromotions", "get", "create", "update", "delete", "record"))
 	auditor := attacker(t, f.ns, "auditor", rule("releases", "delete"), rule("pipelines", "govern"))
 
 	release := &promotionv1alpha1.Release{
@@ -319,6 +322,17 @@ func TestAttackRecords(t *testing.T) {
 		To(MatchError(ContainSubstring("a finished Promotion is a record")))
 	g.Expect(mallory.Delete(ctx, p.DeepCopy())).To(MatchError(ContainSubstring("promotions: a record of change management")))
 	unchanged(t, &promotionv1alpha1.Promotion{}, p)
+
+	// A promotion's record of a Stack, which the choke point reads: made,
+	// changed and deleted by the operator alone.
+	rec := change.NewStackPromotion(p, "prod")
+	rec.Preview = &promotionv1alpha1.StackPreview{Name: "prod", Plan: "prod-1-prod.plan"}
+	g.Expect(mallory.Create(ctx, rec.DeepCopy())).To(MatchError(ContainSubstring(`stackpromotions: a record of change management, written only by the stackyard operator (the verb "record" on stackpromotions.promotion.stackyard.dev`)))
+	g.Expect(operator.Create(ctx, rec)).To(Succeed())
+	g.Expect(mallory.Patch(ctx, rec.DeepCopy(), mergePatch(t, map[string]any{"preview": map[string]any{"plan": "mallorys.plan"}}))).
+		To(MatchError(ContainSubstring("stackpromotions: a record of change management")))
+	g.Expect(mallory.Delete(ctx, rec.DeepCopy())).To(MatchError(ContainSubstring("stackpromotions: a record of change management")))
+	unchanged(t, &promotionv1alpha1.StackPromotion{}, rec)
 
 	// Stage and Stack status: what runs where, and what was deployed.
 	g.Expect(mallory.Status().Patch(ctx, f.prod.DeepCopy(), mergePatch(t, map[string]any{"status": map[string]any{"currentRelease": map[string]any{

@@ -12,7 +12,7 @@ func TestCRDsAreAccepted(t *testing.T) {
 	for _, name := range []string{
 		"pipelines.promotion.stackyard.dev", "releases.promotion.stackyard.dev",
 		"stages.promotion.stackyard.dev", "promotions.promotion.stackyard.dev", "approvals.promotion.stackyard.dev",
-		"interventions.promotion.stackyard.dev",
+		"interventions.promotion.stackyard.dev", "stackpromotions.promotion.stackyard.dev",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if errs := crdtest.Load(t, name).DefinitionErrors(); len(errs) > 0 {

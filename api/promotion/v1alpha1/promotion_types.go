@@ -126,17 +126,23 @@ const (
 // PromotedStack is what a promotion changed on one Stack.
 type PromotedStack struct {
 	// Name is the Stack's name.
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// PreviousCommit is the Stack's spec.commit before the promotion.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	PreviousCommit string `json:"previousCommit,omitempty"`
 	// Commit is the commit the promotion pinned.
+	// +kubebuilder:validation:MaxLength=64
 	Commit string `json:"commit"`
 	// Update is the Update that deployed it.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Update string `json:"update,omitempty"`
-	// Message is the Stack's state at the end of the promotion.
+	// Message is the Stack's state at the end of the promotion, cut at
+	// 256 bytes (the Stack's own status has the rest).
 	// +optional
+	// +kubebuilder:validation:MaxLength=256
 	Message string `json:"message,omitempty"`
 	// Wave is the rollout wave that deploys the Stack, from 1 (the stage's
 	// spec.rollout); 0 without one.
@@ -192,17 +198,23 @@ type PromotionStatus struct {
 	// +optional
 	EndTime *metav1.Time `json:"endTime,omitempty"`
 
-	// Stacks is what the promotion changed, Stack by Stack.
+	// Stacks is what the promotion changed, Stack by Stack, in the order
+	// of its rollout.
 	// +optional
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=1000
 	Stacks []PromotedStack `json:"stacks,omitempty"`
 
-	// Previews are the changes the promotion would make, Stack by Stack,
-	// from a `pulumi preview` of the release's commit with each Stack's
-	// configuration, run before anything changes.
+	// Previewed counts the Stacks whose preview succeeded. Each preview,
+	// with the changes it would make from a `pulumi preview` of the
+	// release's commit with the Stack's configuration, run before
+	// anything changes, is recorded in a StackPromotion of its own,
+	// controlled by this Promotion and labelled
+	// promotion.stackyard.dev/promotion with its name.
 	// +optional
-	// +kubebuilder:validation:MaxItems=16
-	Previews []StackPreview `json:"previews,omitempty"`
+	Previewed int32 `json:"previewed,omitempty"`
+	// Previewing counts the Stacks whose preview has not ended.
+	// +optional
+	Previewing int32 `json:"previewing,omitempty"`
 
 	// PlanDigest identifies what was previewed (the release's commit, the
 	// Stacks' configuration and the versions of the Secrets they read, and

@@ -32,6 +32,15 @@ type Rollout struct {
 	// +kubebuilder:validation:Maximum=1000
 	MaxParallel int32 `json:"maxParallel,omitempty"`
 
+	// MaxParallelPreviews is how many Stacks a promotion previews at once,
+	// before anything changes: the next Stack is previewed once one of
+	// their previews has ended. Each preview runs a Workspace of its own.
+	// Unset or 0: 20 at once (a stage without spec.rollout too).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	MaxParallelPreviews int32 `json:"maxParallelPreviews,omitempty"`
+
 	// FailureBudget is how many Stacks may fail before the rollout halts:
 	// a count, or a percentage of the Stacks the stage deploys, rounded
 	// down. Unset or 0: the first Stack that fails halts it. A halted

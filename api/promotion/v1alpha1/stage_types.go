@@ -182,7 +182,7 @@ type StageSpec struct {
 	// selector does not match (its label removed) makes the stage wait,
 	// naming it, and its promotions are refused until it matches again or
 	// its binding is removed. An empty selector ({}) matches every Stack
-	// of the namespace. A stage deploys at most 16 Stacks, named and
+	// of the namespace. A stage deploys at most 1,000 Stacks, named and
 	// selected together; beyond that it is Stalled.
 	// +optional
 	StackSelector *metav1.LabelSelector `json:"stackSelector,omitempty"`

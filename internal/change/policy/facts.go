@@ -13,15 +13,15 @@ type Facts struct {
 }
 
 // FactsOf builds the facts of promotion p of release (nil: only its name
-// is known) from p's status.previews.
-func FactsOf(p *promotionv1alpha1.Promotion, release *promotionv1alpha1.Release) Facts {
+// is known) from its previews, Stack by Stack.
+func FactsOf(p *promotionv1alpha1.Promotion, previews []promotionv1alpha1.StackPreview, release *promotionv1alpha1.Release) Facts {
 	var (
 		changes = []map[string]any{}
 		stacks  = []map[string]any{}
 		total   promotionv1alpha1.ChangeSummary
 		paths   []string
 	)
-	for _, pv := range p.Status.Previews {
+	for _, pv := range previews {
 		var sum promotionv1alpha1.ChangeSummary
 		if pv.Summary != nil {
 			sum = *pv.Summary

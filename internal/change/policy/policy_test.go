@@ -15,13 +15,17 @@ import (
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 )
 
-// promotion is promotion prod-1 of release r1, asked for by rita, whose
-// previews found a database replaced in Stack db and a page updated in
-// Stack web.
+// promotion is promotion prod-1 of release r1, asked for by rita.
 func promotion() *promotionv1alpha1.Promotion {
 	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Name: "prod-1"}}
 	p.Spec = promotionv1alpha1.PromotionSpec{Stage: "prod", Release: "r1", RequestedBy: "rita"}
-	p.Status.Previews = []promotionv1alpha1.StackPreview{{
+	return p
+}
+
+// previews are the previews of promotion(), which found a database
+// replaced in Stack db and a page updated in Stack web.
+func previews() []promotionv1alpha1.StackPreview {
+	return []promotionv1alpha1.StackPreview{{
 		Name:    "db",
 		Summary: &promotionv1alpha1.ChangeSummary{Replace: 1, Same: 4},
 		Changes: []promotionv1alpha1.ResourceChange{{
@@ -39,7 +43,6 @@ func promotion() *promotionv1alpha1.Promotion {
 		},
 		Source: &promotionv1alpha1.SourceChange{To: "c1", Paths: []string{"infra/shared.ts", "web/index.ts"}},
 	}}
-	return p
 }
 
 // release is r1, tagged v1.2.0.
@@ -75,7 +78,7 @@ func TestEvaluate(t *testing.T) {
 		{"promotion.requestedBy == 'rita' && promotion.name == 'prod-1'", true},
 		{"promotion.requestedBy == 'stackyard:auto-promotion'", false},
 	}
-	facts := FactsOf(promotion(), release())
+	facts := FactsOf(promotion(), previews(), release())
 	for _, tt := range tests {
 		t.Run(tt.expression, func(t *testing.T) {
 			rules, err := Compile([]promotionv1alpha1.PolicyRule{{Name: "r", Expression: tt.expression, Action: promotionv1alpha1.PolicyRefuse}})
@@ -106,7 +109,7 @@ func TestResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := compiled.Evaluate(context.Background(), FactsOf(promotion(), nil))
+	got, err := compiled.Evaluate(context.Background(), FactsOf(promotion(), previews(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,29 +139,29 @@ func TestResults(t *testing.T) {
 func TestFactsWithoutPreviews(t *testing.T) {
 	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
 	p.Spec.Release, p.Spec.Rollback = "r0", true
-	p.Status.Previews = []promotionv1alpha1.StackPreview{{Name: "web"}}
+	pvs := []promotionv1alpha1.StackPreview{{Name: "web"}}
 	compiled, err := Compile([]promotionv1alpha1.PolicyRule{{Name: "shape", Action: promotionv1alpha1.PolicyRefuse, Expression: `
 		changes.size() == 0 && counts.total == 0 && stacks[0].counts.same == 0 &&
 		release.paths.size() == 0 && release.rollback && release.name == 'r0' && release.tag == '' && promotion.requestedBy == ''`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := compiled.Evaluate(context.Background(), FactsOf(p, nil))
+	got, err := compiled.Evaluate(context.Background(), FactsOf(p, pvs, nil))
 	if err != nil || !got[0].Fired {
 		t.Errorf("Evaluate = %+v, %v; want fired", got, err)
 	}
 }
 
 func TestErrors(t *testing.T) {
-	many := promotion()
+	many := previews()
 	for i := range 3000 {
-		many.Status.Previews[1].Changes = append(many.Status.Previews[1].Changes, promotionv1alpha1.ResourceChange{
+		many[1].Changes = append(many[1].Changes, promotionv1alpha1.ResourceChange{
 			URN: fmt.Sprintf("urn:pulumi:prod::web::t::r%d", i), Type: "t", Op: "create",
 		})
 	}
 	tests := []struct {
 		name, expression string
-		p                *promotionv1alpha1.Promotion
+		previews         []promotionv1alpha1.StackPreview
 		compile          string // the error of Compile
 		evaluate         string // the error of Evaluate
 	}{
@@ -167,7 +170,7 @@ func TestErrors(t *testing.T) {
 		{name: "not a bool", expression: "counts.total", compile: "spec.policies[r].expression: yields int, not a bool"},
 		{name: "a dyn that is not a bool", expression: "release.name", evaluate: "spec.policies[r].expression: yielded string, not a bool"},
 		{name: "a missing key", expression: "changes.exists(c, c.value == 'x')", evaluate: "spec.policies[r].expression: no such key: value"},
-		{name: "the cost limit", p: many, expression: "changes.all(a, changes.all(b, a.urn != b.urn || a == b))",
+		{name: "the cost limit", previews: many, expression: "changes.all(a, changes.all(b, a.urn != b.urn || a == b))",
 			evaluate: "spec.policies[r].expression: operation cancelled: actual cost limit exceeded"},
 	}
 	for _, tt := range tests {
@@ -188,11 +191,11 @@ func TestErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := tt.p
-			if p == nil {
-				p = promotion()
+			pvs := tt.previews
+			if pvs == nil {
+				pvs = previews()
 			}
-			results, err := compiled.Evaluate(context.Background(), FactsOf(p, release()))
+			results, err := compiled.Evaluate(context.Background(), FactsOf(promotion(), pvs, release()))
 			if err == nil || !strings.Contains(err.Error(), tt.evaluate) || results != nil {
 				t.Errorf("Evaluate = %+v, %v; want the error %q", results, err, tt.evaluate)
 			}
@@ -238,7 +241,7 @@ func TestDocumentedRules(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a documented rule does not compile: %v", err)
 	}
-	if _, err := compiled.Evaluate(context.Background(), FactsOf(promotion(), release())); err != nil {
+	if _, err := compiled.Evaluate(context.Background(), FactsOf(promotion(), previews(), release())); err != nil {
 		t.Fatalf("a documented rule does not evaluate: %v", err)
 	}
 }
@@ -260,7 +263,7 @@ func FuzzRules(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	facts := FactsOf(promotion(), release())
+	facts := FactsOf(promotion(), previews(), release())
 	f.Fuzz(func(t *testing.T, expression string) {
 		rules, err := Compile([]promotionv1alpha1.PolicyRule{{Name: "fuzz", Expression: expression, Action: promotionv1alpha1.PolicyRefuse}})
 		if err != nil {

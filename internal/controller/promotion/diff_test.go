@@ -70,12 +70,12 @@ func TestValueDiff(t *testing.T) {
 	const token = "diff-token-8c41e"
 	a := awaitTokenApproval(t, diffProject, token, false)
 	ns, p := a.ns, a.p
-	g.Expect(p.Status.Previews).To(HaveLen(1))
-	g.Expect(p.Status.Previews[0].Changes).To(ContainElement(SatisfyAll(
+	g.Expect(previewsOf(g, p)).To(HaveLen(1))
+	g.Expect(previewsOf(g, p)[0].Changes).To(ContainElement(SatisfyAll(
 		HaveField("Type", "stackyardtest:index:Random"), HaveField("Op", "replace"))))
 
 	plan := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.Status.Previews[0].Plan}, plan)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: previewsOf(g, p)[0].Plan}, plan)).To(Succeed())
 	d, err := valuediff.Decode(plan.Data[autov1alpha1.DiffKey])
 	g.Expect(err).NotTo(HaveOccurred())
 	prop := func(urnSuffix, op string) []valuediff.Property {
@@ -156,14 +156,14 @@ func TestSourceChange(t *testing.T) {
 
 	patchOf := func(p *promotionv1alpha1.Promotion) string {
 		plan := &corev1.Secret{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.Status.Previews[0].Plan}, plan)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: previewsOf(g, p)[0].Plan}, plan)).To(Succeed())
 		return string(plan.Data[promotionv1alpha1.SourcePatchKey])
 	}
 	create(t, askFor(ns, "forward", "prod", "r2", false))
 	fwd := waitFinished(t, ns, "forward", opTimeout)
 	g.Expect(fwd.Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded), describe(fwd))
 	g.Expect(readFile(g, file)).To(Equal("v2"))
-	src := fwd.Status.Previews[0].Source
+	src := previewsOf(g, fwd)[0].Source
 	g.Expect(src).NotTo(BeNil())
 	g.Expect(src.Message).To(BeEmpty())
 	g.Expect(*src).To(SatisfyAll(
@@ -190,7 +190,7 @@ func TestSourceChange(t *testing.T) {
 	back := waitFinished(t, ns, "back", opTimeout)
 	g.Expect(back.Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded), describe(back))
 	g.Expect(readFile(g, file)).To(Equal("v1"))
-	src = back.Status.Previews[0].Source
+	src = previewsOf(g, back)[0].Source
 	g.Expect(*src).To(SatisfyAll(HaveField("From", c2), HaveField("To", c1), HaveField("Reverse", true), HaveField("CommitCount", int32(2))))
 	g.Expect(patchOf(back)).To(SatisfyAll(ContainSubstring("-      content: v2"), ContainSubstring("+      content: v1")))
 }

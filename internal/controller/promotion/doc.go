@@ -49,13 +49,14 @@
 // the Stack's config, secrets, environment and backend, the source pinned
 // to the commit), with a preview Update built as the Stack's own
 // (stackrun.BuildUpdate), both owned by the promotion, recorded by UID in
-// status.previews, and labelled with PromotionLabel and StackLabel, not
+// the Stack's StackPromotion, and labelled with PromotionLabel and StackLabel, not
 // with the Stack's pulumi.com/stack-name. A Stack running an update is
-// previewed once it has finished. status.previews records each outcome:
+// previewed once it has finished. The StackPromotion records each outcome:
 // counts, and the resources that would change with the names (never the
 // values) of the properties that change. An Interrupted or UpdateConflict
-// preview is run again (maxPreviewAttempts). Once all are in, the preview
-// Workspaces are deleted and the Updates stay, as the record. A failed
+// preview is run again (maxPreviewAttempts). At most maxPreviews run at
+// once; each preview's Workspace is deleted once it is in, and the Updates
+// stay, as the record. A failed
 // preview, or a preview Workspace that stalls, fails the promotion and the
 // release in the stage with nothing changed. In a preview-only stage
 // (spec.previewOnly, whose Stacks another stage deploys) the promotion
@@ -79,7 +80,7 @@
 //
 // Each preview saves its update plan (the Update's spec.savePlan); the
 // promotion copies it into a Secret of its own, PlanSecretName, named in
-// status.previews[].plan, whose sha256 is an input of the plan digest the
+// the record's preview.plan, whose sha256 is an input of the plan digest the
 // approvals are bound to (planInputs). pinStacks sets, in the same
 // server-side apply as spec.commit, the Stack annotations
 // stack.PlanAnnotation and stack.PlanCommitAnnotation, which make the

@@ -108,7 +108,7 @@ func TestHeldChangePromoted(t *testing.T) {
 	waitMessage(t, held, "waiting for approval: policy page-update needs 1 approval: 0 so far")
 	g.Expect(held.Spec.Release).To(Equal("r1"))
 	g.Expect(held.Spec.HeldChange).To(Equal(&promotionv1alpha1.HeldChangeRef{Stack: "web", Digest: second}))
-	g.Expect(held.Status.Previews).To(HaveLen(1), "a held change's promotion previews its Stack alone")
+	g.Expect(previewsOf(g, held)).To(HaveLen(1), "a held change's promotion previews its Stack alone")
 	g.Expect(readFile(g, file)).To(Equal("v1-first"), "the held change was deployed before its approval")
 	// What the approver reads: the change, field by field, and its author.
 	review, err := bob.Review(ctx, held.Name, false)
@@ -116,6 +116,8 @@ func TestHeldChangePromoted(t *testing.T) {
 	var text strings.Builder
 	g.Expect(pipelinectl.WriteReview(&text, review)).To(Succeed())
 	g.Expect(text.String()).To(ContainSubstring("held change of Stack web (generation "))
+	g.Expect(text.String()).To(ContainSubstring("previews not shown: you may not list StackPromotions in namespace "+ns),
+		"bob's role, written before StackPromotions, lets him read promotions only")
 	g.Expect(text.String()).To(ContainSubstring(`, made by alice:` + "\n" + `  ~ config["web:message"]: "first" => "second"`))
 	approve(alice, held.Name)
 	waitMessage(t, held, "waiting for approval: policy page-update needs 1 approval: 0 so far; not counted: alice (made the change)")

@@ -357,3 +357,11 @@ func watchMade(t *testing.T, ns string) func(report func(name string, uids int))
 		}
 	}
 }
+
+// previewsOf are the previews promotion p recorded (its StackPromotions),
+// read from the API server, in the order of its rollout or by name.
+func previewsOf(g Gomega, p *promotionv1alpha1.Promotion) []promotionv1alpha1.StackPreview {
+	recs, err := change.StackRecords(context.Background(), env.Client, p)
+	g.Expect(err).NotTo(HaveOccurred())
+	return change.Previews(p, recs)
+}

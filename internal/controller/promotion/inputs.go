@@ -47,7 +47,7 @@ func (s *session) reconcileInputs(ctx context.Context) (sreconcile.Result, error
 	}
 	var again []string
 	for _, i := range changed {
-		pv := &s.p.Status.Previews[i]
+		pv := &s.recs.previews[i]
 		if pv.Round >= maxPreviewRounds {
 			s.end(promotionv1alpha1.PromotionFailed, fmt.Sprintf("the inputs of Stack %s changed again after %d previews; "+
 				"nothing was changed; promote again once its Secrets, ConfigMaps and spec are stable", pv.Name, pv.Round))
@@ -69,8 +69,8 @@ func (s *session) reconcileInputs(ctx context.Context) (sreconcile.Result, error
 // (live), other inputs than when its preview started.
 func (s *session) changedInputs(ctx context.Context) ([]int, error) {
 	var changed []int
-	for i := range s.p.Status.Previews {
-		pv := &s.p.Status.Previews[i]
+	for i := range s.recs.previews {
+		pv := &s.recs.previews[i]
 		if pv.Inputs == "" || pv.Summary == nil {
 			// Recorded before previews recorded their inputs, or not
 			// previewed: nothing to compare.

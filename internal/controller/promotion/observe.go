@@ -123,7 +123,7 @@ func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) 
 	}
 	budgeted := s.recordedRollout() != nil
 	fail := func(ps *promotionv1alpha1.PromotedStack, msg string, releaseFailed bool) bool {
-		ps.State, ps.Message = promotionv1alpha1.StackFailed, sreconcile.Truncate(msg, maxMessage)
+		ps.State, ps.Message = promotionv1alpha1.StackFailed, sreconcile.Truncate(msg, maxStackMessage)
 		if releaseFailed {
 			s.releaseFaults++
 		}
@@ -159,7 +159,7 @@ func (s *session) observeStacks(ctx context.Context) (sreconcile.Result, error) 
 		}
 		state, msg := Observe(stack, ps.Commit, PinRequest(s.p))
 		if state != StackDeploying && stack.Status.LastUpdate != nil {
-			ps.Update, ps.Message = stack.Status.LastUpdate.Name, sreconcile.Truncate(msg, maxMessage)
+			ps.Update, ps.Message = stack.Status.LastUpdate.Name, sreconcile.Truncate(msg, maxStackMessage)
 		}
 		switch state {
 		case StackFailed:

@@ -45,7 +45,7 @@ func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
 			s.outcome, s.message = promotionv1alpha1.PromotionFailed, err.Error()
 			return sreconcile.ResultEmpty, nil
 		}
-		plan, inputs, err := s.pinOf(ps.Name)
+		plan, inputs, err := s.pinOf(ctx, ps.Name)
 		if err != nil {
 			return sreconcile.ResultEmpty, err
 		}

@@ -3,6 +3,7 @@ package promotion
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,7 @@ import (
 
 // Plans: each preview saves its update plan (the preview Update's
 // spec.savePlan); the promotion copies it into a Secret of its own, named
-// in status.previews[].plan, whose digest is an input of the plan digest
+// in the record's preview.plan, whose digest is an input of the plan digest
 // the approvals are bound to; and pinStacks pins each Stack with the
 // annotations that hold its next up to that plan (change.PlanAnnotation,
 // change.PlanCommitAnnotation). An up that would do anything the plan does
@@ -100,7 +101,7 @@ func (s *session) copyPlan(ctx context.Context, upd *autov1alpha1.Update, stackN
 // approvers were shown. The Secrets are read live.
 func (s *session) planInputs(ctx context.Context) ([]change.Input, error) {
 	var inputs []change.Input
-	for _, pv := range s.p.Status.Previews {
+	for _, pv := range s.recs.previews {
 		if pv.Plan == "" {
 			continue
 		}
@@ -116,19 +117,32 @@ func (s *session) planInputs(ctx context.Context) ([]change.Input, error) {
 // pinOf is what promotion pins the Stack name with: the plan Secret it
 // holds for it ("" when none), and the digest of what that plan and the
 // Stack's inputs were when they were previewed (change.PinDigest; "" for
-// a preview recorded before previews recorded both).
-func (s *session) pinOf(name string) (plan, inputs string, err error) {
-	for _, pv := range s.p.Status.Previews {
-		if pv.Name != name {
-			continue
+// a preview recorded before previews recorded both). A running
+// promotion's records are not loaded (loadRecords): the Stack's is read
+// from the cache.
+func (s *session) pinOf(ctx context.Context, name string) (plan, inputs string, err error) {
+	var pv *promotionv1alpha1.StackPreview
+	if s.recs.loaded != nil {
+		if i := slices.IndexFunc(s.recs.previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == name }); i >= 0 {
+			pv = &s.recs.previews[i]
 		}
-		if pv.Plan == "" || pv.Inputs == "" || pv.PlanDigest == "" {
-			return pv.Plan, "", nil
+	} else {
+		rec, err := change.StackRecord(ctx, s.r.Client, s.p, name)
+		if err != nil {
+			return "", "", sreconcile.NewGeneric("", err)
 		}
-		inputs, err := change.PinDigest(pv.Inputs, pv.PlanDigest)
-		return pv.Plan, inputs, err
+		if rec != nil {
+			pv = rec.Preview
+		}
 	}
-	return "", "", nil
+	switch {
+	case pv == nil:
+		return "", "", nil
+	case pv.Plan == "" || pv.Inputs == "" || pv.PlanDigest == "":
+		return pv.Plan, "", nil
+	}
+	inputs, err = change.PinDigest(pv.Inputs, pv.PlanDigest)
+	return pv.Plan, inputs, err
 }
 
 // violatesPlan reports whether a Stack's failure message says its update

@@ -99,7 +99,7 @@ func TestApproveAgain(t *testing.T) {
 	a := awaitTokenApproval(t, tokenProject, "approved-token-3f9a", true)
 	ns, c2, file, p := a.ns, a.c2, a.file, a.p
 	g.Expect(readFile(g, file)).To(Equal("v1-approved-token-3f9a"))
-	g.Expect(p.Status.Previews).To(ConsistOf(SatisfyAll(
+	g.Expect(previewsOf(g, p)).To(ConsistOf(SatisfyAll(
 		HaveField("Plan", change.PlanSecretName("to-prod", "web", 1)),
 		HaveField("Changes", ConsistOf(HaveField("Properties", ConsistOf("content")))),
 	)))
@@ -107,7 +107,7 @@ func TestApproveAgain(t *testing.T) {
 	// The promotion holds the plan in a Secret of its own; the secret
 	// value in it is ciphertext.
 	plan := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.Status.Previews[0].Plan}, plan)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: previewsOf(g, p)[0].Plan}, plan)).To(Succeed())
 	g.Expect(metav1.IsControlledBy(plan, p)).To(BeTrue(), "%+v %s", plan.OwnerReferences, p.UID)
 	g.Expect(string(plan.Data[autov1alpha1.PlanKey])).To(SatisfyAll(ContainSubstring(`"ciphertext"`), Not(ContainSubstring("approved-token-3f9a"))))
 	g.Expect(plan.Annotations).To(HaveKeyWithValue(change.PlanCommitAnnotation, c2))
@@ -123,11 +123,11 @@ func TestApproveAgain(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	p = waitFor(t, p, opTimeout, func(g Gomega, p *promotionv1alpha1.Promotion) {
 		g.Expect(p.Status.Phase).To(Equal(promotionv1alpha1.PromotionPending))
-		g.Expect(p.Status.Previews).To(ConsistOf(SatisfyAll(HaveField("Round", int32(2)), HaveField("Summary", Not(BeNil())))))
+		g.Expect(previewsOf(g, p)).To(ConsistOf(SatisfyAll(HaveField("Round", int32(2)), HaveField("Summary", Not(BeNil())))))
 		g.Expect(p.Status.Message).To(HavePrefix("inputs changed since approval; approve again; waiting for approval: 0 of 1"))
 	})
 	g.Expect(p.Status.PlanDigest).NotTo(Equal(previewed))
-	g.Expect(p.Status.Previews[0].Plan).To(Equal(change.PlanSecretName("to-prod", "web", 2)))
+	g.Expect(previewsOf(g, p)[0].Plan).To(Equal(change.PlanSecretName("to-prod", "web", 2)))
 	g.Expect(eventReasons(g, ns, "Promotion", p.Name)).To(ContainElement(promotion.EventPreviewAgain))
 	g.Expect(readFile(g, file)).To(Equal("v1-approved-token-3f9a"), "nothing ran before the new approval")
 
@@ -142,14 +142,14 @@ func TestApproveAgain(t *testing.T) {
 	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	get(g, stack)
 	g.Expect(stack.Spec.Commit).To(Equal(c2))
-	pin, err := change.PinDigest(done.Status.Previews[0].Inputs, done.Status.Previews[0].PlanDigest)
+	pin, err := change.PinDigest(previewsOf(g, done)[0].Inputs, previewsOf(g, done)[0].PlanDigest)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stack.Annotations).To(SatisfyAll(
-		HaveKeyWithValue(change.PlanAnnotation, done.Status.Previews[0].Plan), HaveKeyWithValue(change.PlanCommitAnnotation, c2),
+		HaveKeyWithValue(change.PlanAnnotation, previewsOf(g, done)[0].Plan), HaveKeyWithValue(change.PlanCommitAnnotation, c2),
 		HaveKeyWithValue(change.InputsAnnotation, pin)), "the up ran held to the inputs the promotion previewed")
 	upd := &autov1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: done.Status.Stacks[0].Update}}
 	get(g, upd)
-	g.Expect(upd.Spec.PlanSecret).To(Equal(done.Status.Previews[0].Plan))
+	g.Expect(upd.Spec.PlanSecret).To(Equal(previewsOf(g, done)[0].Plan))
 	r := &promotionv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r2"}}
 	get(g, r)
 	g.Expect(r.Status.CurrentlyIn).To(HaveKey("prod"), "the stage runs the release")
@@ -208,13 +208,13 @@ func TestPromoteAgain(t *testing.T) {
 	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	get(g, stack)
 	g.Expect(stack.Annotations).To(SatisfyAll(
-		HaveKeyWithValue(change.PlanAnnotation, second.Status.Previews[0].Plan),
+		HaveKeyWithValue(change.PlanAnnotation, previewsOf(g, second)[0].Plan),
 		HaveKeyWithValue(shared.ReconcileRequestAnnotation, promotion.PinRequest(second))))
 	g.Expect(stack.Status.LastUpdate.ReconcileRequest).To(Equal(promotion.PinRequest(second)))
 	g.Expect(second.Status.Stacks).To(ConsistOf(HaveField("Update", stack.Status.LastUpdate.Name)))
 	upd := &autov1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stack.Status.LastUpdate.Name}}
 	get(g, upd)
-	g.Expect(upd.Spec.PlanSecret).To(Equal(second.Status.Previews[0].Plan), "the second promotion's plan ran")
+	g.Expect(upd.Spec.PlanSecret).To(Equal(previewsOf(g, second)[0].Plan), "the second promotion's plan ran")
 	r := &promotionv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r2"}}
 	get(g, r)
 	g.Expect(r.Status.CurrentlyIn).To(HaveKeyWithValue("prod", HaveField("Promotion", "second")))
@@ -230,7 +230,7 @@ func TestInputsChangedAfterPin(t *testing.T) {
 	ctx := context.Background()
 	a := awaitTokenApproval(t, tokenProject, "previewed-4be1", true)
 	ns, c1, c2, file, p := a.ns, a.c1, a.c2, a.file, a.p
-	pv := p.Status.Previews[0]
+	pv := previewsOf(g, p)[0]
 	g.Expect(pv.Inputs).To(HavePrefix("sha256:"))
 	g.Expect(pv.PlanDigest).To(HavePrefix("sha256:"))
 

@@ -28,7 +28,7 @@ func (s *session) reconcilePolicies(ctx context.Context) (sreconcile.Result, err
 	if !s.pending() {
 		return sreconcile.ResultEmpty, nil
 	}
-	for _, pv := range st.Previews {
+	for _, pv := range s.recs.previews {
 		if pv.Summary == nil {
 			st.Policies = nil
 			return sreconcile.ResultEmpty, nil
@@ -41,7 +41,7 @@ func (s *session) reconcilePolicies(ctx context.Context) (sreconcile.Result, err
 	}
 	compiled, err := policy.Compile(rules)
 	if err == nil {
-		st.Policies, err = compiled.Evaluate(ctx, policy.FactsOf(s.p, s.release))
+		st.Policies, err = compiled.Evaluate(ctx, policy.FactsOf(s.p, s.recs.previews, s.release))
 	}
 	if err != nil {
 		st.Policies = nil

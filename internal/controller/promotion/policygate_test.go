@@ -84,7 +84,7 @@ func TestPolicyGates(t *testing.T) {
 	g.Expect(done.Status.Phase).To(Equal(promotionv1alpha1.PromotionFailed))
 	g.Expect(done.Status.Message).To(Equal("refused by policy page: the page is frozen; nothing was changed"))
 	g.Expect(done.Status.Stacks).To(BeEmpty(), "nothing was pinned")
-	g.Expect(done.Status.Previews).To(ConsistOf(HaveField("Summary", Not(BeNil()))))
+	g.Expect(previewsOf(g, done)).To(ConsistOf(HaveField("Summary", Not(BeNil()))))
 	g.Expect(done.Status.Policies).To(ContainElement(promotionv1alpha1.PolicyResult{
 		Name: "page", Fired: true, Action: promotionv1alpha1.PolicyRefuse, Message: "the page is frozen",
 	}))

@@ -1,6 +1,7 @@
 package promotion
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,7 +37,7 @@ const (
 	// Approvals carry too).
 	PromotionLabel = promotionv1alpha1.PromotionLabel
 	// StackLabel names the Stack it previews.
-	StackLabel = "promotion.stackyard.dev/stack"
+	StackLabel = promotionv1alpha1.StackLabel
 )
 
 // TriggerPromotion is the stackyard.dev/trigger annotation of a preview
@@ -65,10 +66,11 @@ const maxPreviewChanges = 200
 // has come, every Stack of the stage at the release's commit, before
 // anything changes: one Workspace per Stack, built by the Stack
 // controller's own builder from the Stack's spec with the source pinned to
-// the commit, and one preview Update in it, both owned by the promotion.
-// It records each preview's outcome in status.previews and, once all are
-// in, deletes the preview Workspaces (their agents would idle around) and
-// lets the chain go on to the approvals and the start. A Stack running an
+// the commit, and one preview Update in it, both owned by the promotion,
+// at most maxPreviews at once. It records each preview's outcome in the
+// Stack's record (records.go), deletes each preview's Workspace once its
+// preview is in (its agent would idle around) and, once all are in, lets
+// the chain go on to the approvals and the start. A Stack running an
 // update (or with a generation not handled yet) is previewed once it has
 // finished: previewed now, the changes would be computed against a state
 // about to change. Each preview saves its plan (plan.go). A failed preview
@@ -90,8 +92,15 @@ func (s *session) reconcilePreview(ctx context.Context) (sreconcile.Result, erro
 	}
 	previews := make([]promotionv1alpha1.StackPreview, 0, len(stacks))
 	waiting, anyBusy := "", false
+	slots, queued := s.previewSlots(stacks), 0
 	for _, stack := range stacks {
 		pv := s.recordedPreview(stack.Name)
+		if pv.Summary == nil && pv.Update == "" && slots == 0 {
+			// Its turn comes once a preview running now has ended.
+			queued++
+			previews = append(previews, pv)
+			continue
+		}
 		if pv.Summary == nil && pv.Update == "" && busy(stack) {
 			// Previewed now, the changes would be computed against a
 			// state about to change (and a Stack's first update and the
@@ -104,6 +113,9 @@ func (s *session) reconcilePreview(ctx context.Context) (sreconcile.Result, erro
 			continue
 		}
 		if pv.Summary == nil {
+			if pv.Update == "" {
+				slots--
+			}
 			failure, err := s.runPreview(ctx, stack, &pv)
 			switch {
 			case err != nil:
@@ -111,18 +123,30 @@ func (s *session) reconcilePreview(ctx context.Context) (sreconcile.Result, erro
 				// a record lost here would make their previews look
 				// like someone else's at the next reconcile.
 				for _, done := range append(previews, pv) {
-					s.p.Status.Previews = mergePreview(s.p.Status.Previews, done)
+					s.recs.previews = mergePreview(s.recs.previews, done)
 				}
 				return sreconcile.ResultEmpty, err
 			case failure != "":
 				return s.failPreview(ctx, pv, failure)
-			case pv.Summary == nil && waiting == "":
+			case pv.Summary != nil:
+				// Done: its Workspace's agent would idle until the last
+				// preview is in, which in a stage of hundreds is long.
+				if err := s.deletePreviewWorkspace(ctx, change.PreviewName(s.p.Name, stack.Name, pv.Round)); err != nil {
+					for _, done := range append(previews, pv) {
+						s.recs.previews = mergePreview(s.recs.previews, done)
+					}
+					return sreconcile.ResultEmpty, err
+				}
+			case waiting == "":
 				waiting = fmt.Sprintf("previewing Stack %s (Update %s)", stack.Name, pv.Update)
 			}
 		}
 		previews = append(previews, pv)
 	}
-	s.p.Status.Previews = previews
+	s.recs.previews, s.recs.whole = previews, true
+	if queued > 0 {
+		waiting = fmt.Sprintf("%s; %d more Stacks wait their turn (previewed %d at a time)", cmp.Or(waiting, "previewing"), queued, s.maxPreviews())
+	}
 	if waiting != "" {
 		s.p.Status.Policies = nil // judged again once every preview is in
 		// A Stack's change does not wake a Pending promotion: look again
@@ -165,6 +189,49 @@ func (s *session) previewTargets(ctx context.Context) (stacks []*pulumiv1.Stack,
 	return stacks, false, nil
 }
 
+// deletePreviewWorkspace deletes the promotion's preview Workspace name,
+// once its preview is in; one it does not control is left alone.
+func (s *session) deletePreviewWorkspace(ctx context.Context, name string) error {
+	ws := &autov1alpha1.Workspace{}
+	switch err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: name}, ws); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return sreconcile.NewGeneric("", fmt.Errorf("reading the preview's Workspace %s: %w", name, err))
+	case !metav1.IsControlledBy(ws, s.p) || !ws.DeletionTimestamp.IsZero():
+		return nil
+	}
+	uid := ws.UID
+	if err := s.r.Client.Delete(ctx, ws, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return sreconcile.NewGeneric("", fmt.Errorf("deleting the preview's Workspace %s: %w", name, err))
+	}
+	return nil
+}
+
+// defaultMaxPreviews is how many Stacks a promotion previews at once
+// when its stage does not say (spec.rollout.maxParallelPreviews).
+const defaultMaxPreviews = 20
+
+// maxPreviews is how many Stacks the promotion previews at once.
+func (s *session) maxPreviews() int {
+	if ro := s.stage.Spec.Rollout; ro != nil && ro.MaxParallelPreviews > 0 {
+		return int(ro.MaxParallelPreviews)
+	}
+	return defaultMaxPreviews
+}
+
+// previewSlots is how many more previews of stacks may start now: the
+// promotion's bound less the previews that run (made, not ended).
+func (s *session) previewSlots(stacks []*pulumiv1.Stack) int {
+	running := 0
+	for _, stack := range stacks {
+		if pv := s.recordedPreview(stack.Name); pv.Update != "" && pv.Summary == nil {
+			running++
+		}
+	}
+	return max(s.maxPreviews()-running, 0)
+}
+
 // busyWait is how long a promotion waits for a Stack that runs an update
 // (or has not handled its generation yet) before it looks again.
 const busyWait = 5 * time.Second
@@ -173,17 +240,6 @@ const busyWait = 5 * time.Second
 // current generation yet.
 func busy(stack *pulumiv1.Stack) bool {
 	return stack.Status.CurrentUpdate != nil || stack.Status.ObservedGeneration != stack.Generation
-}
-
-// recordedPreview is what status.previews holds for the Stack name, or a
-// new entry.
-func (s *session) recordedPreview(name string) promotionv1alpha1.StackPreview {
-	for _, pv := range s.p.Status.Previews {
-		if pv.Name == name {
-			return pv
-		}
-	}
-	return promotionv1alpha1.StackPreview{Name: name}
 }
 
 // mergePreview replaces the entry of pv's Stack in previews, or adds it.
@@ -208,11 +264,20 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 	// them and then, stale, write nothing (finish), leaving them to be
 	// deleted as nobody's. So the copy is checked once, before anything
 	// is made.
-	if current, err := s.isCurrent(ctx); err != nil {
+	current, err := s.isCurrent(ctx)
+	if err != nil {
 		return "", sreconcile.NewGeneric("", err)
-	} else if !current {
+	}
+	if current {
+		// A name taken by someone else's object (recordTaken) ends the
+		// promotion when finish stores the records.
+		if current, err = s.recordCurrent(ctx, stack.Name); err != nil {
+			return "", err
+		}
+	}
+	if !current {
 		s.stale = true
-		return "", sreconcile.NewWaiting("", errors.New("the promotion read from the cache is older than the one stored: looking again"), cacheLag)
+		return "", sreconcile.NewWaiting("", errors.New("the promotion or its record of Stack "+stack.Name+" read from the cache is older than the one stored: looking again"), cacheLag)
 	}
 	if pv.Update == "" {
 		// A new round: what the Stack reads is recorded before its
@@ -225,7 +290,7 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 		pv.Update, pv.Recorded = change.PreviewName(s.p.Name, stack.Name, pv.Round), nil
 	}
 	preview := &stackrun.Preview{
-		Client: s.r.Client, APIReader: s.r.APIReader, Maker: s.p, Kind: "promotion",
+		Client: s.r.Client, APIReader: s.r.APIReader, Maker: s.p, Kind: "promotion", Record: s.recordOf(stack.Name),
 		Stack: stack, Commit: s.release.Spec.Commit.SHA,
 		Name: change.PreviewName(s.p.Name, stack.Name, pv.Round), Update: pv.Update,
 		Labels:      map[string]string{PromotionLabel: s.p.Name, StackLabel: stack.Name},
@@ -288,7 +353,7 @@ const ReasonPreviewFailed = "PreviewFailed"
 // failPreview ends the promotion as Failed because the preview pv failed,
 // before anything changed: the release failed in the stage.
 func (s *session) failPreview(ctx context.Context, pv promotionv1alpha1.StackPreview, failure string) (sreconcile.Result, error) {
-	s.p.Status.Previews = mergePreview(s.p.Status.Previews, pv)
+	s.recs.previews = mergePreview(s.recs.previews, pv)
 	if err := s.deletePreviews(ctx, true); err != nil {
 		return sreconcile.ResultEmpty, err
 	}
@@ -309,7 +374,7 @@ func (s *session) finishPreviewOnly(ctx context.Context) (sreconcile.Result, err
 		st.StartTime = &now
 	}
 	s.outcome = promotionv1alpha1.PromotionSucceeded
-	s.message = fmt.Sprintf("previewed %s in preview stage %s, which changes nothing: %s", change.ShortCommit(st.Commit), s.stage.Name, DescribePreviews(st.Previews))
+	s.message = fmt.Sprintf("previewed %s in preview stage %s, which changes nothing: %s", change.ShortCommit(st.Commit), s.stage.Name, DescribePreviews(s.recs.previews))
 	return s.recordOutcome(ctx)
 }
 

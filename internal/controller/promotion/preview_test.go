@@ -3,6 +3,7 @@ package promotion_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,8 +75,8 @@ func TestPreviewBeforeUpdate(t *testing.T) {
 	p := waitFinished(t, ns, "to-dev", opTimeout)
 	g.Expect(p.Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded), p.Status.Message)
 	g.Expect(readFile(g, file)).To(Equal("secret-looking-v2"))
-	g.Expect(p.Status.Previews).To(HaveLen(1))
-	pv := p.Status.Previews[0]
+	g.Expect(previewsOf(g, p)).To(HaveLen(1))
+	pv := previewsOf(g, p)[0]
 	g.Expect(pv.Name).To(Equal("web"))
 	g.Expect(pv.Summary).To(Equal(&promotionv1alpha1.ChangeSummary{Update: 1, Same: 1}))
 	g.Expect(pv.Changes).To(ConsistOf(SatisfyAll(
@@ -84,7 +85,7 @@ func TestPreviewBeforeUpdate(t *testing.T) {
 		HaveField("Properties", ConsistOf("content")),
 	)))
 	g.Expect(pv.Message).To(Equal("1 to update, 1 unchanged"))
-	g.Expect(fmt.Sprintf("%+v", p.Status.Previews)).NotTo(ContainSubstring("secret-looking"), "a preview records property names, never values")
+	g.Expect(fmt.Sprintf("%+v", previewsOf(g, p))).NotTo(ContainSubstring("secret-looking"), "a preview records property names, never values")
 
 	// The preview ran at the release's commit in a Workspace of its own,
 	// which is gone; its Update stays as the record, the promotion's.
@@ -121,7 +122,7 @@ func TestFailedPreview(t *testing.T) {
 		HaveSuffix("nothing was changed"),
 	))
 	g.Expect(p.Status.Stacks).To(BeEmpty(), "no Stack was recorded for a pin")
-	g.Expect(p.Status.Previews).To(ConsistOf(SatisfyAll(HaveField("Name", "web"), HaveField("Summary", BeNil()), HaveField("Message", HavePrefix("UpdateFailed: ")))))
+	g.Expect(previewsOf(g, p)).To(ConsistOf(SatisfyAll(HaveField("Name", "web"), HaveField("Summary", BeNil()), HaveField("Message", HavePrefix("UpdateFailed: ")))))
 
 	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	get(g, stack)
@@ -156,7 +157,7 @@ func TestPreviewOnlyStage(t *testing.T) {
 	g.Expect(p.Status.Commit).To(Equal(c2))
 	g.Expect(p.Status.StartTime).NotTo(BeNil())
 	g.Expect(p.Status.Stacks).To(BeEmpty())
-	g.Expect(p.Status.Previews).To(ConsistOf(HaveField("Summary", Equal(&promotionv1alpha1.ChangeSummary{Update: 1, Same: 1}))))
+	g.Expect(previewsOf(g, p)).To(ConsistOf(HaveField("Summary", Equal(&promotionv1alpha1.ChangeSummary{Update: 1, Same: 1}))))
 
 	r := &promotionv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r2"}}
 	get(g, r)
@@ -176,5 +177,74 @@ func TestPreviewOnlyStage(t *testing.T) {
 		get(g, st)
 		g.Expect(st.Status.Conditions).NotTo(ContainElement(SatisfyAll(
 			HaveField("Type", sreconcile.StalledCondition), HaveField("Status", metav1.ConditionTrue))), describeStage(st))
+	}
+}
+
+// TestRecordNameTaken: an object made under the name of a promotion's
+// record of a Stack before the promotion made it (only an administrator
+// can: the admission policy keeps StackPromotions the operator's) is
+// never read as the record. The promotion fails, naming it, with nothing
+// deployed, and the object is left as it was.
+func TestRecordNameTaken(t *testing.T) {
+	g := NewWithT(t)
+	ns, c1, _, file := deployedWithRelease(t, project("v2"))
+	create(t, stage(ns, "dev", []string{"web"}, nil))
+	squat := &promotionv1alpha1.StackPromotion{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: change.StackPromotionName("to-dev", "web"),
+			Labels: map[string]string{promotionv1alpha1.PromotionLabel: "to-dev", promotionv1alpha1.StackLabel: "web"}},
+		Promotion: "to-dev", Stack: "web", Preview: &promotionv1alpha1.StackPreview{Name: "web", Message: "planted"},
+	}
+	create(t, squat)
+	create(t, askFor(ns, "to-dev", "dev", "r2", false))
+
+	p := waitFinished(t, ns, "to-dev", opTimeout)
+	g.Expect(p.Status.Phase).To(Equal(promotionv1alpha1.PromotionFailed), p.Status.Message)
+	g.Expect(p.Status.Message).To(ContainSubstring("StackPromotion " + squat.Name + ", where the promotion records Stack web, exists and is not its record"))
+	g.Expect(previewsOf(g, p)).To(BeEmpty(), "the planted object was read as a record")
+	g.Expect(readFile(g, file)).To(Equal("v1"))
+	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	get(g, stack)
+	g.Expect(stack.Spec.GitSource.Commit).To(Equal(c1), "the Stack was pinned")
+	get(g, squat)
+	g.Expect(squat.Preview.Message).To(Equal("planted"))
+}
+
+// TestPreviewsAtMostAtOnce: a stage that previews one Stack at a time
+// (spec.rollout.maxParallelPreviews) starts each preview once the one
+// before it has ended, says how many wait, and promotes as usual once all
+// are in.
+func TestPreviewsAtMostAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	repo := newProgramRepo(t)
+	c1, c2 := repo.commit("v1"), repo.commit("v2")
+	names := []string{"web-a", "web-b", "web-c"}
+	for _, name := range names {
+		s, _ := gitStack(t, ns, name, repo.URL, c1)
+		create(t, s)
+	}
+	for _, name := range names {
+		deployed(t, ns, name, c1)
+	}
+	create(t, pipeline(ns, repo.URL))
+	create(t, release(ns, "r2", c2, time.Now()))
+	create(t, stage(ns, "dev", names, func(spec *promotionv1alpha1.StageSpec) {
+		spec.Rollout = &promotionv1alpha1.Rollout{MaxParallelPreviews: 1}
+	}))
+	p := askFor(ns, "to-dev", "dev", "r2", false)
+	create(t, p)
+	waitFor(t, p, opTimeout, func(g Gomega, p *promotionv1alpha1.Promotion) {
+		g.Expect(p.Status.Message).To(ContainSubstring("2 more Stacks wait their turn (previewed 1 at a time)"))
+	})
+	done := waitFinished(t, ns, "to-dev", opTimeout)
+	g.Expect(done.Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded), describe(done))
+	g.Expect(done.Status.Previewed).To(Equal(int32(3)))
+
+	_, upds := previewObjects(g, ns, "to-dev")
+	g.Expect(upds).To(HaveLen(3))
+	slices.SortFunc(upds, func(a, b autov1alpha1.Update) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	for i := 1; i < len(upds); i++ {
+		g.Expect(upds[i].CreationTimestamp.Before(&upds[i-1].Status.EndTime)).To(BeFalse(),
+			"preview %s was made before preview %s ended", upds[i].Name, upds[i-1].Name)
 	}
 }

@@ -103,6 +103,8 @@ type session struct {
 	// session.isCurrent); stale that it was found older than the one
 	// stored, so that finish writes nothing from it.
 	current, stale bool
+	// recs are the promotion's per-Stack records (records.go).
+	recs records
 }
 
 // Reconcile moves one Promotion along its lifecycle. The chain is:
@@ -139,6 +141,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if p.Status.Phase == "" {
 		p.Status.Phase = promotionv1alpha1.PromotionPending
 	}
+	if err = s.loadRecords(ctx); err != nil {
+		err = sreconcile.NewGeneric("", err)
+		return
+	}
 	res, err = sreconcile.Steps{
 		{Name: "reconcileRequest", Run: s.reconcileRequest},
 		{Name: "reconcileHeldChange", Run: s.reconcileHeldChange},
@@ -168,6 +174,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // controller-runtime's result. A reconcile that found its copy older than
 // the Promotion stored writes nothing, and looks again shortly.
 func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res sreconcile.Result, err error) (ctrl.Result, error) {
+	if !s.stale {
+		// The records first: the status counts and digests them.
+		var taken *recordTaken
+		switch serr := s.storeRecords(ctx); {
+		case errors.Is(serr, errRecordStale):
+			s.stale = true
+		case (errors.As(serr, &taken) || (serr == nil && errors.As(err, &taken))) && !s.p.Status.Phase.IsFinished():
+			// Nobody but the operator may make one (the admission policy
+			// stackyard-records): an administrator did. The choke point
+			// never reads it, and the promotion cannot record its
+			// preview: it fails, naming it, with nothing deployed.
+			s.end(promotionv1alpha1.PromotionFailed, taken.Error())
+			err = nil
+		case serr != nil:
+			return ctrl.Result{}, errors.Join(err, serr)
+		}
+	}
 	if s.stale {
 		// Its status is older than the stored one: a patch from it would
 		// put older records back. The next reconcile reads the newer.
@@ -179,6 +202,7 @@ func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res s
 	} else {
 		s.p.Status.Reason = ""
 	}
+	s.countPreviews()
 	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{RequeueAfter: storedRequeue})
 	if s.observing() {
 		// What this reconcile saw end (a check, the promotion) is counted
@@ -207,6 +231,10 @@ const storedRequeue = 100 * time.Millisecond
 
 // maxMessage is the API's limit on status.message.
 const maxMessage = 4096
+
+// maxStackMessage is the API's limit on a Stack's message in
+// status.stacks, which holds up to a thousand of them.
+const maxStackMessage = 256
 
 // pending reports whether the promotion has not started.
 func (s *session) pending() bool { return s.p.Status.Phase == promotionv1alpha1.PromotionPending }

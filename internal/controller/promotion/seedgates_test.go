@@ -76,8 +76,8 @@ func TestSeedPipelineWithGates(t *testing.T) {
 	c1 := repo.commit("v1")
 	r1 := "web-" + c1[:10]
 	gate := awaitApproval(t, ns, "gate", r1)
-	g.Expect(gate.Status.Previews).To(HaveLen(2))
-	for _, pv := range gate.Status.Previews {
+	g.Expect(previewsOf(g, gate)).To(HaveLen(2))
+	for _, pv := range previewsOf(g, gate) {
 		g.Expect(pv.Summary).NotTo(BeNil())
 		g.Expect(pv.Summary.Update).To(BeNumerically("==", 1), "%s: the preview shows the page's new content", pv.Name)
 	}
@@ -93,7 +93,7 @@ func TestSeedPipelineWithGates(t *testing.T) {
 	for _, name := range []string{"dev", "dev2"} {
 		done := waitPromotionOf(t, ns, name, r1)
 		g.Expect(done.Status.Phase).To(Equal(promotionv1alpha1.PromotionSucceeded), done.Status.Message)
-		g.Expect(done.Status.Previews).To(HaveLen(1))
+		g.Expect(previewsOf(g, done)).To(HaveLen(1))
 		g.Expect(readFile(g, files[name])).To(Equal("v1"))
 	}
 

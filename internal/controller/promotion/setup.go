@@ -103,7 +103,7 @@ func (r *Reconciler) unfinished(ctx context.Context, namespace, index, value str
 // of Promotions, Stages and Stacks, retention's deletions, and the pins of
 // governed Stacks.
 //
-// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=releases;promotions;stages;approvals,verbs=record
+// +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=releases;promotions;stackpromotions;stages;approvals,verbs=record
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=record
 
 // unfinishedStacks is the value of StackIndex for a Promotion: the Stacks

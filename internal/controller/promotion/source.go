@@ -19,7 +19,7 @@ import (
 // +kubebuilder:rbac:groups=promotion.stackyard.dev,resources=pipelines,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// Bounds of what status.previews[].source keeps.
+// Bounds of what the record's preview.source keeps.
 const (
 	maxSourceText = 256
 )
@@ -28,7 +28,7 @@ const (
 // between the commit it runs (its last successful one, else its pin) and
 // the release's, and the files changed under its repoDir, from the
 // stage's Pipeline's repository with the Pipeline's credentials. It
-// returns what status.previews[].source records and the unified diff,
+// returns what the record's preview.source records and the unified diff,
 // kept with the plan. A history that cannot be read is said in the
 // record's message; it never fails the promotion, since it only informs
 // the approvers.

@@ -34,7 +34,7 @@ func (s *session) startPromotion(ctx context.Context) (sreconcile.Result, error)
 	}
 	if len(changed) > 0 {
 		return sreconcile.ResultEmpty, sreconcile.NewWaiting(ReasonPreviewing,
-			fmt.Errorf("the inputs of Stack %s changed while the approvals were counted; previewing again", s.p.Status.Previews[changed[0]].Name), previewAgainWait)
+			fmt.Errorf("the inputs of Stack %s changed while the approvals were counted; previewing again", s.recs.previews[changed[0]].Name), previewAgainWait)
 	}
 	if s.stage.Spec.PreviewOnly {
 		// Previewed and approved: a preview stage pins nothing.

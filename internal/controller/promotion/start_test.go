@@ -62,8 +62,9 @@ func TestStartRechecksInputs(t *testing.T) {
 	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-prod"}}
 	p.Spec.Stage, p.Spec.Release = "prod", "r2"
 	p.Status.Phase = promotionv1alpha1.PromotionPending
-	p.Status.Previews = []promotionv1alpha1.StackPreview{{Name: "web", Round: 1, Inputs: inputs, Summary: &promotionv1alpha1.ChangeSummary{Update: 1}}}
-	s := &session{r: &Reconciler{Client: c, APIReader: c}, p: p, stage: st, release: rel, members: change.Membership{Bindings: st.Spec.Stacks}}
+	previews := []promotionv1alpha1.StackPreview{{Name: "web", Round: 1, Inputs: inputs, Summary: &promotionv1alpha1.ChangeSummary{Update: 1}}}
+	s := &session{r: &Reconciler{Client: c, APIReader: c}, p: p, stage: st, release: rel, members: change.Membership{Bindings: st.Spec.Stacks},
+		recs: records{previews: previews}}
 
 	// Unchanged: it starts.
 	if _, err := s.startPromotion(ctx); err != nil || p.Status.Phase != promotionv1alpha1.PromotionRunning {
@@ -71,7 +72,7 @@ func TestStartRechecksInputs(t *testing.T) {
 	}
 
 	// Changed between the comparison and the count: it does not.
-	p.Status = promotionv1alpha1.PromotionStatus{Phase: promotionv1alpha1.PromotionPending, Previews: p.Status.Previews}
+	p.Status = promotionv1alpha1.PromotionStatus{Phase: promotionv1alpha1.PromotionPending}
 	secret.StringData = map[string]string{"token": "two"}
 	if err := c.Update(ctx, secret); err != nil {
 		t.Fatal(err)

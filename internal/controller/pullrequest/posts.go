@@ -171,6 +171,7 @@ func (s *session) policies(ctx context.Context, e *promotionv1alpha1.PullRequest
 		p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pull-request-%d", e.Number)},
 			Spec: promotionv1alpha1.PromotionSpec{Stage: name, Release: fmt.Sprintf("pull request #%d", e.Number)}}
 		p.Status.Commit = e.Head
+		var previews []promotionv1alpha1.StackPreview
 		complete := true
 		for _, sp := range e.Stacks {
 			if sp.Stage != name {
@@ -185,7 +186,7 @@ func (s *session) policies(ctx context.Context, e *promotionv1alpha1.PullRequest
 				return nil, sreconcile.NewGeneric("", fmt.Errorf("reading preview Update %s: %w", sp.Update, err))
 			}
 			sum, changes := change.Summarize(upd, maxPolicyChanges)
-			p.Status.Previews = append(p.Status.Previews, promotionv1alpha1.StackPreview{Name: sp.Stack, Summary: sum, Changes: changes})
+			previews = append(previews, promotionv1alpha1.StackPreview{Name: sp.Stack, Summary: sum, Changes: changes})
 		}
 		if !complete {
 			continue
@@ -193,7 +194,7 @@ func (s *session) policies(ctx context.Context, e *promotionv1alpha1.PullRequest
 		compiled, err := policy.Compile(stage.Spec.Policies)
 		var results []promotionv1alpha1.PolicyResult
 		if err == nil {
-			results, err = compiled.Evaluate(ctx, policy.FactsOf(p, nil))
+			results, err = compiled.Evaluate(ctx, policy.FactsOf(p, previews, nil))
 		}
 		if err != nil {
 			lines = append(lines, fmt.Sprintf("stage %s: its policies cannot be evaluated: %s", cell(name), cell(err.Error())))

@@ -173,8 +173,8 @@ func (s *session) targets(ctx context.Context) ([]target, error) {
 			}
 			return nil, sreconcile.NewGeneric("", err)
 		}
-		if n := len(members.Bindings); n > change.MaxMembers {
-			out = append(out, target{stage: name, problem: fmt.Sprintf("stage %s deploys %d Stacks, more than the %d previewed", name, n, change.MaxMembers)})
+		if n := len(members.Bindings); n > change.MaxPullRequestStacks {
+			out = append(out, target{stage: name, problem: fmt.Sprintf("stage %s deploys %d Stacks, more than the %d previewed", name, n, change.MaxPullRequestStacks)})
 			continue
 		}
 		for _, b := range members.Bindings {

@@ -35,10 +35,8 @@ func (s *session) reconcileHealth(ctx context.Context) (sreconcile.Result, error
 	st.StackCount = int32(len(members.Bindings))               //nolint:gosec // bounded by the Stacks of one namespace
 	st.UnconsentedStackCount = int32(len(members.Unconsented)) //nolint:gosec // likewise
 	st.UnconsentedStacks = members.Unconsented[:min(len(members.Unconsented), maxListedUnconsented)]
-	if len(members.Bindings) > change.MaxMembers {
-		return sreconcile.ResultEmpty, sreconcile.NewStalling(promotionv1alpha1.StageReasonTooManyStacks, fmt.Errorf(
-			"spec.stacks and spec.stackSelector: the stage deploys %d Stacks, more than the %d a promotion records; name or select fewer",
-			len(members.Bindings), change.MaxMembers))
+	if err := tooManyStacks(len(members.Bindings)); err != nil {
+		return sreconcile.ResultEmpty, err
 	}
 	if problem := members.Problem(s.stage.Name); problem != "" {
 		return sreconcile.ResultEmpty, sreconcile.NewMissing(promotionv1alpha1.StageReasonStacksUnselected, errors.New(problem))
@@ -64,3 +62,14 @@ func (s *session) reconcileHealth(ctx context.Context) (sreconcile.Result, error
 // maxListedUnconsented is how many Stacks status.unconsentedStacks names
 // (its MaxItems).
 const maxListedUnconsented = 20
+
+// tooManyStacks is the stall of a stage that deploys n Stacks, more than
+// a promotion records (change.MaxMembers); nil for n within the limit.
+func tooManyStacks(n int) error {
+	if n <= change.MaxMembers {
+		return nil
+	}
+	return sreconcile.NewStalling(promotionv1alpha1.StageReasonTooManyStacks, fmt.Errorf(
+		"spec.stacks and spec.stackSelector: the stage deploys %d Stacks, more than the %d a promotion records; name or select fewer",
+		n, change.MaxMembers))
+}
