@@ -72,6 +72,9 @@ func render(r *Results) string {
 	if rec := readScale(); rec != nil {
 		renderScale(&b, rec)
 	}
+	if rec := readFleet(); rec != nil {
+		renderFleet(&b, rec)
+	}
 	renderFixes(&b)
 	return b.String()
 }
@@ -162,6 +165,10 @@ func renderTargets(b *strings.Builder, r *Results) {
 	if pu := r.Push; pu != nil {
 		p("| Push → Release created < %.0f s | %.3f s (median) | %s |\n", targetPushRelease, pu.Release.Median, yes(pu.Release.Median < targetPushRelease))
 		p("| Push → Stack Ready within %.0f s + the `pulumi up` | %.2f s added (median) | %s |\n", targetPushRelease, pu.Added.Median, yes(pu.Added.Median < targetPushRelease))
+	}
+	if f := readFleet(); f != nil {
+		p("| A release to %d Stacks in %d waves within %.1f× the same by hand (figure 8) | %.2f× | %s |\n",
+			f.N, len(f.Waves)+1, targetStage, f.Ratio, yes(f.Ratio <= targetStage))
 	}
 	p("\n")
 }
