@@ -603,14 +603,31 @@ func pinnedBy(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (name
 }
 
 // previewOf is the preview promotion p recorded of the Stack named stack
-// (its StackPromotion, read through r and controlled by p), or nil.
+// (its StackPromotion, read through r and controlled by p; for a
+// promotion made before them, its status.previews), or nil.
 func previewOf(ctx context.Context, r client.Reader, p *promotionv1alpha1.Promotion, stack string) (*promotionv1alpha1.StackPreview, error) {
 	if stack == "" {
 		return nil, nil
 	}
 	rec, err := StackRecord(ctx, r, p, stack)
-	if err != nil || rec == nil || rec.Preview == nil || rec.Preview.Name != stack {
+	switch {
+	case err != nil:
 		return nil, err
+	case rec == nil:
+		return legacyPreview(p, stack), nil
+	case rec.Preview == nil || rec.Preview.Name != stack:
+		return nil, nil
 	}
 	return rec.Preview, nil
+}
+
+// legacyPreview is the preview of the Stack named stack that promotion p,
+// made before StackPromotions, kept in its own status (the deprecated
+// status.previews, which only the operator wrote), or nil.
+func legacyPreview(p *promotionv1alpha1.Promotion, stack string) *promotionv1alpha1.StackPreview {
+	i := slices.IndexFunc(p.Status.Previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == stack })
+	if i < 0 {
+		return nil
+	}
+	return &p.Status.Previews[i]
 }

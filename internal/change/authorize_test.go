@@ -230,6 +230,14 @@ func TestAuthorize(t *testing.T) {
 			ws: prodWS, want: AuthorityStack},
 		{name: "a governed Stack's up held to its promotion's plan", upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0),
 			ws: prodWS, want: AuthorityPromotion, checked: true},
+		{name: "a governed Stack's up held to the plan of a promotion made before records",
+			change: func(w *world, c client.Client) {
+				legacy := *w.promoteProd.Preview
+				must(c.Delete(context.Background(), w.promoteProd))
+				w.promote.Status.Previews = []promotionv1alpha1.StackPreview{legacy}
+				must(c.Status().Update(context.Background(), w.promote))
+			},
+			upd: updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, want: AuthorityPromotion, checked: true},
 		{name: "a governed Stack's up held to a plan whose record someone else replaced",
 			change: func(w *world, c client.Client) { forgeRecord(w, c, nil) },
 			upd:    updateOf("prod-up", "prod", autov1alpha1.UpType, "promote-prod.plan", byProd, 0), ws: prodWS, reason: RefusedPin},

@@ -85,7 +85,7 @@ func Reads(inputs []Input) readset.Set {
 }
 
 // StackDigest is the Digest of StackInputs: what a promotion's preview of
-// the Stack records (status.previews[].inputs) and compares before it
+// the Stack records (its StackPromotion's preview.inputs) and compares before it
 // starts.
 func StackDigest(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (string, error) {
 	inputs, err := StackInputs(ctx, r, stack)

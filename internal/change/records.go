@@ -32,14 +32,15 @@ func StackPromotionName(promotionName, stackName string) string {
 }
 
 // NewStackPromotion is the StackPromotion promotion p makes for the
-// Stack stackName: named StackPromotionName, labelled with both names
-// and controlled by p, with nothing recorded yet.
+// Stack stackName: named StackPromotionName, naming both and controlled
+// by p, with nothing recorded yet.
 func NewStackPromotion(p *promotionv1alpha1.Promotion, stackName string) *promotionv1alpha1.StackPromotion {
 	yes := true
 	return &promotionv1alpha1.StackPromotion{
 		ObjectMeta: metav1.ObjectMeta{
+			// No labels: a name of up to 253 characters is no label
+			// value. The field promotion (RecordPromotionIndex) finds them.
 			Namespace: p.Namespace, Name: StackPromotionName(p.Name, stackName),
-			Labels: map[string]string{promotionv1alpha1.PromotionLabel: p.Name, promotionv1alpha1.StackLabel: stackName},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: promotionv1alpha1.GroupVersion.String(), Kind: "Promotion", Name: p.Name, UID: p.UID,
 				Controller: &yes, BlockOwnerDeletion: &yes,
@@ -55,7 +56,8 @@ func NewStackPromotion(p *promotionv1alpha1.Promotion, stackName string) *promot
 // the controller reference with p's UID is what only the operator sets
 // (the admission policy stackyard-records).
 func IsRecordOf(rec *promotionv1alpha1.StackPromotion, p *promotionv1alpha1.Promotion, stackName string) bool {
-	return metav1.IsControlledBy(rec, p) && rec.Promotion == p.Name && rec.Stack == stackName
+	return metav1.IsControlledBy(rec, p) && rec.Promotion == p.Name && rec.Stack == stackName &&
+		rec.Name == StackPromotionName(p.Name, stackName)
 }
 
 // StackRecord reads, through r, the StackPromotion in which promotion p
@@ -94,7 +96,9 @@ func StackRecords(ctx context.Context, r client.Reader, p *promotionv1alpha1.Pro
 }
 
 // Previews are the previews recorded in recs, in the order of p's
-// rollout (status.stacks) where it has one, by Stack name otherwise.
+// rollout (status.stacks) where it has one, by Stack name otherwise; for
+// a promotion made before StackPromotions, with none, those its status
+// kept (the deprecated status.previews).
 func Previews(p *promotionv1alpha1.Promotion, recs []promotionv1alpha1.StackPromotion) []promotionv1alpha1.StackPreview {
 	place := make(map[string]int, len(p.Status.Stacks))
 	for i, ps := range p.Status.Stacks {
@@ -105,6 +109,9 @@ func Previews(p *promotionv1alpha1.Promotion, recs []promotionv1alpha1.StackProm
 		if recs[i].Preview != nil {
 			out = append(out, *recs[i].Preview)
 		}
+	}
+	if len(recs) == 0 {
+		out = append(out, p.Status.Previews...)
 	}
 	slices.SortStableFunc(out, func(a, b promotionv1alpha1.StackPreview) int {
 		pa, oka := place[a.Name]

@@ -208,13 +208,20 @@ type PromotionStatus struct {
 	// with the changes it would make from a `pulumi preview` of the
 	// release's commit with the Stack's configuration, run before
 	// anything changes, is recorded in a StackPromotion of its own,
-	// controlled by this Promotion and labelled
-	// promotion.stackyard.dev/promotion with its name.
+	// controlled by this Promotion, whose field promotion names it.
 	// +optional
 	Previewed int32 `json:"previewed,omitempty"`
 	// Previewing counts the Stacks whose preview has not ended.
 	// +optional
 	Previewing int32 `json:"previewing,omitempty"`
+
+	// Previews are the previews of a promotion made before its Stacks'
+	// previews had StackPromotions of their own. Deprecated: never
+	// written; the operator reads them for such a promotion only, and
+	// moves those of a Pending one into StackPromotions.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Previews []StackPreview `json:"previews,omitempty"`
 
 	// PlanDigest identifies what was previewed (the release's commit, the
 	// Stacks' configuration and the versions of the Secrets they read, and

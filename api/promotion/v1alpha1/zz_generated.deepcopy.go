@@ -759,6 +759,13 @@ func (in *PromotionStatus) DeepCopyInto(out *PromotionStatus) {
 		*out = make([]PromotedStack, len(*in))
 		copy(*out, *in)
 	}
+	if in.Previews != nil {
+		in, out := &in.Previews, &out.Previews
+		*out = make([]StackPreview, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.Policies != nil {
 		in, out := &in.Policies, &out.Policies
 		*out = make([]PolicyResult, len(*in))

@@ -2,6 +2,7 @@ package promotion
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,14 +46,22 @@ func (s *session) pinStacks(ctx context.Context) (sreconcile.Result, error) {
 			s.outcome, s.message = promotionv1alpha1.PromotionFailed, err.Error()
 			return sreconcile.ResultEmpty, nil
 		}
-		plan, inputs, err := s.pinOf(ctx, ps.Name)
-		if err != nil {
-			return sreconcile.ResultEmpty, err
-		}
 		request := PinRequest(s.p)
-		if stack.Spec.Commit == ps.Commit && pinnedWithPlan(stack.Annotations, plan, ps.Commit, inputs) &&
+		if stack.Spec.Commit == ps.Commit && stack.Annotations[change.PlanAnnotation] != "" && stack.Annotations[change.PlanCommitAnnotation] == ps.Commit &&
 			(stack.Annotations[shared.ReconcileRequestAnnotation] == request || stack.Status.ObservedReconcileRequest == request) {
+			// Pinned by this promotion, with a plan: the one apply that
+			// pins sets both, and only a promotion or a governor changes
+			// them (a plan changed since is the choke point's to refuse).
 			continue
+		}
+		plan, inputs, err := s.pinOf(ctx, ps.Name)
+		var generic *sreconcile.Generic
+		switch {
+		case errors.As(err, &generic):
+			return sreconcile.ResultEmpty, err
+		case err != nil:
+			s.outcome, s.message = promotionv1alpha1.PromotionFailed, err.Error()
+			return sreconcile.ResultEmpty, nil
 		}
 		err = s.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(PinConfiguration(s.p.Namespace, ps.Name, ps.Commit, plan, inputs, request)),
 			client.FieldOwner(FieldManager), client.ForceOwnership)

@@ -115,11 +115,13 @@ func (s *session) planInputs(ctx context.Context) ([]change.Input, error) {
 }
 
 // pinOf is what promotion pins the Stack name with: the plan Secret it
-// holds for it ("" when none), and the digest of what that plan and the
-// Stack's inputs were when they were previewed (change.PinDigest; "" for
-// a preview recorded before previews recorded both). A running
-// promotion's records are not loaded (loadRecords): the Stack's is read
-// from the cache.
+// holds for it, and the digest of what that plan and the Stack's inputs
+// were when they were previewed (change.PinDigest; "" for a preview
+// recorded before previews recorded both). A running promotion's records
+// are not loaded (loadRecords): the Stack's is read live, once per pin,
+// since a record the cache has not caught up with would pin the Stack to
+// no plan, or an older one. No record, or one without a plan, is an
+// error: a Stack is never pinned without the plan that was approved.
 func (s *session) pinOf(ctx context.Context, name string) (plan, inputs string, err error) {
 	var pv *promotionv1alpha1.StackPreview
 	if s.recs.loaded != nil {
@@ -127,18 +129,24 @@ func (s *session) pinOf(ctx context.Context, name string) (plan, inputs string, 
 			pv = &s.recs.previews[i]
 		}
 	} else {
-		rec, err := change.StackRecord(ctx, s.r.Client, s.p, name)
-		if err != nil {
+		rec, err := change.StackRecord(ctx, s.r.APIReader, s.p, name)
+		switch {
+		case err != nil:
 			return "", "", sreconcile.NewGeneric("", err)
-		}
-		if rec != nil {
+		case rec != nil:
 			pv = rec.Preview
+		default:
+			// A promotion that started before StackPromotions.
+			if i := slices.IndexFunc(s.p.Status.Previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == name }); i >= 0 {
+				pv = &s.p.Status.Previews[i]
+			}
 		}
 	}
 	switch {
-	case pv == nil:
-		return "", "", nil
-	case pv.Plan == "" || pv.Inputs == "" || pv.PlanDigest == "":
+	case pv == nil || pv.Plan == "":
+		return "", "", fmt.Errorf("promotion %s has no record of the plan its preview of Stack %s saved (StackPromotion %s): promote again",
+			s.p.Name, name, change.StackPromotionName(s.p.Name, name))
+	case pv.Inputs == "" || pv.PlanDigest == "":
 		return pv.Plan, "", nil
 	}
 	inputs, err = change.PinDigest(pv.Inputs, pv.PlanDigest)
@@ -169,14 +177,4 @@ func planAnnotations(plan, commit, inputs string) map[string]any {
 		a[change.InputsAnnotation] = inputs
 	}
 	return a
-}
-
-// pinnedWithPlan reports whether the Stack's plan annotations are those
-// planAnnotations gives for plan, commit and inputs.
-func pinnedWithPlan(annotations map[string]string, plan, commit, inputs string) bool {
-	if plan == "" {
-		return true
-	}
-	return annotations[change.PlanAnnotation] == plan && annotations[change.PlanCommitAnnotation] == commit &&
-		annotations[change.InputsAnnotation] == inputs
 }

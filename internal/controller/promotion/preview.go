@@ -264,20 +264,20 @@ func (s *session) runPreview(ctx context.Context, stack *pulumiv1.Stack, pv *pro
 	// them and then, stale, write nothing (finish), leaving them to be
 	// deleted as nobody's. So the copy is checked once, before anything
 	// is made.
-	current, err := s.isCurrent(ctx)
-	if err != nil {
+	if current, err := s.isCurrent(ctx); err != nil {
 		return "", sreconcile.NewGeneric("", err)
-	}
-	if current {
-		// A name taken by someone else's object (recordTaken) ends the
-		// promotion when finish stores the records.
-		if current, err = s.recordCurrent(ctx, stack.Name); err != nil {
-			return "", err
-		}
-	}
-	if !current {
+	} else if !current {
 		s.stale = true
-		return "", sreconcile.NewWaiting("", errors.New("the promotion or its record of Stack "+stack.Name+" read from the cache is older than the one stored: looking again"), cacheLag)
+		return "", sreconcile.NewWaiting("", errors.New("the promotion read from the cache is older than the one stored: looking again"), cacheLag)
+	}
+	// Only this Stack's record is behind: the others' previews go on
+	// (their records are written over the versions read). A name taken
+	// by someone else's object (recordTaken) ends the promotion when
+	// finish stores the records.
+	if current, err := s.recordCurrent(ctx, stack.Name); err != nil {
+		return "", err
+	} else if !current {
+		return "", sreconcile.NewWaiting("", errors.New("the record of Stack "+stack.Name+" read from the cache is older than the one stored: looking again"), cacheLag)
 	}
 	if pv.Update == "" {
 		// A new round: what the Stack reads is recorded before its

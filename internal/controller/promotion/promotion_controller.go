@@ -9,6 +9,7 @@ import (
 	"github.com/stackyard/stackyard/internal/change"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -186,6 +187,12 @@ func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res s
 			// never reads it, and the promotion cannot record its
 			// preview: it fails, naming it, with nothing deployed.
 			s.end(promotionv1alpha1.PromotionFailed, taken.Error())
+			err = nil
+		case (apierrors.IsInvalid(serr) || apierrors.IsForbidden(serr)) && !s.p.Status.Phase.IsFinished():
+			// Refused for good: retrying writes nothing, so the promotion
+			// ends, saying why, with nothing pinned (records are written
+			// only while it is Pending).
+			s.end(promotionv1alpha1.PromotionFailed, serr.Error())
 			err = nil
 		case serr != nil:
 			return ctrl.Result{}, errors.Join(err, serr)

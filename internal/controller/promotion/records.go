@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
@@ -52,6 +53,12 @@ func (s *session) loadRecords(ctx context.Context) error {
 		return err
 	}
 	s.recs.loaded = make(map[string]*promotionv1alpha1.StackPromotion, len(recs))
+	if len(recs) == 0 && len(s.p.Status.Previews) > 0 {
+		// A promotion made before StackPromotions: its previews move
+		// into them (stored before the status that drops them).
+		s.recs.previews, s.p.Status.Previews = s.p.Status.Previews, nil
+		return nil
+	}
 	for i := range recs {
 		rec := &recs[i]
 		s.recs.loaded[rec.Stack] = rec
@@ -107,6 +114,14 @@ func (s *session) storeRecords(ctx context.Context) error {
 		if seen[name] {
 			continue
 		}
+		// The Stack left the stage: as this copy of the promotion says,
+		// which must be the one stored (a stale one may still be Pending
+		// when the promotion runs).
+		if current, err := s.isCurrent(ctx); err != nil {
+			return sreconcile.NewGeneric("", err)
+		} else if !current {
+			return errRecordStale
+		}
 		uid, version := rec.UID, rec.ResourceVersion
 		if err := s.r.Client.Delete(ctx, rec, client.Preconditions{UID: &uid, ResourceVersion: &version}); err != nil && !apierrors.IsNotFound(err) {
 			return recordError("deleting", name, err)
@@ -136,8 +151,27 @@ func (s *session) taken(ctx context.Context, rec *promotionv1alpha1.StackPromoti
 		return sreconcile.NewGeneric("", fmt.Errorf("reading the record of Stack %s (a StackPromotion): %w", rec.Stack, err))
 	case change.IsRecordOf(live, s.p, rec.Stack):
 		return errRecordStale
+	case predecessors(live, s.p):
+		return errPredecessor
 	}
 	return &recordTaken{name: rec.Name, stack: rec.Stack}
+}
+
+// errPredecessor says the record's name is held by the record of an
+// earlier promotion of the same name, which Kubernetes' garbage collector
+// deletes now that its promotion is gone.
+var errPredecessor = sreconcile.NewWaiting("", errors.New("the record of an earlier promotion of this name is still there; "+
+	"waiting for Kubernetes' garbage collector to delete it"), cacheLag)
+
+// predecessors reports whether rec is the record of another promotion of
+// p's name (an earlier one, deleted: another UID), or is being deleted.
+func predecessors(rec *promotionv1alpha1.StackPromotion, p *promotionv1alpha1.Promotion) bool {
+	if !rec.DeletionTimestamp.IsZero() {
+		return true
+	}
+	owner := metav1.GetControllerOf(rec)
+	return owner != nil && owner.Kind == "Promotion" && owner.APIVersion == promotionv1alpha1.GroupVersion.String() &&
+		owner.Name == p.Name && owner.UID != p.UID
 }
 
 // recordError maps a failed write of the record of the Stack name: one
@@ -198,6 +232,8 @@ func (s *session) recordCurrent(ctx context.Context, name string) (bool, error) 
 		return held.ResourceVersion == "", nil
 	case err != nil:
 		return false, sreconcile.NewGeneric("", fmt.Errorf("reading the record of Stack %s (a StackPromotion): %w", name, err))
+	case predecessors(live, s.p):
+		return false, errPredecessor
 	case !change.IsRecordOf(live, s.p, name):
 		return false, &recordTaken{name: held.Name, stack: name}
 	}
