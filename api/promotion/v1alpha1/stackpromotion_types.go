@@ -12,9 +12,8 @@ import (
 //
 // They keep a promotion's per-Stack detail out of the Promotion, so that
 // a promotion into a stage of a thousand Stacks stays within the API
-// server's size limit: list them by the label
-// promotion.stackyard.dev/promotion, a page at a time (`kubectl get
-// stackpromotions -l promotion.stackyard.dev/promotion=<name>`).
+// server's size limit: list them by the field promotion, a page at a
+// time (`kubectl get stackpromotions --field-selector promotion=<name>`).
 // `stackyard review` and the dashboard read them.
 //
 // Whatever an object of this kind says, the operator acts on it only when
@@ -62,8 +61,8 @@ func init() {
 	SchemeBuilder.Register(&StackPromotion{}, &StackPromotionList{})
 }
 
-// StackLabel names, on a StackPromotion and on the Workspaces, Updates and
-// plan Secrets a promotion makes to preview a Stack, the Stack. Like every
-// label, it is a claim: the operator finds a record by it and then
-// checks the record's controller.
+// StackLabel names, on the Workspaces, Updates and plan Secrets a
+// promotion makes to preview a Stack, the Stack. Like every label, it is
+// a claim: the choke point finds the Stack's record by it and then checks
+// the record's controller.
 const StackLabel = "promotion.stackyard.dev/stack"
