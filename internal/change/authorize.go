@@ -366,7 +366,7 @@ func unplannedUp(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (r
 		return RefusedUnapproved, fmt.Sprintf("metadata.annotations[%s]: promotion %s, which pinned Stack %s, no longer exists, "+
 			"so nothing says what it approved: promote a release to deploy it again", shared.ReconcileRequestAnnotation, name, stack.Name), nil, nil
 	}
-	pv, err := previewOf(ctx, r, p, stack.Name)
+	pv, err := PreviewOf(ctx, r, p, stack.Name)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -420,7 +420,7 @@ func (a *authorizer) pin(ctx context.Context, stack *pulumiv1.Stack, stage strin
 	if state := p.Status.Stacks[i].State; state == promotionv1alpha1.StackPending || state == promotionv1alpha1.StackSkipped {
 		return refuse(RefusedPin, "spec.commit: promotion %s has not reached Stack %s (it is %s in its rollout)", name, stack.Name, state), nil
 	}
-	pv, err := previewOf(ctx, a.r, p, stack.Name)
+	pv, err := PreviewOf(ctx, a.r, p, stack.Name)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -462,7 +462,7 @@ func (a *authorizer) promotionPreview(ctx context.Context) (Verdict, error) {
 	}
 	// The Workspace's label names the Stack: a claim, which only finds
 	// the record; the record, controlled by the promotion's UID, decides.
-	pv, err := previewOf(ctx, a.r, p, a.ws.Labels[promotionv1alpha1.StackLabel])
+	pv, err := PreviewOf(ctx, a.r, p, a.ws.Labels[promotionv1alpha1.StackLabel])
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -602,10 +602,10 @@ func pinnedBy(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (name
 	return name, p, nil
 }
 
-// previewOf is the preview promotion p recorded of the Stack named stack
+// PreviewOf is the preview promotion p recorded of the Stack named stack
 // (its StackPromotion, read through r and controlled by p; for a
 // promotion made before them, its status.previews), or nil.
-func previewOf(ctx context.Context, r client.Reader, p *promotionv1alpha1.Promotion, stack string) (*promotionv1alpha1.StackPreview, error) {
+func PreviewOf(ctx context.Context, r client.Reader, p *promotionv1alpha1.Promotion, stack string) (*promotionv1alpha1.StackPreview, error) {
 	if stack == "" {
 		return nil, nil
 	}

@@ -96,7 +96,7 @@ func ApproveSpec(ctx context.Context, r client.Reader, stack *pulumiv1.Stack) (S
 		return SpecDecision{}, err
 	}
 	if p != nil && p.Spec.Stage == stage {
-		pv, err := previewOf(ctx, r, p, stack.Name)
+		pv, err := PreviewOf(ctx, r, p, stack.Name)
 		if err != nil {
 			return SpecDecision{}, err
 		}

@@ -3,7 +3,6 @@ package promotion
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,22 +124,11 @@ func (s *session) planInputs(ctx context.Context) ([]change.Input, error) {
 func (s *session) pinOf(ctx context.Context, name string) (plan, inputs string, err error) {
 	var pv *promotionv1alpha1.StackPreview
 	if s.recs.loaded != nil {
-		if i := slices.IndexFunc(s.recs.previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == name }); i >= 0 {
-			pv = &s.recs.previews[i]
+		if recorded := s.recordedPreview(name); recorded.Plan != "" {
+			pv = &recorded
 		}
-	} else {
-		rec, err := change.StackRecord(ctx, s.r.APIReader, s.p, name)
-		switch {
-		case err != nil:
-			return "", "", sreconcile.NewGeneric("", err)
-		case rec != nil:
-			pv = rec.Preview
-		default:
-			// A promotion that started before StackPromotions.
-			if i := slices.IndexFunc(s.p.Status.Previews, func(pv promotionv1alpha1.StackPreview) bool { return pv.Name == name }); i >= 0 {
-				pv = &s.p.Status.Previews[i]
-			}
-		}
+	} else if pv, err = change.PreviewOf(ctx, s.r.APIReader, s.p, name); err != nil {
+		return "", "", sreconcile.NewGeneric("", err)
 	}
 	switch {
 	case pv == nil || pv.Plan == "":

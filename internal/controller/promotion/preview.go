@@ -119,23 +119,14 @@ func (s *session) reconcilePreview(ctx context.Context) (sreconcile.Result, erro
 			failure, err := s.runPreview(ctx, stack, &pv)
 			switch {
 			case err != nil:
-				// What the Stacks before this one made is recorded too:
-				// a record lost here would make their previews look
-				// like someone else's at the next reconcile.
-				for _, done := range append(previews, pv) {
-					s.recs.previews = mergePreview(s.recs.previews, done)
-				}
-				return sreconcile.ResultEmpty, err
+				return sreconcile.ResultEmpty, s.keepPreviews(append(previews, pv), err)
 			case failure != "":
 				return s.failPreview(ctx, pv, failure)
 			case pv.Summary != nil:
 				// Done: its Workspace's agent would idle until the last
 				// preview is in, which in a stage of hundreds is long.
 				if err := s.deletePreviewWorkspace(ctx, change.PreviewName(s.p.Name, stack.Name, pv.Round)); err != nil {
-					for _, done := range append(previews, pv) {
-						s.recs.previews = mergePreview(s.recs.previews, done)
-					}
-					return sreconcile.ResultEmpty, err
+					return sreconcile.ResultEmpty, s.keepPreviews(append(previews, pv), err)
 				}
 			case waiting == "":
 				waiting = fmt.Sprintf("previewing Stack %s (Update %s)", stack.Name, pv.Update)
@@ -240,6 +231,16 @@ const busyWait = 5 * time.Second
 // current generation yet.
 func busy(stack *pulumiv1.Stack) bool {
 	return stack.Status.CurrentUpdate != nil || stack.Status.ObservedGeneration != stack.Generation
+}
+
+// keepPreviews records done, the previews a reconcile got to before err
+// stopped it, and returns err: a record lost here would make their
+// previews look like someone else's at the next reconcile.
+func (s *session) keepPreviews(done []promotionv1alpha1.StackPreview, err error) error {
+	for _, pv := range done {
+		s.recs.previews = mergePreview(s.recs.previews, pv)
+	}
+	return err
 }
 
 // mergePreview replaces the entry of pv's Stack in previews, or adds it.

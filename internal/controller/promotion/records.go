@@ -139,22 +139,34 @@ func (e *recordTaken) Error() string {
 		"delete it and promote again", e.name, e.stack)
 }
 
-// taken tells why rec could not be created: the record exists already,
-// read live, and the cache is behind (errRecordStale), or its name is
-// someone else's object (recordTaken).
+// taken tells why rec could not be created: the record exists already
+// and the cache is behind, or is gone since (errRecordStale either way),
+// or its name is held by another object (liveRecord's errors).
 func (s *session) taken(ctx context.Context, rec *promotionv1alpha1.StackPromotion) error {
-	live := &promotionv1alpha1.StackPromotion{}
-	switch err := s.r.APIReader.Get(ctx, client.ObjectKeyFromObject(rec), live); {
-	case apierrors.IsNotFound(err):
-		return errRecordStale // deleted since: made again at the next reconcile
-	case err != nil:
-		return sreconcile.NewGeneric("", fmt.Errorf("reading the record of Stack %s (a StackPromotion): %w", rec.Stack, err))
-	case change.IsRecordOf(live, s.p, rec.Stack):
-		return errRecordStale
-	case predecessors(live, s.p):
-		return errPredecessor
+	if _, err := s.liveRecord(ctx, rec.Stack); err != nil {
+		return err
 	}
-	return &recordTaken{name: rec.Name, stack: rec.Stack}
+	return errRecordStale
+}
+
+// liveRecord reads, live, the object under the name of the record of the
+// Stack name: nil when there is none; errPredecessor when it is an
+// earlier promotion's of the same name, or being deleted; recordTaken
+// when it is anyone else's.
+func (s *session) liveRecord(ctx context.Context, name string) (*promotionv1alpha1.StackPromotion, error) {
+	live := &promotionv1alpha1.StackPromotion{}
+	key := client.ObjectKey{Namespace: s.p.Namespace, Name: change.StackPromotionName(s.p.Name, name)}
+	switch err := s.r.APIReader.Get(ctx, key, live); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, sreconcile.NewGeneric("", fmt.Errorf("reading the record of Stack %s (a StackPromotion): %w", name, err))
+	case predecessors(live, s.p):
+		return nil, errPredecessor
+	case !change.IsRecordOf(live, s.p, name):
+		return nil, &recordTaken{name: key.Name, stack: name}
+	}
+	return live, nil
 }
 
 // errPredecessor says the record's name is held by the record of an
@@ -225,17 +237,12 @@ func (s *session) recordOf(name string) *promotionv1alpha1.StackPromotion {
 // object under the record's name that is not the promotion's record is
 // recordTaken.
 func (s *session) recordCurrent(ctx context.Context, name string) (bool, error) {
-	held := s.recordOf(name)
-	live := &promotionv1alpha1.StackPromotion{}
-	switch err := s.r.APIReader.Get(ctx, client.ObjectKeyFromObject(held), live); {
-	case apierrors.IsNotFound(err):
-		return held.ResourceVersion == "", nil
+	live, err := s.liveRecord(ctx, name)
+	switch {
 	case err != nil:
-		return false, sreconcile.NewGeneric("", fmt.Errorf("reading the record of Stack %s (a StackPromotion): %w", name, err))
-	case predecessors(live, s.p):
-		return false, errPredecessor
-	case !change.IsRecordOf(live, s.p, name):
-		return false, &recordTaken{name: held.Name, stack: name}
+		return false, err
+	case live == nil:
+		return s.recordOf(name).ResourceVersion == "", nil
 	}
-	return live.ResourceVersion == held.ResourceVersion, nil
+	return live.ResourceVersion == s.recordOf(name).ResourceVersion, nil
 }
