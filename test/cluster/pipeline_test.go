@@ -127,11 +127,23 @@ func TestPipelineOnNode(t *testing.T) {
 		return phase == "Pending" && strings.Contains(msg, "waiting for approval")
 	})
 	digest, _, _ := unstructured.NestedString(pending.Object, "status", "planDigest")
-	previews, _, _ := unstructured.NestedSlice(pending.Object, "status", "previews")
-	if len(previews) != 1 {
-		t.Fatalf("previews %v, want prod's", previews)
+	// Each Stack's preview is a StackPromotion the operator wrote, found by
+	// the promotion it names.
+	records, err := c.dyn.Resource(promotionGVR("stackpromotions")).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing the StackPromotions: %v", err)
 	}
-	preview := previews[0].(map[string]any)
+	var preview map[string]any
+	for _, r := range records.Items {
+		promotion, _, _ := unstructured.NestedString(r.Object, "promotion")
+		stack, _, _ := unstructured.NestedString(r.Object, "stack")
+		if promotion == name && stack == "web-prod" {
+			preview, _, _ = unstructured.NestedMap(r.Object, "preview")
+		}
+	}
+	if preview == nil {
+		t.Fatalf("no StackPromotion of %s for web-prod with a preview among %d records", name, len(records.Items))
+	}
 	ops := map[string]string{}
 	changes, _, _ := unstructured.NestedSlice(preview, "changes")
 	for _, ch := range changes {
