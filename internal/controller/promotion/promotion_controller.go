@@ -104,6 +104,8 @@ type session struct {
 	// session.isCurrent); stale that it was found older than the one
 	// stored, so that finish writes nothing from it.
 	current, stale bool
+	// read is p as this reconcile read it, before any step changed it.
+	read *promotionv1alpha1.Promotion
 	// recs are the promotion's per-Stack records (records.go).
 	recs records
 }
@@ -131,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// finish's.
 	unlock := r.stages.lock(p.Namespace + "/" + p.Spec.Stage)
 	defer unlock()
-	s := &session{r: r, p: p, now: r.now(), obs: observations{began: p.Status.Phase}}
+	s := &session{r: r, p: p, read: p.DeepCopy(), now: r.now(), obs: observations{began: p.Status.Phase}}
 	patcher := sreconcile.NewPatcher(r.Client, p)
 	var (
 		res sreconcile.Result
@@ -195,7 +197,7 @@ func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res s
 			s.end(promotionv1alpha1.PromotionFailed, serr.Error())
 			err = nil
 		case serr != nil:
-			return ctrl.Result{}, errors.Join(err, serr)
+			return s.recordsNotStored(ctx, patcher, serr)
 		}
 	}
 	if s.stale {
@@ -223,6 +225,27 @@ func (s *session) finish(ctx context.Context, patcher *sreconcile.Patcher, res s
 	}
 	s.observe()
 	return result, err
+}
+
+// recordsNotStored ends a reconcile whose records could not be stored for
+// a while (an API error, or an earlier promotion's records still there):
+// the steps' changes must not get ahead of the records they count and
+// digest, so only the error is written, as status.message and
+// status.reason over the status as read, and only over the status stored
+// (a copy that was behind writes nothing). A step's own error comes back
+// on the retry.
+func (s *session) recordsNotStored(ctx context.Context, patcher *sreconcile.Patcher, serr error) (ctrl.Result, error) {
+	result, rerr := sreconcile.ComputeResult(sreconcile.ResultEmpty, serr, sreconcile.Schedule{})
+	if s.read.Status.Phase.IsFinished() {
+		return result, rerr
+	}
+	msg := s.read.DeepCopy()
+	msg.Status.Message = sreconcile.Truncate(serr.Error(), maxMessage)
+	msg.Status.Reason = sreconcile.Reason(serr)
+	if perr := patcher.Locked().Patch(ctx, msg); perr != nil && !apierrors.IsConflict(perr) {
+		return ctrl.Result{}, errors.Join(rerr, perr)
+	}
+	return result, rerr
 }
 
 // storedRequeue is how soon a promotion whose step asked for its record

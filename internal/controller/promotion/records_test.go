@@ -5,12 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/internal/change"
+	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
 // recordsWorld is a Running promotion to-prod and a client holding recs.
@@ -100,5 +104,58 @@ func TestPredecessors(t *testing.T) {
 		if got := predecessors(tt.rec, p); got != tt.want {
 			t.Errorf("%s: predecessors = %v, want %v", name, got, tt.want)
 		}
+	}
+}
+
+// TestRecordsNotStored: a record the API server does not take for a while
+// leaves the promotion's status as it was but for the error, which the
+// user reads in status.message: the steps' changes, which count and
+// digest the records, are not stored ahead of them.
+func TestRecordsNotStored(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := promotionv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	p := &promotionv1alpha1.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "to-prod", UID: "uid-p"}}
+	p.Status.Phase = promotionv1alpha1.PromotionPending
+	p.Status.Message = "previewing"
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(p).WithStatusSubresource(p).
+		WithIndex(&promotionv1alpha1.StackPromotion{}, change.RecordPromotionIndex, change.RecordPromotion).Build(),
+		interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*promotionv1alpha1.StackPromotion); ok {
+				return apierrors.NewServiceUnavailable("etcd is busy")
+			}
+			return c.Create(ctx, obj, opts...)
+		}})
+	read := &promotionv1alpha1.Promotion{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(p), read); err != nil {
+		t.Fatal(err)
+	}
+	s := &session{r: &Reconciler{Client: c, APIReader: c}, p: read, read: read.DeepCopy()}
+	patcher := sreconcile.NewPatcher(c, read)
+	if err := s.loadRecords(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A step previewed web and moved on: neither may be stored without
+	// web's record.
+	s.recs.previews = []promotionv1alpha1.StackPreview{{Name: "web", Update: "to-prod-web", Round: 1}}
+	read.Status.PlanDigest = "sha256:moved-on"
+
+	if _, err := s.finish(ctx, patcher, sreconcile.ResultSuccess, nil); err == nil {
+		t.Error("finish returned no error: the record is not stored and nothing retries it")
+	}
+	stored := &promotionv1alpha1.Promotion{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(p), stored); err != nil {
+		t.Fatal(err)
+	}
+	if msg := stored.Status.Message; !strings.Contains(msg, "creating the record of Stack web") || !strings.Contains(msg, "etcd is busy") {
+		t.Errorf("status.message %q does not say the record could not be stored", msg)
+	}
+	if stored.Status.PlanDigest != "" {
+		t.Errorf("status.planDigest %q stored ahead of the record it digests", stored.Status.PlanDigest)
+	}
+	if stored.Status.Phase != promotionv1alpha1.PromotionPending {
+		t.Errorf("phase %q, want Pending", stored.Status.Phase)
 	}
 }
