@@ -271,6 +271,18 @@ func TestAttackStackConsent(t *testing.T) {
 	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), annotate("dev"))).To(Succeed())
 	g.Expect(env.Client.Patch(ctx, free.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"commit": nil, "branch": "main"}}))).
 		To(MatchError(ContainSubstring("must pin spec.commit")), "not even an administrator")
+
+	// A governed Stack never expires: a TTL would destroy what its stage
+	// deploys, so not even its governor may set one, nor bind a Stack
+	// that has one.
+	ttl := mergePatch(t, map[string]any{"spec": map[string]any{"ttl": "1h"}})
+	g.Expect(mallory.Patch(ctx, free.DeepCopy(), ttl)).To(MatchError(ContainSubstring(
+		"spec.ttl: Stack free names stage dev in promotion.stackyard.dev/authorized-stage, so it cannot expire")))
+	g.Expect(devGovernor.Patch(ctx, free.DeepCopy(), ttl)).To(MatchError(ContainSubstring("spec.ttl: Stack free names stage dev")))
+	expiring := pinned("expiring")
+	expiring.Spec.TTL = &metav1.Duration{Duration: time.Hour}
+	g.Expect(mallory.Create(ctx, expiring.DeepCopy())).To(Succeed(), "an ungoverned Stack may expire")
+	g.Expect(devGovernor.Patch(ctx, expiring.DeepCopy(), annotate("dev"))).To(MatchError(ContainSubstring("spec.ttl: Stack expiring names stage dev")))
 }
 
 // TestAttackRecords: Releases, StackPromotions, and the status of

@@ -92,8 +92,9 @@ func try(t *testing.T, ctx context.Context, prod *pulumiv1.Stack, mallory client
 			mutated := prod.DeepCopy()
 			if err := env.Client.Patch(ctx, mutated, body, client.DryRunAll); err != nil {
 				// A governed Stack pins a commit: following a branch, a
-				// Program or a Flux source is refused to everyone.
-				if strings.Contains(err.Error(), "so it must pin spec.commit") {
+				// Program or a Flux source is refused to everyone; so is
+				// a TTL, which would destroy what its stage deploys.
+				if strings.Contains(err.Error(), "so it must pin spec.commit") || strings.Contains(err.Error(), "so it cannot expire") {
 					return true
 				}
 				continue
@@ -236,7 +237,7 @@ func sortedKeys(m map[string]apiextensionsv1.JSONSchemaProps) []string {
 }
 
 // candidates are values of schema s other than its zero value: every
-// enum value; a string that fits, 1, true; for an object, its required
+// enum value; a string that fits (a duration where a pattern asks), 1, true; for an object, its required
 // fields in every combination of their candidates, alone and with each
 // optional field added, so that a rule such as "the field that type
 // names must be set" is met by one of them.
@@ -257,6 +258,10 @@ func candidates(s *apiextensionsv1.JSONSchemaProps, depth int) []any {
 	case "string":
 		if s.Format == "date-time" {
 			return []any{"2026-01-02T03:04:05Z"}
+		}
+		if s.Pattern != "" {
+			// Most patterns of the schema are durations.
+			return []any{"mutated", "1h"}
 		}
 		return []any{"mutated"}
 	case "integer", "number":

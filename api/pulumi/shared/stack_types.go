@@ -220,6 +220,22 @@ type StackSpec struct {
 	// +optional
 	DriftDetection *DriftDetection `json:"driftDetection,omitempty"`
 
+	// TTL is how long the Stack lives, counted from its creation
+	// (metadata.creationTimestamp), e.g. "72h". Once it has passed, the
+	// operator deletes the Stack and, before the Stack goes, destroys the
+	// stack's resources (as destroyOnFinalize does, whether or not that is
+	// set; a preview-only Stack destroys nothing). status.expiresAt says
+	// when. A TTL can be set, lengthened or shortened at any time; one
+	// that has already passed expires the Stack at once. A Stack a stage
+	// governs cannot have one: its resources go only through its
+	// governors. What Pulumi Deployments calls a TTL stack. A stackyard
+	// extension.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="spec.ttl must be longer than 0s"
+	TTL *metav1.Duration `json:"ttl,omitempty"`
+
 	// ServiceAccountName is the Kubernetes service account the stack's
 	// workspace pod runs as, i.e. the identity the Pulumi program has in
 	// the cluster. It must be allowed to create TokenReviews (bind it to

@@ -585,6 +585,11 @@ func (in *StackSpec) DeepCopyInto(out *StackSpec) {
 		*out = new(DriftDetection)
 		**out = **in
 	}
+	if in.TTL != nil {
+		in, out := &in.TTL, &out.TTL
+		*out = new(metav1.Duration)
+		**out = **in
+	}
 	if in.WorkspaceTemplate != nil {
 		in, out := &in.WorkspaceTemplate, &out.WorkspaceTemplate
 		*out = new(v1alpha1.WorkspaceTemplate)

@@ -68,6 +68,10 @@ const (
 	// ReconcilingPrerequisiteNotSatisfiedReason says a prerequisite stack has
 	// not succeeded (recently enough) yet.
 	ReconcilingPrerequisiteNotSatisfiedReason = "PrerequisiteNotSatisfied"
+	// ReconcilingExpiredReason says the Stack's spec.ttl has run out: the
+	// operator deletes the Stack, destroying its resources first. A
+	// stackyard extension.
+	ReconcilingExpiredReason = "Expired"
 )
 
 // Messages of the Reconciling condition for the ReconcilingProcessingReason.
@@ -162,6 +166,9 @@ const (
 	// ReferenceNotFoundReason: a Secret, ConfigMap or key the spec names
 	// does not exist; the message names the field.
 	ReferenceNotFoundReason = "ReferenceNotFound"
+	// StackDeleteFailedReason: a Stack whose spec.ttl ran out could not be
+	// deleted.
+	StackDeleteFailedReason = "StackDeleteFailed"
 	// PrerequisiteReadFailedReason: a prerequisite Stack could not be read.
 	PrerequisiteReadFailedReason = "PrerequisiteReadFailed"
 	// ApprovalReadFailedReason says deciding whether a governed Stack's

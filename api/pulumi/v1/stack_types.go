@@ -88,6 +88,12 @@ type StackStatus struct {
 	// +optional
 	ApprovedSpec *shared.SpecApproval `json:"approvedSpec,omitempty"`
 
+	// ExpiresAt is when the Stack's spec.ttl runs out (its creation plus
+	// the TTL): the operator then destroys the stack's resources and
+	// deletes the Stack. Unset without a TTL. A stackyard extension.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+
 	// HeldSpec is set while a governed Stack's spec differs from
 	// approvedSpec: the change waits for a promotion of its stage, and the
 	// Stack keeps what it deployed (the ChangePending condition says so).
@@ -115,6 +121,7 @@ const MaxHistory = 10
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reconciling",type=string,JSONPath=`.status.conditions[?(@.type=="Reconciling")].reason`
 // +kubebuilder:printcolumn:name="Stalled",type=string,JSONPath=`.status.conditions[?(@.type=="Stalled")].reason`
+// +kubebuilder:printcolumn:name="Expires",type=string,priority=10,JSONPath=`.status.expiresAt`
 // +kubebuilder:printcolumn:name="Permalink",type=string,JSONPath=`.status.lastUpdate.permalink`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 42",message="metadata.name must be at most 42 characters, so that the names derived from it fit in 63"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.prerequisites) || self.spec.prerequisites.all(p, p.name != self.metadata.name)",message="spec.prerequisites: a Stack cannot be its own prerequisite; it would wait for itself",fieldPath=".spec.prerequisites"

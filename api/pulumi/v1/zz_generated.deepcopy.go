@@ -438,6 +438,10 @@ func (in *StackStatus) DeepCopyInto(out *StackStatus) {
 		*out = new(shared.SpecApproval)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ExpiresAt != nil {
+		in, out := &in.ExpiresAt, &out.ExpiresAt
+		*out = (*in).DeepCopy()
+	}
 	if in.HeldSpec != nil {
 		in, out := &in.HeldSpec, &out.HeldSpec
 		*out = new(shared.HeldSpec)

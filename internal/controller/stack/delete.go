@@ -21,15 +21,16 @@ import (
 const triggerFinalize = "Finalize"
 
 // reconcileDelete runs when the Stack is being deleted. With
-// destroyOnFinalize (and not in preview mode, which never destroys) the
-// finalizer stays until a destroy has succeeded; failed destroys are retried
+// destroyOnFinalize, or once its spec.ttl ran out (expired), and not in
+// preview mode, which never destroys, the finalizer stays until a destroy
+// has succeeded; failed destroys are retried
 // with the usual backoff. Then the Workspace is removed and the finalizer
 // with it.
 func (s *session) reconcileDelete(ctx context.Context) (sreconcile.Result, error) {
 	if !sreconcile.HasFinalizer(s.stack, Finalizer) {
 		return sreconcile.ResultEmpty, nil
 	}
-	if s.stack.Spec.DestroyOnFinalize && !s.stack.Spec.Preview {
+	if (s.stack.Spec.DestroyOnFinalize || expired(s.stack)) && !s.stack.Spec.Preview {
 		if err := s.destroy(ctx); err != nil {
 			return sreconcile.ResultEmpty, err
 		}

@@ -140,8 +140,8 @@ type session struct {
 // Reconcile brings one Stack a step closer to its spec. The chain is:
 //
 //	reconcileFinalizer → observeUpdate → reconcileCleanup → reconcileHold →
-//	reconcileSource → reconcileWorkspace → reconcileUpdate → reconcileDrift →
-//	reportLastUpdate
+//	reconcileExpiry → reconcileSource → reconcileWorkspace → reconcileUpdate →
+//	reconcileDrift → reportLastUpdate
 //
 // and, for a Stack being deleted, reconcileDelete. Each step returns a
 // typed error (internal/reconcile) that says what happens next; finish, in a
@@ -188,6 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{Name: "observeUpdate", Run: s.observeUpdate},
 		{Name: "reconcileCleanup", Run: s.reconcileCleanup},
 		{Name: "reconcileHold", Run: s.reconcileHold},
+		{Name: "reconcileExpiry", Run: s.reconcileExpiry},
 		{Name: "reconcileSource", Run: s.reconcileSource},
 		{Name: "reconcileWorkspace", Run: s.reconcileWorkspace},
 		{Name: "reconcileUpdate", Run: s.reconcileUpdate},

@@ -48,6 +48,9 @@ func (s *session) finish(ctx context.Context, res sreconcile.Result, err error) 
 	}
 	result, err := sreconcile.ComputeResult(res, err, sreconcile.Schedule{Interval: s.decision.RequeueAfter,
 		Pacer: &s.r.pace, Object: client.ObjectKeyFromObject(s.stack)})
+	if err == nil {
+		result.RequeueAfter = s.untilExpiry(result.RequeueAfter)
+	}
 	recorded := s.stack.Status.Workspace != nil
 	if perr := s.patcher.Patch(ctx, s.stack); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)

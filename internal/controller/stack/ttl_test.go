@@ -1,0 +1,52 @@
+package stack_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
+)
+
+// TestTTL: a Stack shows when its TTL runs out, counted from its creation;
+// once it has, the operator destroys the stack's resources, although
+// destroyOnFinalize is unset, and deletes the Stack. A TTL set on a Stack
+// that has lived longer expires it at once.
+func TestTTL(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	stack, target := programStack(t, "short-lived", nil)
+	ns := stack.Namespace
+	waitStack(t, ns, "short-lived", opTimeout, ready)
+	g.Expect(readFile(g, target)).To(Equal("from a Program"))
+
+	setTTL := func(ttl time.Duration) {
+		g.Eventually(func() error {
+			s := &pulumiv1.Stack{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(stack), s); err != nil {
+				return err
+			}
+			s.Spec.TTL = &metav1.Duration{Duration: ttl}
+			return env.Client.Update(ctx, s)
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	}
+	setTTL(time.Hour)
+	s := waitStack(t, ns, "short-lived", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
+		ready(g, s)
+		g.Expect(s.Status.ExpiresAt).NotTo(BeNil(), "status.expiresAt")
+	})
+	g.Expect(s.Status.ExpiresAt.Time).To(BeTemporally("==", s.CreationTimestamp.Add(time.Hour)))
+	g.Expect(readFile(g, target)).To(Equal("from a Program"), "a TTL still to run destroyed the resources")
+
+	setTTL(time.Second)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getStack(g, ns, "short-lived")).To(BeNil())
+	}, opTimeout, 250*time.Millisecond).Should(Succeed())
+	_, err := os.Stat(target)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the expired Stack's resources were not destroyed")
+}
