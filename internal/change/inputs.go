@@ -164,7 +164,10 @@ func ReferencedObjects(spec *shared.StackSpec) []ObjectRef {
 			}
 		}
 	}
-	add("Secret", spec.AccessTokenSecret, spec.GitAuthSecret)
+	add("Secret", spec.AccessTokenSecret)
+	if spec.GitSource != nil {
+		add("Secret", spec.GitAuthSecret)
+	}
 	add("Secret", spec.SecretEnvs...)
 	add("ConfigMap", spec.Envs...)
 	for _, ref := range spec.ConfigRef {

@@ -50,6 +50,12 @@ func TestReferencedObjects(t *testing.T) {
 	if got := ReferencedObjects(spec); !slices.Equal(got, want) {
 		t.Errorf("ReferencedObjects =\n%v\nwant\n%v", got, want)
 	}
+	// A spec without a git source (a Program's, or a review stack's
+	// template, whose source the operator sets) has no git Secret.
+	bare := &shared.StackSpec{SecretEnvs: []string{"creds"}}
+	if got := ReferencedObjects(bare); !slices.Equal(got, []ObjectRef{{"Secret", "creds"}}) {
+		t.Errorf("ReferencedObjects without a git source = %v", got)
+	}
 }
 
 // TestReferencedObjectsInVolumes finds Secrets and ConfigMaps mounted by

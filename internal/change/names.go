@@ -114,3 +114,21 @@ func HeldChangeName(stage, stack, digest string) string {
 	h := sha256.Sum256([]byte(stage + "\x00" + stack + "\x00" + digest))
 	return stage + "-held-" + hex.EncodeToString(h[:])[:10]
 }
+
+// maxStackName is the longest Stack name (pulumiv1.MaxStackNameLength).
+const maxStackName = 42
+
+// ReviewStackName is the name of the review stack of pull request number
+// of the Pipeline pipeline: "<pipeline>-pr-<number>", or, when that is
+// longer than a Stack's name may be (42), the pipeline's name cut, a
+// digest of it, and "-pr-<number>", so that two pipelines whose names
+// begin alike never share one.
+func ReviewStackName(pipeline string, number int64) string {
+	suffix := "-pr-" + strconv.FormatInt(number, 10)
+	if len(pipeline)+len(suffix) <= maxStackName {
+		return pipeline + suffix
+	}
+	sum := sha256.Sum256([]byte(pipeline))
+	prefix := strings.TrimRight(pipeline[:max(0, min(len(pipeline), maxStackName-len(suffix)-9))], "-.")
+	return prefix + "-" + hex.EncodeToString(sum[:])[:8] + suffix
+}

@@ -35,3 +35,25 @@ func TestPreviewName(t *testing.T) {
 		t.Error("round 0 (a promotion recorded before rounds) must name the first round")
 	}
 }
+
+// TestReviewStackName: a review stack's name fits a Stack's 42 characters,
+// is the plain "<pipeline>-pr-<number>" when that fits, and differs for
+// pipelines whose names begin alike.
+func TestReviewStackName(t *testing.T) {
+	if got := ReviewStackName("web", 7); got != "web-pr-7" {
+		t.Errorf("ReviewStackName(web, 7) = %q", got)
+	}
+	long := strings.Repeat("a", 40)
+	a, b := ReviewStackName(long+"-one", 12345), ReviewStackName(long+"-two", 12345)
+	for _, name := range []string{a, b, ReviewStackName(strings.Repeat("b", 253), 1<<62)} {
+		if len(name) > 42 || !strings.Contains(name, "-pr-") || strings.HasPrefix(name, "-") {
+			t.Errorf("ReviewStackName = %q (%d characters)", name, len(name))
+		}
+	}
+	if a == b {
+		t.Errorf("two pipelines share the review stack %q", a)
+	}
+	if !strings.HasSuffix(a, "-pr-12345") {
+		t.Errorf("%q does not end in its pull request", a)
+	}
+}

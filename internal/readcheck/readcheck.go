@@ -7,8 +7,10 @@
 // every Secret and ConfigMap the new spec names (change.ReferencedObjects,
 // the old references included) must be one the request's user may `get`,
 // as the API server's authorizer answers a SubjectAccessReview for them.
-// A validating webhook runs after the admission policies, whose refusals
-// (a missing "govern") come first.
+// A Pipeline's review-stack template (spec.pullRequests.reviewStacks) is
+// held to the same: the operator makes a Stack of it for every pull
+// request. A validating webhook runs after the admission policies, whose
+// refusals (a missing "govern") come first.
 package readcheck
 
 import (
@@ -18,11 +20,14 @@ import (
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
+	"github.com/stackyard/stackyard/api/pulumi/shared"
 	"github.com/stackyard/stackyard/internal/change"
 	"github.com/stackyard/stackyard/internal/editstamp"
 )
@@ -32,13 +37,14 @@ import (
 const Path = "/check-stack-reads"
 
 // Register serves the webhook at Path on srv, decoding with scheme
-// (which must know pulumi.com/v1) and asking the API server's authorizer
+// (which must know pulumi.com/v1 and promotion.stackyard.dev/v1alpha1) and asking the API server's authorizer
 // through c.
 func Register(srv webhook.Server, scheme *runtime.Scheme, c client.Client) {
 	srv.Register(Path, &webhook.Admission{Handler: &Handler{Decoder: admission.NewDecoder(scheme), Reviews: c}})
 }
 
-// Handler checks what a governed Stack's edit names.
+// Handler checks what a governed Stack's edit, or a Pipeline's
+// review-stack template, names.
 type Handler struct {
 	// Decoder decodes the Stacks of a request.
 	Decoder admission.Decoder
@@ -51,6 +57,9 @@ type Handler struct {
 // that names a Secret or ConfigMap the request's user may not read. A
 // request it cannot decide about is refused, naming why.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Kind.Kind == "Pipeline" {
+		return h.handleTemplate(ctx, req)
+	}
 	next, edited, err := editstamp.EditOf(h.Decoder, req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
@@ -58,15 +67,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if !edited {
 		return admission.Allowed("")
 	}
-	var unreadable []string
-	for _, ref := range change.ReferencedObjects(&next.Spec) {
-		ok, err := h.mayRead(ctx, req, ref)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("asking whether %s may read %s: %w", req.UserInfo.Username, ref, err))
-		}
-		if !ok {
-			unreadable = append(unreadable, ref.String())
-		}
+	unreadable, err := h.unreadable(ctx, req, &next.Spec)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if len(unreadable) > 0 {
 		return admission.Denied(fmt.Sprintf("spec: Stack %s is governed by stage %s, and a change to it is previewed with everything it names; "+
@@ -74,6 +77,62 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 			req.UserInfo.Username, strings.Join(unreadable, ", ")))
 	}
 	return admission.Allowed("")
+}
+
+// handleTemplate answers for a Pipeline: allowed unless it sets or
+// changes the template of its review stacks
+// (spec.pullRequests.reviewStacks.template) to one that names a Secret or
+// ConfigMap the request's user may not read. The operator makes a Stack
+// from the template for every pull request, which runs the pull request's
+// program with everything the template names.
+func (h *Handler) handleTemplate(ctx context.Context, req admission.Request) admission.Response {
+	next, prev := &promotionv1alpha1.Pipeline{}, &promotionv1alpha1.Pipeline{}
+	if err := h.Decoder.Decode(req, next); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline: %w", err))
+	}
+	if len(req.OldObject.Raw) > 0 {
+		if err := h.Decoder.DecodeRaw(req.OldObject, prev); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline's previous version: %w", err))
+		}
+	}
+	template, before := reviewTemplate(next), reviewTemplate(prev)
+	if template == nil || equality.Semantic.DeepEqual(template, before) {
+		return admission.Allowed("")
+	}
+	unreadable, err := h.unreadable(ctx, req, template)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if len(unreadable) > 0 {
+		return admission.Denied(fmt.Sprintf("spec.pullRequests.reviewStacks.template: pipeline %s makes a Stack of it for every pull request, "+
+			"which runs the pull request's program with everything the template names; %s may not read (the verb \"get\") %s, which it names",
+			next.Name, req.UserInfo.Username, strings.Join(unreadable, ", ")))
+	}
+	return admission.Allowed("")
+}
+
+// reviewTemplate is p's review-stack template, or nil.
+func reviewTemplate(p *promotionv1alpha1.Pipeline) *shared.StackSpec {
+	if p.Spec.PullRequests == nil || p.Spec.PullRequests.ReviewStacks == nil {
+		return nil
+	}
+	return &p.Spec.PullRequests.ReviewStacks.Template
+}
+
+// unreadable lists the Secrets and ConfigMaps spec names that the
+// request's user may not read.
+func (h *Handler) unreadable(ctx context.Context, req admission.Request, spec *shared.StackSpec) ([]string, error) {
+	var unreadable []string
+	for _, ref := range change.ReferencedObjects(spec) {
+		ok, err := h.mayRead(ctx, req, ref)
+		if err != nil {
+			return nil, fmt.Errorf("asking whether %s may read %s: %w", req.UserInfo.Username, ref, err)
+		}
+		if !ok {
+			unreadable = append(unreadable, ref.String())
+		}
+	}
+	return unreadable, nil
 }
 
 // resources are the API resources of the kinds ObjectRef names.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -505,6 +507,51 @@ func TestAttackPipelinePullRequests(t *testing.T) {
 		`spec.pullRequests.stages: previewing pull requests against the Stacks of a stage hands their credentials to the pull requests' programs, which needs the verb "govern" on each stage named`)))
 	governor := attacker(t, f.ns, "governor", rule("pipelines", "get", "create", "update", "patch", "govern"), govern("prod"), readForge)
 	g.Expect(governor.Create(ctx, governed())).To(Succeed())
+
+	// Review stacks: the operator makes a Stack of the template for each
+	// pull request. Turning them on needs, beside govern, the right to
+	// make Stacks, and to read every Secret the template names.
+	reviews := func(secret string) client.Patch {
+		template := map[string]any{"stack": "review", "backend": "file:///tmp/state"}
+		if secret != "" {
+			template["envRefs"] = map[string]any{"TOKEN": map[string]any{"type": "Secret", "secret": map[string]any{"name": secret, "key": "token"}}}
+		}
+		return mergePatch(t, map[string]any{"spec": map[string]any{"pullRequests": map[string]any{"reviewStacks": map[string]any{"template": template}}}})
+	}
+	current := governed()
+	g.Expect(mallory.Patch(ctx, current.DeepCopy(), reviews(""))).To(MatchError(ContainSubstring(`needs the verb "govern" on pipelines`)))
+	g.Expect(governor.Patch(ctx, current.DeepCopy(), reviews(""))).To(MatchError(ContainSubstring(
+		`spec.pullRequests.reviewStacks: the operator makes a Stack from the template for each pull request, which needs the verb "create" on stacks.pulumi.com`)))
+	reviewer := attacker(t, f.ns, "reviewer", rule("pipelines", "get", "create", "update", "patch", "govern"), govern("prod"), readForge,
+		stackRule("stacks", "create"))
+	reviewerName := whoAmI(t, reviewer)
+	g.Expect(reviewer.Patch(ctx, current.DeepCopy(), reviews("cloud-admin"))).To(MatchError(ContainSubstring(
+		"spec.pullRequests.reviewStacks.template: pipeline governed makes a Stack of it for every pull request, " +
+			"which runs the pull request's program with everything the template names; " + reviewerName + ` may not read (the verb "get") Secret/cloud-admin`)))
+	g.Expect(reviewer.Patch(ctx, current.DeepCopy(), reviews("forge"))).To(Succeed())
+	// The template never carries a source: the operator sets it.
+	g.Expect(reviewer.Patch(ctx, current.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"pullRequests": map[string]any{
+		"reviewStacks": map[string]any{"template": map[string]any{"branch": "main"}}}}}))).To(MatchError(ContainSubstring(
+		"template: the operator sets the source of a review stack")))
+}
+
+// TestAttackReviewStackStage: a review stack (controlled by a Pipeline)
+// deploys whatever a pull request holds, so nobody, not even a governor
+// of the stage, binds one to a stage.
+func TestAttackReviewStackStage(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// The policy reads the controller's kind; the Pipeline need not exist.
+	review := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web-pr-1",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: promotionv1alpha1.GroupVersion.String(), Kind: "Pipeline", Name: "web",
+			UID: "6f9d3a52-0000-4000-8000-000000000001", Controller: ptr.To(true)}}},
+		Spec: shared.StackSpec{Stack: "review-pr-1", GitSource: &shared.GitSource{ProjectRepo: "https://git.example.invalid/web.git", Commit: strings.Repeat("a", 40)}}}
+	mustCreate(t, review.DeepCopy())
+	governor := attacker(t, f.ns, "governor", stackRule("stacks", "get", "update", "patch"), govern())
+	eventually(t, func() error {
+		return governor.Patch(ctx, review.DeepCopy(), mergePatch(t, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			promotionv1alpha1.AuthorizedStageAnnotation: "prod"}}}))
+	}).Should(MatchError(ContainSubstring("Stack web-pr-1 is a review stack of a Pipeline (its controller), which deploys the pull requests' programs: it is never governed by a stage")))
 }
 
 // TestAttackPipelineSource: what becomes a release is the pipeline's

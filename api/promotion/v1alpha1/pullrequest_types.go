@@ -75,6 +75,12 @@ type PullRequestPreviews struct {
 	// +kubebuilder:validation:Maximum=20
 	MaxPreviews int32 `json:"maxPreviews,omitempty"`
 
+	// ReviewStacks, when set, also deploys each open pull request that
+	// may be previewed as a temporary Stack of its own, from a template,
+	// and destroys it when the pull request closes.
+	// +optional
+	ReviewStacks *ReviewStacks `json:"reviewStacks,omitempty"`
+
 	// Interval is how often the forge is asked for open pull requests;
 	// default 2m. A Receiver that hears a pull-request event wakes the
 	// Pipeline sooner.
@@ -131,6 +137,11 @@ type PullRequestStatus struct {
 	// show.
 	// +optional
 	Posted string `json:"posted,omitempty"`
+
+	// ReviewStack is the pull request's review stack
+	// (spec.pullRequests.reviewStacks).
+	// +optional
+	ReviewStack *ReviewStackStatus `json:"reviewStack,omitempty"`
 
 	// Stacks are the previews of the head, one per Stack.
 	// +optional

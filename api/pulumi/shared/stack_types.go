@@ -182,6 +182,16 @@ type StackSpec struct {
 	// +optional
 	DestroyOnFinalize bool `json:"destroyOnFinalize,omitempty"`
 
+	// RemoveOnFinalize also removes the stack itself from its backend,
+	// with its configuration and history, once the destroy on deletion
+	// (destroyOnFinalize, or a ttl that ran out) has deleted its
+	// resources: `pulumi destroy --remove`. For temporary stacks, whose
+	// emptied state would otherwise pile up in the backend. Review stacks
+	// set it. A stackyard extension (asked of the upstream operator in
+	// #790).
+	// +optional
+	RemoveOnFinalize bool `json:"removeOnFinalize,omitempty"`
+
 	// RunProgram runs the program during the destroy of destroyOnFinalize
 	// (and refreshes), for programs that configure their providers in code,
 	// e.g. with credentials fetched at run time.

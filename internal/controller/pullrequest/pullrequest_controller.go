@@ -55,7 +55,8 @@ const previewWait = 30 * time.Second
 
 // Reconciler previews the open pull requests of Pipelines:
 //
-//	reconcileForge → reconcileClosed → reconcilePreviews → reconcilePosts
+//	reconcileForge → reconcileClosed → reconcileReviewStacks →
+//	reconcilePreviews → reconcilePosts
 type Reconciler struct {
 	// Client reads Pipelines, Stages and Stacks, and writes the preview
 	// Workspaces and Updates and the Pipelines' status.pullRequests.
@@ -133,7 +134,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}()
 	if p.Spec.PullRequests == nil {
 		if p.Status.PullRequests != nil {
-			err = s.deletePreviews(ctx, func(int64, string) bool { return false })
+			err = s.dropClosedReviewStacks(ctx, nil)
+			if err == nil {
+				err = s.deletePreviews(ctx, func(int64, string) bool { return false })
+			}
 			if err == nil {
 				p.Status.PullRequests = nil
 			}
@@ -146,6 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	res, err = sreconcile.Steps{
 		{Name: "reconcileForge", Run: s.reconcileForge},
 		{Name: "reconcileClosed", Run: s.reconcileClosed},
+		{Name: "reconcileReviewStacks", Run: s.reconcileReviewStacks},
 		{Name: "reconcilePreviews", Run: s.reconcilePreviews},
 		{Name: "reconcilePosts", Run: s.reconcilePosts},
 	}.Run(ctx)
@@ -234,12 +239,16 @@ func (s *session) token(ctx context.Context) (string, error) {
 	return token, nil
 }
 
-// reconcileClosed forgets the pull requests no longer open, and deletes
-// every preview that is not of an open pull request's current head.
+// reconcileClosed deletes the review stacks of the pull requests no
+// longer open, forgets those pull requests, and deletes every preview
+// that is not of an open pull request's current head.
 func (s *session) reconcileClosed(ctx context.Context) (sreconcile.Result, error) {
 	heads := map[int64]string{}
 	for _, pr := range s.open {
 		heads[pr.Number] = pr.Head
+	}
+	if err := s.dropClosedReviewStacks(ctx, heads); err != nil {
+		return sreconcile.ResultEmpty, err
 	}
 	st := s.p.Status.PullRequests
 	st.PullRequests = slices.DeleteFunc(st.PullRequests, func(pr promotionv1alpha1.PullRequestStatus) bool {

@@ -235,10 +235,14 @@ func TestPullRequestPreviews(t *testing.T) {
 }
 
 // TestForkPullRequest: a pull request from a fork is not previewed (no
-// Workspace gets the Stacks' secrets), and its comment says why.
+// Workspace gets the Stacks' secrets) nor given a review stack (none gets
+// the template's), and its comment says why.
 func TestForkPullRequest(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t)
+	f.editPipeline(t, func(p *promotionv1alpha1.Pipeline) {
+		p.Spec.PullRequests.ReviewStacks = &promotionv1alpha1.ReviewStacks{Template: shared.StackSpec{Stack: "review"}}
+	})
 	contributor := f.gitea.CreateUser("contributor")
 	contributor.Fork("web")
 	sha := f.local.Commit("evil", map[string]string{"Pulumi.yaml": project("pwned")})
@@ -254,6 +258,10 @@ func TestForkPullRequest(t *testing.T) {
 		HaveValue(SatisfyAll(HaveField("Phase", promotionv1alpha1.PullRequestSkipped), HaveField("Fork", true), HaveField("Head", sha))))
 	g.Consistently(func(g Gomega) []string { return f.previews(g, number) }, 3*time.Second, poll).Should(BeEmpty(),
 		"a fork's pull request was given a Workspace with the Stacks' secrets")
+	var stacks pulumiv1.StackList
+	g.Expect(env.Client.List(context.Background(), &stacks, client.InNamespace(f.ns), client.MatchingLabels{promotionv1alpha1.PipelineLabel: "web"})).To(Succeed())
+	g.Expect(stacks.Items).To(BeEmpty(), "a fork's pull request was given a review stack")
+	g.Expect(f.pullRequest(g, number).ReviewStack).To(BeNil())
 	statuses, err := f.gitea.Statuses("web", sha)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(statuses).To(BeEmpty())

@@ -8,6 +8,7 @@ import (
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
 	promotionv1alpha1 "github.com/stackyard/stackyard/api/promotion/v1alpha1"
 	"github.com/stackyard/stackyard/api/pulumi/shared"
+	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 	sreconcile "github.com/stackyard/stackyard/internal/reconcile"
 )
 
@@ -24,7 +25,8 @@ import (
 // SetupWithManager registers the reconciler with mgr. A Pipeline is
 // reconciled when it is created, on a new generation and on a reconcile
 // request (a Receiver's wake-up), then every spec.pullRequests.interval;
-// the change of a preview Workspace or Update it owns wakes it too.
+// the change of a preview Workspace or Update, or of a review stack, it
+// owns wakes it too.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&promotionv1alpha1.Pipeline{}, builder.WithPredicates(predicate.Or(
@@ -33,6 +35,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		))).
 		Owns(&autov1alpha1.Workspace{}).
 		Owns(&autov1alpha1.Update{}).
+		Owns(&pulumiv1.Stack{}).
 		Named("pullrequest").
 		Complete(r)
 }

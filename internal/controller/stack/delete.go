@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -88,6 +89,9 @@ func (s *session) destroy(ctx context.Context) error {
 		return err
 	}
 	upd := stackrun.BuildUpdate(stack, stackrun.UpdateFor{Revision: s.src.Revision, Type: autov1alpha1.DestroyType, Trigger: triggerFinalize})
+	if stack.Spec.RemoveOnFinalize {
+		upd.Spec.Remove = ptr.To(true)
+	}
 	if err := s.startUpdate(ctx, upd); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,20 +11,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
 )
 
 // TestTTL: a Stack shows when its TTL runs out, counted from its creation;
 // once it has, the operator destroys the stack's resources, although
-// destroyOnFinalize is unset, and deletes the Stack. A TTL set on a Stack
+// destroyOnFinalize is unset, and deletes the Stack; with
+// removeOnFinalize the stack leaves its backend too. A TTL set on a Stack
 // that has lived longer expires it at once.
 func TestTTL(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	stack, target := programStack(t, "short-lived", nil)
+	stack, target := programStack(t, "short-lived", func(s *shared.StackSpec) { s.RemoveOnFinalize = true })
 	ns := stack.Namespace
 	waitStack(t, ns, "short-lived", opTimeout, ready)
 	g.Expect(readFile(g, target)).To(Equal("from a Program"))
+	// The file backend keeps the stack dev under .pulumi/stacks/<project>
+	// (and a backup, dev.json.bak, of a removed one).
+	stackFiles := func() []string {
+		files, err := filepath.Glob(filepath.Join(filepath.Dir(target), "state", ".pulumi", "stacks", "*", "dev.json"))
+		g.Expect(err).NotTo(HaveOccurred())
+		return files
+	}
+	g.Expect(stackFiles()).NotTo(BeEmpty(), "the stack is not where the test looks for it")
 
 	setTTL := func(ttl time.Duration) {
 		g.Eventually(func() error {
@@ -49,4 +60,5 @@ func TestTTL(t *testing.T) {
 	}, opTimeout, 250*time.Millisecond).Should(Succeed())
 	_, err := os.Stat(target)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the expired Stack's resources were not destroyed")
+	g.Expect(stackFiles()).To(BeEmpty(), "the stack is still in its backend")
 }
