@@ -30,6 +30,27 @@ type pipelineView struct {
 	Waiting []promotionView
 	// Timeline is each release, newest first, with where it went.
 	Timeline []timelineRow
+	// PullRequests are the open pull requests the pipeline previews
+	// (spec.pullRequests), with their previews and review stacks.
+	PullRequests []pullRequestView
+}
+
+// pullRequestView is an open pull request as the pipeline page shows it:
+// its preview, and its review stack.
+type pullRequestView struct {
+	promotionv1alpha1.PullRequestStatus
+	// Review is its review stack; nil without one.
+	Review *reviewStackView
+}
+
+// reviewStackView is a pull request's review stack: what the Pipeline
+// recorded, and the Stack's outputs, only to those who may list Stacks,
+// and only from the Stack whose UID the Pipeline recorded.
+type reviewStackView struct {
+	promotionv1alpha1.ReviewStackStatus
+	// Linked: the reader may open the Stack's page.
+	Linked  bool
+	Outputs []output
 }
 
 // stageView is a stage as its graph node and card show it.
@@ -220,7 +241,44 @@ func buildPipeline(p *promotionv1alpha1.Pipeline, o *objects) pipelineView {
 		}
 	}
 	v.Timeline = timeline(releases, v.Stages)
+	v.PullRequests = pullRequests(p, o)
 	return v
+}
+
+// pullRequests are the open pull requests p's status records, with each
+// review stack's outputs where the reader may list Stacks.
+func pullRequests(p *promotionv1alpha1.Pipeline, o *objects) []pullRequestView {
+	if p.Status.PullRequests == nil {
+		return nil
+	}
+	out := make([]pullRequestView, 0, len(p.Status.PullRequests.PullRequests))
+	for _, pr := range p.Status.PullRequests.PullRequests {
+		v := pullRequestView{PullRequestStatus: pr}
+		if rs := pr.ReviewStack; rs != nil {
+			v.Review = &reviewStackView{ReviewStackStatus: *rs}
+			if stack := o.stacks[rs.Name]; o.mayStacks && stack != nil && rs.UID != "" && stack.UID == rs.UID {
+				v.Review.Linked = true
+				v.Review.Outputs = outputsOf(stack, 200)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// outputsOf are stack's outputs by name (those Pulumi marks secret are
+// "[secret]" in its status already), each cut at limit characters (0:
+// whole).
+func outputsOf(stack *pulumiv1.Stack, limit int) []output {
+	out := make([]output, 0, len(stack.Status.Outputs))
+	for _, name := range sortedKeys(stack.Status.Outputs) {
+		value := string(stack.Status.Outputs[name].Raw)
+		if limit > 0 {
+			value = truncate(value, limit)
+		}
+		out = append(out, output{Name: name, Value: value})
+	}
+	return out
 }
 
 func buildStage(st *promotionv1alpha1.Stage, node Node, releases map[string]*promotionv1alpha1.Release, o *objects) stageView {

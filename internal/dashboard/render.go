@@ -70,6 +70,16 @@ var funcs = template.FuncMap{
 		}
 		return duration.HumanDuration(time.Since(tm)) + " ago"
 	},
+	"left": func(t any) string {
+		tm := timeOf(t)
+		if tm.IsZero() {
+			return "—"
+		}
+		if d := time.Until(tm); d > 0 {
+			return duration.HumanDuration(d) + " left"
+		}
+		return "ran out"
+	},
 	"when": func(t any) string {
 		tm := timeOf(t)
 		if tm.IsZero() {

@@ -471,9 +471,7 @@ func (s *Server) stackPage(r *http.Request, sess *session) (string, any, error) 
 		stackRow: buildStackRow(&st), Stack: st.Spec.Stack, Conds: st.Status.Conditions, Last: st.Status.LastUpdate,
 		History: st.Status.History, Drift: st.Status.LastDriftCheck,
 	}
-	for _, k := range sortedKeys(st.Status.Outputs) {
-		d.Outputs = append(d.Outputs, output{Name: k, Value: string(st.Status.Outputs[k].Raw)})
-	}
+	d.Outputs = outputsOf(&st, 0)
 	if ok, err := s.mayList(ctx, sess, updatesKind, ns); err != nil {
 		return "", nil, err
 	} else if ok {

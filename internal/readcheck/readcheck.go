@@ -81,8 +81,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 
 // handleTemplate answers for a Pipeline: allowed unless it sets or
 // changes the template of its review stacks
-// (spec.pullRequests.reviewStacks.template) to one that names a Secret or
-// ConfigMap the request's user may not read. The operator makes a Stack
+// (spec.pullRequests.reviewStacks.template), or, while it is set, the
+// repository or the forks whose pull requests get them, and the template
+// names a Secret or ConfigMap the request's user may not read. The operator makes a Stack
 // from the template for every pull request, which runs the pull request's
 // program with everything the template names.
 func (h *Handler) handleTemplate(ctx context.Context, req admission.Request) admission.Response {
@@ -95,8 +96,12 @@ func (h *Handler) handleTemplate(ctx context.Context, req admission.Request) adm
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline's previous version: %w", err))
 		}
 	}
+	// The template's credentials go to the pull requests of spec.git
+	// (and of forks, with allowForks): a change to either hands them to
+	// other programs.
 	template, before := reviewTemplate(next), reviewTemplate(prev)
-	if template == nil || equality.Semantic.DeepEqual(template, before) {
+	if template == nil || (equality.Semantic.DeepEqual(template, before) && equality.Semantic.DeepEqual(next.Spec.Git, prev.Spec.Git) &&
+		next.Spec.PullRequests.AllowForks == prev.Spec.PullRequests.AllowForks) {
 		return admission.Allowed("")
 	}
 	unreadable, err := h.unreadable(ctx, req, template)

@@ -285,6 +285,16 @@ func TestAttackStackConsent(t *testing.T) {
 	expiring.Spec.TTL = &metav1.Duration{Duration: time.Hour}
 	g.Expect(mallory.Create(ctx, expiring.DeepCopy())).To(Succeed(), "an ungoverned Stack may expire")
 	g.Expect(devGovernor.Patch(ctx, expiring.DeepCopy(), annotate("dev"))).To(MatchError(ContainSubstring("spec.ttl: Stack expiring names stage dev")))
+	// The operator deletes an expired Stack: a TTL is set only by whoever
+	// may delete it.
+	updater := attacker(t, f.ns, "updater", stackRule("stacks", "get", "create", "update", "patch"))
+	g.Expect(updater.Patch(ctx, expiring.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"ttl": "1s"}}))).To(MatchError(ContainSubstring(
+		`spec.ttl: once it runs out the operator deletes Stack expiring and destroys its resources, which needs the verb "delete" on stacks.pulumi.com`)))
+	g.Expect(updater.Patch(ctx, expiring.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"refresh": true}}))).To(Succeed(),
+		"an edit that leaves the TTL alone needs no more")
+	short := pinned("short")
+	short.Spec.TTL = &metav1.Duration{Duration: time.Hour}
+	g.Expect(updater.Create(ctx, short)).To(MatchError(ContainSubstring(`spec.ttl: once it runs out the operator deletes Stack short`)))
 }
 
 // TestAttackRecords: Releases, StackPromotions, and the status of
@@ -521,7 +531,7 @@ func TestAttackPipelinePullRequests(t *testing.T) {
 	current := governed()
 	g.Expect(mallory.Patch(ctx, current.DeepCopy(), reviews(""))).To(MatchError(ContainSubstring(`needs the verb "govern" on pipelines`)))
 	g.Expect(governor.Patch(ctx, current.DeepCopy(), reviews(""))).To(MatchError(ContainSubstring(
-		`spec.pullRequests.reviewStacks: the operator makes a Stack from the template for each pull request, which needs the verb "create" on stacks.pulumi.com`)))
+		`spec.pullRequests.reviewStacks: the operator makes a Stack from the template for each pull request of the repository (and forks, with allowForks), which needs the verb "create" on stacks.pulumi.com`)))
 	reviewer := attacker(t, f.ns, "reviewer", rule("pipelines", "get", "create", "update", "patch", "govern"), govern("prod"), readForge,
 		stackRule("stacks", "create"))
 	reviewerName := whoAmI(t, reviewer)
@@ -529,6 +539,19 @@ func TestAttackPipelinePullRequests(t *testing.T) {
 		"spec.pullRequests.reviewStacks.template: pipeline governed makes a Stack of it for every pull request, " +
 			"which runs the pull request's program with everything the template names; " + reviewerName + ` may not read (the verb "get") Secret/cloud-admin`)))
 	g.Expect(reviewer.Patch(ctx, current.DeepCopy(), reviews("forge"))).To(Succeed())
+	// Once they are on, the template's credentials go wherever spec.git
+	// points: pointing it elsewhere, or letting forks in, is checked as
+	// the template is.
+	g.Expect(env.Client.Patch(ctx, current.DeepCopy(), reviews("cloud-admin"))).To(Succeed())
+	for _, patch := range []map[string]any{
+		{"spec": map[string]any{"git": map[string]any{"repoURL": "https://attacker.example.invalid/web.git"}}},
+		{"spec": map[string]any{"pullRequests": map[string]any{"allowForks": true}}},
+	} {
+		g.Expect(reviewer.Patch(ctx, current.DeepCopy(), mergePatch(t, patch))).To(MatchError(ContainSubstring(
+			reviewerName+` may not read (the verb "get") Secret/cloud-admin`)), "%v", patch)
+		g.Expect(governor.Patch(ctx, current.DeepCopy(), mergePatch(t, patch))).To(MatchError(ContainSubstring(
+			`needs the verb "create" on stacks.pulumi.com`)), "%v", patch)
+	}
 	// The template never carries a source: the operator sets it.
 	g.Expect(reviewer.Patch(ctx, current.DeepCopy(), mergePatch(t, map[string]any{"spec": map[string]any{"pullRequests": map[string]any{
 		"reviewStacks": map[string]any{"template": map[string]any{"branch": "main"}}}}}))).To(MatchError(ContainSubstring(

@@ -109,7 +109,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if r.Now != nil {
 		s.now = r.Now()
 	}
-	patcher := sreconcile.NewPatcher(r.Client, p)
+	// Locked: the status records what this controller made (the review
+	// stacks' UIDs); a patch from a copy older than the one stored, which
+	// replaces the whole list of pull requests, would lose them.
+	patcher := sreconcile.NewPatcher(r.Client, p).Locked()
 	var (
 		res sreconcile.Result
 		err error

@@ -82,6 +82,7 @@ func (s *session) reconcileReviewStacks(ctx context.Context) (sreconcile.Result,
 			live++
 		}
 	}
+	var posting []error
 	for _, pr := range s.open {
 		e := s.entry(pr.Number)
 		if pr.Fork && !s.p.Spec.PullRequests.AllowForks {
@@ -109,10 +110,16 @@ func (s *session) reconcileReviewStacks(ctx context.Context) (sreconcile.Result,
 			}
 		}
 		if err := s.postReviewStack(ctx, pr.Number, rs, stack); err != nil {
+			// The others are still made, moved and posted.
 			msg := sreconcile.Truncate(fmt.Sprintf("posting the review stack to pull request #%d: %v", pr.Number, err), 1024)
 			s.event(corev1.EventTypeWarning, EventForgeFailed, msg)
-			return sreconcile.ResultEmpty, sreconcile.NewGeneric(reasonForge, errors.New(msg))
+			posting = append(posting, errors.New(msg))
 		}
+	}
+	if len(posting) > 0 {
+		err := errors.Join(posting...)
+		s.p.Status.PullRequests.Error = sreconcile.Truncate(err.Error(), 1024)
+		return sreconcile.ResultEmpty, sreconcile.NewGeneric(reasonForge, err)
 	}
 	return sreconcile.ResultEmpty, nil
 }
@@ -122,15 +129,22 @@ func (s *session) reconcileReviewStacks(ctx context.Context) (sreconcile.Result,
 // mayMake says a new one is within maxStacks.
 func (s *session) reviewStack(ctx context.Context, pr forge.PullRequest, rs *promotionv1alpha1.ReviewStackStatus, mayMake bool) (*pulumiv1.Stack, error) {
 	desired := s.reviewStackSpec(pr)
-	stack := &pulumiv1.Stack{}
-	err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: rs.Name}, stack)
-	found := err == nil
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, sreconcile.NewGeneric(reasonForge, fmt.Errorf("reading review stack %s: %w", rs.Name, err))
+	stack, err := s.readStack(ctx, s.r.Client, rs.Name)
+	if err == nil && rs.UID != "" && (stack == nil || stack.UID != rs.UID) {
+		// The cache may not have the Stack made a moment ago yet: only
+		// the API server says it is gone.
+		stack, err = s.readStack(ctx, s.r.APIReader, rs.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	found := stack != nil
+	if !found {
+		stack = &pulumiv1.Stack{}
 	}
 	switch {
 	case rs.UID != "" && (!found || stack.UID != rs.UID):
-		s.reviewStackGone(rs, pr, nil)
+		s.reviewStackGone(rs, nil)
 		return nil, nil
 	case rs.UID != "":
 		return stack, s.followReviewStack(ctx, pr, rs, stack, desired)
@@ -191,8 +205,14 @@ func (s *session) reviewStack(ctx context.Context, pr forge.PullRequest, rs *pro
 // pr's head when it is not there, and otherwise reads where it is.
 func (s *session) followReviewStack(ctx context.Context, pr forge.PullRequest, rs *promotionv1alpha1.ReviewStackStatus, stack *pulumiv1.Stack, desired shared.StackSpec) error {
 	switch {
+	case !metav1.IsControlledBy(stack, s.p):
+		// Someone took it from the Pipeline: it is no longer moved, nor
+		// deleted with the pull request.
+		rs.Phase, rs.Message = promotionv1alpha1.ReviewStackFailed, fmt.Sprintf(
+			"Stack %s is no longer controlled by this Pipeline: it is left alone", rs.Name)
+		return nil
 	case !stack.DeletionTimestamp.IsZero():
-		s.reviewStackGone(rs, pr, stack)
+		s.reviewStackGone(rs, stack)
 		return nil
 	case change.AuthorizedStage(stack.Annotations) != "":
 		// The admission policy refuses it; one made before that rule is
@@ -239,9 +259,11 @@ func (s *session) followReviewStack(ctx context.Context, pr forge.PullRequest, r
 
 // reviewStackGone records that the recorded review stack is gone, or
 // going (stack, being deleted): its ttl ran out, or a person deleted it.
-// It is not made again for this head.
-func (s *session) reviewStackGone(rs *promotionv1alpha1.ReviewStackStatus, pr forge.PullRequest, stack *pulumiv1.Stack) {
-	rs.UID, rs.Head = "", pr.Head
+// It is not made again for the head it was at.
+func (s *session) reviewStackGone(rs *promotionv1alpha1.ReviewStackStatus, stack *pulumiv1.Stack) {
+	// rs.Head stays the head the Stack was at: a push seen only now
+	// makes a new one.
+	rs.UID = ""
 	if stack != nil && stack.Spec.TTL != nil && stack.DeletionTimestamp != nil {
 		// Deleted once its ttl had run out, as the Stack controller
 		// decides it: from the API server's two timestamps.
@@ -290,23 +312,44 @@ func (s *session) dropReviewStack(ctx context.Context, e *promotionv1alpha1.Pull
 	if rs == nil {
 		return nil
 	}
+	if err := s.checkCurrent(ctx); err != nil {
+		return err
+	}
 	if rs.UID != "" {
-		if err := s.checkCurrent(ctx); err != nil {
+		// Read live: only the Stack the Pipeline made, still controlled
+		// by it and in no stage, is deleted (its deletion destroys what
+		// it deployed), and only as it was read.
+		stack, err := s.readStack(ctx, s.r.APIReader, rs.Name)
+		if err != nil {
 			return err
 		}
-		uid := rs.UID
-		stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: s.p.Namespace, Name: rs.Name}}
-		switch err := s.r.Client.Delete(ctx, stack, client.Preconditions{UID: &uid}); {
-		case err == nil:
-			s.event(corev1.EventTypeNormal, EventReviewStack, fmt.Sprintf("deleting review stack %s of pull request #%d, its resources destroyed first", rs.Name, e.Number))
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			// Gone, or another object under the name: not the one made.
-		default:
-			return sreconcile.NewGeneric(reasonPending, fmt.Errorf("deleting review stack %s: %w", rs.Name, err))
+		if stack != nil && stack.UID == rs.UID && stack.DeletionTimestamp.IsZero() &&
+			metav1.IsControlledBy(stack, s.p) && change.AuthorizedStage(stack.Annotations) == "" {
+			uid, version := stack.UID, stack.ResourceVersion
+			switch err := s.r.Client.Delete(ctx, stack, client.Preconditions{UID: &uid, ResourceVersion: &version}); {
+			case err == nil:
+				s.event(corev1.EventTypeNormal, EventReviewStack, fmt.Sprintf("deleting review stack %s of pull request #%d, its resources destroyed first", rs.Name, e.Number))
+			case apierrors.IsConflict(err):
+				return sreconcile.NewWaiting(reasonPending, fmt.Errorf("review stack %s changed meanwhile; looking again", rs.Name), staleRecheck)
+			case !apierrors.IsNotFound(err):
+				return sreconcile.NewGeneric(reasonPending, fmt.Errorf("deleting review stack %s: %w", rs.Name, err))
+			}
 		}
 	}
 	e.ReviewStack = nil
 	return nil
+}
+
+// readStack reads the Stack name through r: nil when there is none.
+func (s *session) readStack(ctx context.Context, r client.Reader, name string) (*pulumiv1.Stack, error) {
+	stack := &pulumiv1.Stack{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: s.p.Namespace, Name: name}, stack); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, sreconcile.NewGeneric(reasonPending, fmt.Errorf("reading review stack %s: %w", name, err))
+	}
+	return stack, nil
 }
 
 // dropClosedReviewStacks deletes the review stacks of the pull requests

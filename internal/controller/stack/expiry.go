@@ -39,10 +39,13 @@ func expiresAt(stack *pulumiv1.Stack) time.Time {
 
 // expired reports whether a Stack being deleted was deleted once its TTL
 // had run out: its resources are then destroyed before it goes, whatever
-// destroyOnFinalize says, however it was deleted.
+// destroyOnFinalize says, however it was deleted. A governed Stack never
+// expires, not even one that got a TTL before the admission policy
+// refused it.
 func expired(stack *pulumiv1.Stack) bool {
 	at := expiresAt(stack)
-	return !at.IsZero() && stack.DeletionTimestamp != nil && !stack.DeletionTimestamp.Time.Before(at)
+	return !at.IsZero() && stack.DeletionTimestamp != nil && !stack.DeletionTimestamp.Time.Before(at) &&
+		change.AuthorizedStage(stack.Annotations) == ""
 }
 
 // reconcileExpiry records when the Stack's TTL runs out (status.expiresAt)

@@ -28,8 +28,12 @@ func TestExpired(t *testing.T) {
 		"deleted before it ran out": {time.Hour, created.Add(59 * time.Minute), false},
 		"deleted as it ran out":     {time.Hour, created.Add(time.Hour), true},
 		"deleted after":             {time.Hour, created.Add(2 * time.Hour), true},
+		"governed":                  {time.Hour, created.Add(2 * time.Hour), false},
 	} {
 		stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
+		if name == "governed" {
+			stack.Annotations = map[string]string{promotionv1alpha1.AuthorizedStageAnnotation: "prod"}
+		}
 		if tt.ttl > 0 {
 			stack.Spec.TTL = &metav1.Duration{Duration: tt.ttl}
 		}
