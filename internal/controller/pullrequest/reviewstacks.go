@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -76,11 +77,9 @@ func (s *session) reconcileReviewStacks(ctx context.Context) (sreconcile.Result,
 		}
 		return sreconcile.ResultEmpty, nil
 	}
-	live := 0
-	for _, e := range st.PullRequests {
-		if e.ReviewStack != nil && e.ReviewStack.UID != "" {
-			live++
-		}
+	live, err := s.liveReviewStacks(ctx)
+	if err != nil {
+		return sreconcile.ResultEmpty, err
 	}
 	var posting []error
 	for _, pr := range s.open {
@@ -122,6 +121,32 @@ func (s *session) reconcileReviewStacks(ctx context.Context) (sreconcile.Result,
 		return sreconcile.ResultEmpty, sreconcile.NewGeneric(reasonForge, err)
 	}
 	return sreconcile.ResultEmpty, nil
+}
+
+// liveReviewStacks counts the review stacks that exist: those recorded,
+// and those of the Pipeline's still being destroyed (their pull request
+// closed, or their ttl ran out), whose records are dropped already but
+// whose resources are not gone yet.
+func (s *session) liveReviewStacks(ctx context.Context) (int, error) {
+	recorded := map[types.UID]bool{}
+	for _, e := range s.p.Status.PullRequests.PullRequests {
+		if e.ReviewStack != nil && e.ReviewStack.UID != "" {
+			recorded[e.ReviewStack.UID] = true
+		}
+	}
+	var stacks pulumiv1.StackList
+	if err := s.r.Client.List(ctx, &stacks, client.InNamespace(s.p.Namespace),
+		client.MatchingLabels{promotionv1alpha1.PipelineLabel: s.p.Name}); err != nil {
+		return 0, sreconcile.NewGeneric(reasonPending, fmt.Errorf("listing the review stacks: %w", err))
+	}
+	live := len(recorded)
+	for i := range stacks.Items {
+		stack := &stacks.Items[i]
+		if !stack.DeletionTimestamp.IsZero() && metav1.IsControlledBy(stack, s.p) && !recorded[stack.UID] {
+			live++
+		}
+	}
+	return live, nil
 }
 
 // reviewStack brings pull request pr's review stack, recorded in rs, to

@@ -144,17 +144,21 @@ func TestReviewStacks(t *testing.T) {
 	// leaves its backend; the second gets its turn.
 	g.Expect(inBackend(first)).To(BeTrue(), "the review stack is not where the test looks for it")
 	f.gitea.ClosePullRequest("web", first)
+	// Never two at once: the first counts until it is destroyed.
 	g.Eventually(func(g Gomega) {
+		var stacks pulumiv1.StackList
+		g.Expect(env.Client.List(ctx, &stacks, client.InNamespace(f.ns), client.MatchingLabels{promotionv1alpha1.PipelineLabel: "web"})).To(Succeed())
+		if len(stacks.Items) > 1 {
+			t.Errorf("%d review stacks at once, with maxStacks 1", len(stacks.Items))
+		}
 		gone := &pulumiv1.Stack{}
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: change.ReviewStackName("web", first)}, gone)
 		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 		g.Expect(err).To(HaveOccurred(), "the closed pull request's review stack is still there")
-	}, opTimeout, poll).Should(Succeed())
-	g.Expect(page(first)).To(BeEmpty(), "the closed pull request's resources were not destroyed")
-	g.Expect(inBackend(first)).To(BeFalse(), "the closed pull request's stack is still in its backend")
-	g.Eventually(func(g Gomega) {
 		g.Expect(f.reviewComment(g, second).Body).To(ContainSubstring("**Ready**"))
 	}, opTimeout, poll).Should(Succeed(), func() string { return logs.String() })
+	g.Expect(page(first)).To(BeEmpty(), "the closed pull request's resources were not destroyed")
+	g.Expect(inBackend(first)).To(BeFalse(), "the closed pull request's stack is still in its backend")
 	g.Expect(page(second)).To(Equal("v4"))
 
 	// A ttl that has run out destroys the open pull request's stack; the
