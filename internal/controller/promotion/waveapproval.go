@@ -52,9 +52,15 @@ func (s *session) approveWave(ctx context.Context, wave int32) (bool, error) {
 		return false, err
 	}
 	since := make([]promotionv1alpha1.Approval, 0, len(all))
+	early := 0
 	for _, a := range all {
-		if a.Spec.Decision == promotionv1alpha1.Reject || !a.CreationTimestamp.Before(&wa.Since) {
+		switch {
+		case a.Spec.Decision == promotionv1alpha1.Reject || !a.CreationTimestamp.Before(&wa.Since):
 			since = append(since, a)
+		case a.Spec.Wave == wave && a.Spec.Promotion == s.p.Name && a.Spec.Stage == s.p.Spec.Stage:
+			// Made before the wave began to wait, so before its
+			// approvers could see what the waves before it did.
+			early++
 		}
 	}
 	editor, err := s.changeEditor(ctx)
@@ -74,8 +80,13 @@ func (s *session) approveWave(ctx context.Context, wave int32) (bool, error) {
 		return false, nil
 	}
 	if !t.approved() {
+		ignored := ""
+		if early > 0 {
+			ignored = fmt.Sprintf(" (%d approval(s) of this wave made before it began to wait at %s do not count: approve it again)",
+				early, wa.Since.UTC().Format(time.RFC3339))
+		}
 		s.wait = sreconcile.NewWaiting(promotionv1alpha1.PromotionReasonAwaitingApproval,
-			fmt.Errorf("wave %d of %d %s; %s", wave, ro.Waves, t.message(), describeCounts(countStates(s.p.Status.Stacks))), t.recheck(s.now))
+			fmt.Errorf("wave %d of %d %s%s; %s", wave, ro.Waves, t.message(), ignored, describeCounts(countStates(s.p.Status.Stacks))), t.recheck(s.now))
 		return false, nil
 	}
 	now := metav1.NewTime(s.now)

@@ -228,6 +228,11 @@ func TestWaveApprovalCountsLaterDecisions(t *testing.T) {
 	if !strings.Contains(wait.Error(), "wave 2 of 2 waiting for approval: 0 of 1") {
 		t.Errorf("message %q", wait.Error())
 	}
+	// The approval left out is not left out silently.
+	if !strings.Contains(wait.Error(), "(1 approval(s) of this wave made before it began to wait at "+
+		waitFrom.UTC().Truncate(time.Second).Format(time.RFC3339)+" do not count: approve it again)") {
+		t.Errorf("message %q does not say an early approval does not count", wait.Error())
+	}
 
 	// Given once the wave waits, an approval counts.
 	time.Sleep(time.Until(waitFrom.Truncate(time.Second).Add(time.Second)))
