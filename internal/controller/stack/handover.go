@@ -87,7 +87,7 @@ func (s *session) takeOver(ctx context.Context, upd *autov1alpha1.Update) error 
 // serves: when the Stack's Workspace is labelled for another shard (the
 // Stack moved here), every Update of the Stack that shard may still run
 // must finish before the apply relabels the Workspace, which takes it from
-// that shard. Only a Workspace missing from this shard's cache is looked
+// that shard. One that can never run (orphaned) is deleted instead. Only a Workspace missing from this shard's cache is looked
 // at, so a Stack that stays put costs nothing.
 func (s *session) checkHandover(ctx context.Context, cached *autov1alpha1.Workspace) error {
 	if cached != nil || s.r.Shard.Selector().Empty() {
@@ -105,14 +105,54 @@ func (s *session) checkHandover(ctx context.Context, cached *autov1alpha1.Worksp
 	if err := s.r.apiReader().List(ctx, &updates, client.InNamespace(s.stack.Namespace), client.MatchingLabels{stackrun.StackNameLabel: s.stack.Name}); err != nil {
 		return failed(pulumiv1.WorkspaceApplyFailedReason, "listing the Stack's Updates", err)
 	}
+	var live *pulumiv1.Stack
 	for i := range updates.Items {
 		upd := &updates.Items[i]
 		if !metav1.IsControlledBy(upd, s.stack) && !s.mayRunForeign(upd) {
 			continue
 		}
-		if done, _, _ := updateDone(upd); !done && !s.r.Shard.Owns(upd) && upd.DeletionTimestamp.IsZero() {
+		if done, _, _ := updateDone(upd); done || s.r.Shard.Owns(upd) || !upd.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if live == nil {
+			live = &pulumiv1.Stack{}
+			if err := s.r.apiReader().Get(ctx, client.ObjectKeyFromObject(s.stack), live); err != nil {
+				return failed(pulumiv1.UpdateReadFailedReason, "reading the Stack", err)
+			}
+		}
+		if !orphaned(live, upd, &ws) {
 			return s.elsewhere(upd)
 		}
+		// The shard the Stack left made it and the Workspace, then lost
+		// both records (its status patch conflicted with the move) and
+		// never comes back to the Stack: the Update cannot start, since
+		// the choke point runs nothing the Stack has no record of, and
+		// waiting for it would wait for ever. It goes; the apply then
+		// finds the unrecorded Workspace and deletes it (ownWorkspace),
+		// and this shard makes and records both anew.
+		uid, version := upd.UID, upd.ResourceVersion
+		if err := s.r.Client.Delete(ctx, upd, client.Preconditions{UID: &uid, ResourceVersion: &version}); err != nil &&
+			!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return failed(pulumiv1.UpdateDeleteFailedReason, "deleting update "+upd.Name+", which the Stack has no record of", err)
+		}
+		s.warn("UpdateOrphaned", fmt.Sprintf("update %s of shard %s never started, and neither it nor workspace %s is recorded by the Stack: "+
+			"deleting it, to make the Stack's anew in shard %s", upd.Name, shard.Of(upd), ws.Name, s.r.Shard))
 	}
 	return nil
+}
+
+// orphaned reports whether upd, a pending Update of another shard on the
+// Workspace ws, can never run: it has not started, and live, the Stack as
+// stored, records neither it as its current update nor ws as its
+// Workspace. The choke point allows an operation only with both records,
+// which the shard the Stack left no longer writes.
+func orphaned(live *pulumiv1.Stack, upd *autov1alpha1.Update, ws *autov1alpha1.Workspace) bool {
+	if !updatePending(upd) {
+		return false
+	}
+	if cur := live.Status.CurrentUpdate; cur != nil && cur.UID == upd.UID {
+		return false
+	}
+	rec := live.Status.Workspace
+	return rec == nil || rec.UID != ws.UID
 }

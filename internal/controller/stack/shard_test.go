@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -184,6 +185,39 @@ func TestShardHandoverWaitsForUnseenUpdates(t *testing.T) {
 		g.Expect(shardLabels(g, ns, "moving")).To(Equal(map[string]string{"Workspace": "blue", first: "", "moving-lookalike": ""}))
 	}, opTimeout, pollInterval).Should(Succeed())
 	waitSucceeded(t, ns, "moving", "")
+}
+
+// TestShardHandoverDropsOrphans: the shard a Stack leaves made its first
+// Workspace and Update, then lost both records (its status patch
+// conflicted with the move) and never came back to the Stack. The Update
+// can never run (the choke point needs both records), so the shard the
+// Stack joined deletes it instead of waiting for it for ever, deletes the
+// unrecorded Workspace, and deploys the Stack itself. The default shard is
+// stopped, and what it made is made by hand.
+func TestShardHandoverDropsOrphans(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, stopDefault := runShards(t)
+	stopDefault()
+
+	s, _ := newFileStack(t, "orphan", func(string) string { return delayProgram })
+	ns := s.Namespace
+	s.Spec.Config = delay(0)
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	owner := getStack(g, ns, "orphan")
+	ref := []metav1.OwnerReference{*metav1.NewControllerRef(owner, pulumiv1.GroupVersion.WithKind("Stack"))}
+	g.Expect(env.Client.Create(ctx, &autov1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", OwnerReferences: ref}})).To(Succeed())
+	lost := &autov1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan-lost", Labels: map[string]string{stackrun.StackNameLabel: "orphan"}, OwnerReferences: ref},
+		Spec:       autov1alpha1.UpdateSpec{WorkspaceName: "orphan", StackName: "dev", Type: autov1alpha1.UpType},
+	}
+	g.Expect(env.Client.Create(ctx, lost)).To(Succeed())
+
+	label(g, ns, "orphan", "blue")
+	waitSucceeded(t, ns, "orphan", "")
+	err := env.Client.Get(ctx, client.ObjectKeyFromObject(lost), &autov1alpha1.Update{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the orphaned Update is still there: %v", err)
+	g.Expect(shardLabels(g, ns, "orphan")).To(HaveKeyWithValue("Workspace", "blue"))
 }
 
 // TestShardHandoverTakesLateUpdates covers the other side of the moment
