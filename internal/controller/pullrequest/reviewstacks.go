@@ -435,6 +435,9 @@ func (s *session) postReviewStack(ctx context.Context, number int64, rs *promoti
 func (s *session) reviewComment(rs *promotionv1alpha1.ReviewStackStatus, stack *pulumiv1.Stack) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n### stackyard review stack `%s`\n\n", s.reviewMarker(), rs.Name)
+	if s.r.DashboardURL != "" && rs.UID != "" {
+		fmt.Fprintf(&b, "[Stack %s on the dashboard](%s/stacks/%s/%s)\n\n", rs.Name, strings.TrimRight(s.r.DashboardURL, "/"), s.p.Namespace, rs.Name)
+	}
 	fmt.Fprintf(&b, "**%s**: %s\n", rs.Phase, cell(rs.Message))
 	if rs.ExpiresAt != nil && rs.UID != "" {
 		fmt.Fprintf(&b, "\nIts ttl runs out at %s: it is destroyed then.\n", rs.ExpiresAt.UTC().Format(time.RFC3339))

@@ -106,6 +106,7 @@ func TestReviewStacks(t *testing.T) {
 		g.Expect(c.Body).To(ContainSubstring("### stackyard review stack `" + change.ReviewStackName("web", first) + "`"))
 		g.Expect(c.Body).To(ContainSubstring("**Ready**: deployed at " + change.ShortCommit(head)))
 		g.Expect(c.Body).To(ContainSubstring(fmt.Sprintf("| `url` | `\"https://review-pr-%d.review.example.com\"` |", first)))
+		g.Expect(c.Body).To(ContainSubstring(fmt.Sprintf("(%s/stacks/%s/%s)", dashboardURL, f.ns, change.ReviewStackName("web", first))))
 	}, opTimeout, poll).Should(Succeed(), func() string { return logs.String() })
 	g.Expect(page(first)).To(Equal("v2"))
 	stack := &pulumiv1.Stack{}
