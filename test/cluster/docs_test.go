@@ -16,6 +16,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackyard/stackyard/test/gitserver"
@@ -394,9 +396,27 @@ func cleanUpGuide(t *testing.T, c *cluster, wsNamespace string) {
 	if t.Failed() {
 		dumpOperator(t, c.cs)
 		dumpWorkspacePods(t, c.cs, wsNamespace)
+		dumpChange(t, c, wsNamespace)
 	}
 	tearDown(t, c, wsNamespace)
 	removeCRDs(t, c)
+}
+
+// dumpChange logs the status of the namespace's Promotions, Stages and
+// Stacks: the operator logs little of a promotion's progress, and a guide
+// that times out waiting for one says only that it did.
+func dumpChange(t *testing.T, c *cluster, ns string) {
+	for _, gvr := range []schema.GroupVersionResource{promotionGVR("promotions"), promotionGVR("stages"), stackGVR} {
+		list, err := c.dyn.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Logf("listing %s: %v", gvr.Resource, err)
+			continue
+		}
+		for _, o := range list.Items {
+			status, _, _ := unstructured.NestedMap(o.Object, "status")
+			t.Logf("%s %s status:\n%s", gvr.Resource, o.GetName(), toYAML(status))
+		}
+	}
 }
 
 // TestDocBlocks checks how TestDocs reads a guide: ```sh blocks in order
