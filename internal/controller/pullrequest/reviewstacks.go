@@ -385,8 +385,20 @@ func (s *session) dropClosedReviewStacks(ctx context.Context, heads map[int64]st
 		if _, open := heads[e.Number]; open {
 			continue
 		}
+		rs := e.ReviewStack
 		if err := s.dropReviewStack(ctx, e); err != nil {
 			return err
+		}
+		if rs != nil && rs.CommentID != "" && s.forge != nil {
+			// The comment says it is gone, so that nobody looks for it;
+			// a closed pull request may refuse the edit, which changes
+			// nothing else.
+			body := fmt.Sprintf("%s\n### stackyard review stack `%s`\n\n**Destroyed**: the pull request closed; the Stack is deleted, its resources destroyed and its stack removed from the backend.\n",
+				s.reviewMarker(), rs.Name)
+			if err := s.forge.EditComment(ctx, e.Number, rs.CommentID, body); err != nil {
+				s.event(corev1.EventTypeWarning, EventForgeFailed, sreconcile.Truncate(
+					fmt.Sprintf("saying on pull request #%d that its review stack is destroyed: %v", e.Number, err), 1024))
+			}
 		}
 	}
 	return nil

@@ -158,6 +158,7 @@ func TestReviewStacks(t *testing.T) {
 		g.Expect(err).To(HaveOccurred(), "the closed pull request's review stack is still there")
 		g.Expect(f.reviewComment(g, second).Body).To(ContainSubstring("**Ready**"))
 	}, opTimeout, poll).Should(Succeed(), func() string { return logs.String() })
+	g.Expect(f.reviewComment(g, first).Body).To(ContainSubstring("**Destroyed**: the pull request closed"))
 	g.Expect(page(first)).To(BeEmpty(), "the closed pull request's resources were not destroyed")
 	g.Expect(inBackend(first)).To(BeFalse(), "the closed pull request's stack is still in its backend")
 	g.Expect(page(second)).To(Equal("v4"))
