@@ -102,9 +102,11 @@ func (s *session) reconcileReviewStacks(ctx context.Context) (sreconcile.Result,
 			return sreconcile.ResultEmpty, err
 		}
 		if has := rs.UID != ""; has != had {
-			if has {
+			switch {
+			case has:
 				live++
-			} else {
+			case stack == nil || stack.DeletionTimestamp.IsZero():
+				// Gone; one still being destroyed counts until it is.
 				live--
 			}
 		}
