@@ -58,24 +58,30 @@ func (s *session) post(ctx context.Context, e *promotionv1alpha1.PullRequestStat
 	if err != nil {
 		return err
 	}
-	if e.CommentID == "" {
-		if e.CommentID, err = s.forge.FindComment(ctx, e.Number, s.marker()); err != nil {
-			return err
-		}
-	}
-	if e.CommentID != "" {
-		err = s.forge.EditComment(ctx, e.Number, e.CommentID, body)
-		if !errors.Is(err, forge.ErrCommentGone) {
-			if err != nil {
-				return err
-			}
-			return s.finalStatus(ctx, e)
-		}
-	}
-	if e.CommentID, err = s.forge.CreateComment(ctx, e.Number, body); err != nil {
+	if err := s.writeComment(ctx, e.Number, &e.CommentID, s.marker(), body); err != nil {
 		return err
 	}
 	return s.finalStatus(ctx, e)
+}
+
+// writeComment makes body the comment *id of pull request number: it
+// edits it, finding it by marker first when its id is not known (a status
+// lost), and creates it when there is none or it is gone, recording its
+// id in *id.
+func (s *session) writeComment(ctx context.Context, number int64, id *string, marker, body string) error {
+	var err error
+	if *id == "" {
+		if *id, err = s.forge.FindComment(ctx, number, marker); err != nil {
+			return err
+		}
+	}
+	if *id != "" {
+		if err = s.forge.EditComment(ctx, number, *id, body); !errors.Is(err, forge.ErrCommentGone) {
+			return err
+		}
+	}
+	*id, err = s.forge.CreateComment(ctx, number, body)
+	return err
 }
 
 // finalStatus sets the commit status of e's ended previews; a skipped

@@ -422,22 +422,8 @@ func (s *session) postReviewStack(ctx context.Context, number int64, rs *promoti
 	if rs.Posted == digest {
 		return nil
 	}
-	var err error
-	if rs.CommentID == "" {
-		if rs.CommentID, err = s.forge.FindComment(ctx, number, s.reviewMarker()); err != nil {
-			return err
-		}
-	}
-	if rs.CommentID != "" {
-		err = s.forge.EditComment(ctx, number, rs.CommentID, body)
-		if err != nil && !errors.Is(err, forge.ErrCommentGone) {
-			return err
-		}
-	}
-	if rs.CommentID == "" || errors.Is(err, forge.ErrCommentGone) {
-		if rs.CommentID, err = s.forge.CreateComment(ctx, number, body); err != nil {
-			return err
-		}
+	if err := s.writeComment(ctx, number, &rs.CommentID, s.reviewMarker(), body); err != nil {
+		return err
 	}
 	rs.Posted = digest
 	return nil
