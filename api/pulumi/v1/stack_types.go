@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	autov1alpha1 "github.com/stackyard/stackyard/api/auto/v1alpha1"
@@ -100,6 +102,22 @@ type StackStatus struct {
 	// A stackyard extension.
 	// +optional
 	HeldSpec *shared.HeldSpec `json:"heldSpec,omitempty"`
+}
+
+// ExpiresAt is when the Stack's spec.ttl runs out: its creation (the API
+// server's metadata.creationTimestamp) plus the TTL; zero without a TTL.
+func (s *Stack) ExpiresAt() time.Time {
+	if s.Spec.TTL == nil || s.CreationTimestamp.IsZero() {
+		return time.Time{}
+	}
+	return s.CreationTimestamp.Add(s.Spec.TTL.Duration)
+}
+
+// DeletedExpired reports whether the Stack was deleted once its TTL had
+// run out, by the API server's deletion timestamp.
+func (s *Stack) DeletedExpired() bool {
+	at := s.ExpiresAt()
+	return !at.IsZero() && s.DeletionTimestamp != nil && !s.DeletionTimestamp.Time.Before(at)
 }
 
 // MaxHistory is how many entries status.history keeps.

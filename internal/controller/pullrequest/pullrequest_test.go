@@ -104,10 +104,14 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// push commits content on branch of the local repository and pushes it
-// to Gitea, and returns the commit.
-func (f *fixture) push(branch, content string) string {
-	sha := f.local.Commit(branch, map[string]string{"Pulumi.yaml": project(content)})
+// push commits project(content) on branch of the local repository and
+// pushes it to Gitea, and returns the commit.
+func (f *fixture) push(branch, content string) string { return f.pushProgram(branch, project(content)) }
+
+// pushProgram commits program as Pulumi.yaml on branch and pushes it to
+// Gitea, and returns the commit.
+func (f *fixture) pushProgram(branch, program string) string {
+	sha := f.local.Commit(branch, map[string]string{"Pulumi.yaml": program})
 	f.local.Git("push", "--force", f.gitea.PushURL("web"), branch)
 	f.gitea.WaitBranch("web", branch, sha)
 	return sha

@@ -291,12 +291,10 @@ func (s *session) reviewStackGone(rs *promotionv1alpha1.ReviewStackStatus, stack
 	// rs.Head stays the head the Stack was at: a push seen only now
 	// makes a new one.
 	rs.UID = ""
-	if stack != nil && stack.Spec.TTL != nil && stack.DeletionTimestamp != nil {
+	if stack != nil && stack.DeletedExpired() {
 		// Deleted once its ttl had run out, as the Stack controller
 		// decides it: from the API server's two timestamps.
-		if at := stack.CreationTimestamp.Add(stack.Spec.TTL.Duration); !stack.DeletionTimestamp.Time.Before(at) {
-			rs.ExpiresAt = &metav1.Time{Time: at}
-		}
+		rs.ExpiresAt = &metav1.Time{Time: stack.ExpiresAt()}
 	}
 	if rs.ExpiresAt != nil && !s.now.Before(rs.ExpiresAt.Time) {
 		rs.Phase, rs.Message = promotionv1alpha1.ReviewStackExpired, fmt.Sprintf(

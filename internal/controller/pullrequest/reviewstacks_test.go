@@ -31,13 +31,10 @@ func reviewProject(content string) string {
 		"    properties:\n      path: ${path}/${pulumi.stack}.txt\n      content: %s\noutputs:\n  url: https://${pulumi.stack}.review.example.com\n", content)
 }
 
-// pushReview commits reviewProject(content) on branch and pushes it to
-// Gitea, and returns the commit.
+// pushReview pushes reviewProject(content) on branch, and returns the
+// commit.
 func (f *fixture) pushReview(branch, content string) string {
-	sha := f.local.Commit(branch, map[string]string{"Pulumi.yaml": reviewProject(content)})
-	f.local.Git("push", "--force", f.gitea.PushURL("web"), branch)
-	f.gitea.WaitBranch("web", branch, sha)
-	return sha
+	return f.pushProgram(branch, reviewProject(content))
 }
 
 // editPipeline changes the fixture's Pipeline, retried on a conflict.

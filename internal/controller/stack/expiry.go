@@ -29,23 +29,13 @@ const EventExpired = "Expired"
 //
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=delete
 
-// expiresAt is when the Stack's TTL runs out; zero without one.
-func expiresAt(stack *pulumiv1.Stack) time.Time {
-	if stack.Spec.TTL == nil || stack.CreationTimestamp.IsZero() {
-		return time.Time{}
-	}
-	return stack.CreationTimestamp.Add(stack.Spec.TTL.Duration)
-}
-
 // expired reports whether a Stack being deleted was deleted once its TTL
 // had run out: its resources are then destroyed before it goes, whatever
 // destroyOnFinalize says, however it was deleted. A governed Stack never
 // expires, not even one that got a TTL before the admission policy
 // refused it.
 func expired(stack *pulumiv1.Stack) bool {
-	at := expiresAt(stack)
-	return !at.IsZero() && stack.DeletionTimestamp != nil && !stack.DeletionTimestamp.Time.Before(at) &&
-		change.AuthorizedStage(stack.Annotations) == ""
+	return stack.DeletedExpired() && change.AuthorizedStage(stack.Annotations) == ""
 }
 
 // reconcileExpiry records when the Stack's TTL runs out (status.expiresAt)
@@ -55,7 +45,7 @@ func expired(stack *pulumiv1.Stack) bool {
 // sure the Stack is looked at again when its TTL runs out.
 func (s *session) reconcileExpiry(ctx context.Context) (sreconcile.Result, error) {
 	st := &s.stack.Status
-	at := expiresAt(s.stack)
+	at := s.stack.ExpiresAt()
 	if at.IsZero() {
 		st.ExpiresAt = nil
 		return sreconcile.ResultEmpty, nil

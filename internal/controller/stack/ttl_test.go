@@ -1,7 +1,6 @@
 package stack_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackyard/stackyard/api/pulumi/shared"
 	pulumiv1 "github.com/stackyard/stackyard/api/pulumi/v1"
@@ -22,7 +20,6 @@ import (
 // that has lived longer expires it at once.
 func TestTTL(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	stack, target := programStack(t, "short-lived", func(s *shared.StackSpec) { s.RemoveOnFinalize = true })
 	ns := stack.Namespace
 	waitStack(t, ns, "short-lived", opTimeout, ready)
@@ -37,14 +34,7 @@ func TestTTL(t *testing.T) {
 	g.Expect(stackFiles()).NotTo(BeEmpty(), "the stack is not where the test looks for it")
 
 	setTTL := func(ttl time.Duration) {
-		g.Eventually(func() error {
-			s := &pulumiv1.Stack{}
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(stack), s); err != nil {
-				return err
-			}
-			s.Spec.TTL = &metav1.Duration{Duration: ttl}
-			return env.Client.Update(ctx, s)
-		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+		patchStack(g, ns, "short-lived", func(s *pulumiv1.Stack) { s.Spec.TTL = &metav1.Duration{Duration: ttl} })
 	}
 	setTTL(time.Hour)
 	s := waitStack(t, ns, "short-lived", opTimeout, func(g Gomega, s *pulumiv1.Stack) {
